@@ -1,0 +1,37 @@
+//! The tracemark I/O record model and the `.tmt` trace file format.
+//!
+//! A `.tmt` file is a header, a run of zstd-compressed columnar chunks of
+//! records, each protected by a CRC-32C, and a footer holding the chunk index,
+//! the summary and what the writer learnt while writing. `FORMAT.md` in this
+//! crate specifies the bytes.
+//!
+//! Write with [`TraceWriter`] (memory bounded by one chunk), read with
+//! [`TraceFile`] (memory-mapped) or [`TraceReader`] (any `Read`).
+
+mod codec;
+mod error;
+mod meta;
+mod reader;
+mod record;
+mod units;
+mod writer;
+
+pub use error::FormatError;
+pub use meta::{
+    DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary, TraceHeader,
+    TraceTail,
+};
+pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
+pub use record::{DeviceId, Flags, IoRecord, Op};
+pub use units::{Bytes, Nanos, Sectors};
+pub use writer::{TraceWriter, WriterOptions};
+
+/// The file's first eight bytes.
+pub const MAGIC: [u8; 8] = *b"TMTRACE\0";
+/// The last eight bytes.
+pub const END_MAGIC: [u8; 8] = *b"TMTEND\0\0";
+/// The format version this crate writes. A reader refuses a newer major version.
+pub const VERSION_MAJOR: u16 = 1;
+pub const VERSION_MINOR: u16 = 0;
+/// Default number of records per chunk.
+pub const DEFAULT_CHUNK_RECORDS: u32 = 65_536;
