@@ -1,10 +1,26 @@
 //! Turns block I/O logs into tracemark records: one module per input format,
 //! format detection, the normaliser that pairs events into requests, and live
 //! capture from the kernel's tracefs.
+//!
+//! Contract of a format module: `looks_like(head)` says whether the first bytes
+//! of an input are of that format (used by auto-detection), and `parse` reads
+//! the input and reports each event, request, bad line or note to a [`Sink`] in
+//! input order, stopping at the first `Err` the sink returns. A parser turns its
+//! source into the shared model and nothing else: no filtering, pairing or
+//! output.
 
 pub mod error;
 pub mod event;
 pub mod sink;
+
+pub mod blkparse;
+pub mod blktrace;
+pub mod fio;
+pub mod msr;
+pub mod spc;
+pub mod tracefs;
+pub mod wpa;
+pub mod xperf;
 
 pub use error::ConvertError;
 pub use event::{Action, BlockEvent, Location, Position, SourceIo};

@@ -1,0 +1,173 @@
+//! Shared helpers for the end-to-end tests: skipping (or, in CI, failing) when
+//! root or a kernel feature is missing, loop devices and tracefs access that are
+//! cleaned up also when a test fails.
+#![allow(dead_code)]
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Set by `.ci/run`: a test that would be skipped fails instead.
+pub const NO_SKIP_ENV: &str = "TRACEMARK_NO_SKIP";
+
+/// Returns false (after printing a SKIP line) when `what` is unavailable, or
+/// panics when the environment says skips are failures.
+pub fn skip(test: &str, why: &str) -> bool {
+    if std::env::var_os(NO_SKIP_ENV).is_some_and(|v| v != "0" && !v.is_empty()) {
+        panic!("{test}: would skip ({why}) but {NO_SKIP_ENV} is set");
+    }
+    eprintln!("SKIP {test}: {why}");
+    false
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// True when the test may use root-only kernel features; otherwise prints SKIP.
+pub fn require_root(test: &str) -> bool {
+    if is_root() {
+        true
+    } else {
+        skip(test, "needs root")
+    }
+}
+
+/// True when `tool` is on PATH; otherwise prints SKIP.
+pub fn require_tool(test: &str, tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    found || skip(test, &format!("`{tool}` is not installed"))
+}
+
+/// The built `tracemark` binary.
+pub fn tracemark() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_tracemark"))
+}
+
+/// A loop device over a sparse image file, detached (and the image removed) on drop.
+pub struct LoopDevice {
+    pub path: PathBuf,
+    image: PathBuf,
+}
+
+impl LoopDevice {
+    /// Creates a `size_mib` image in `dir` and attaches it with direct I/O.
+    pub fn new(dir: &Path, size_mib: u64) -> std::io::Result<LoopDevice> {
+        let image = dir.join(format!("loop-{}.img", std::process::id()));
+        let f = fs::File::create(&image)?;
+        f.set_len(size_mib << 20)?;
+        drop(f);
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "--direct-io=on"])
+            .arg(&image)
+            .output()?;
+        if !out.status.success() {
+            let _ = fs::remove_file(&image);
+            return Err(std::io::Error::other(format!(
+                "losetup failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        Ok(LoopDevice { path, image })
+    }
+
+    /// `MAJ:MIN` of the device.
+    pub fn dev_id(&self) -> (u32, u32) {
+        let name = self.path.file_name().unwrap().to_string_lossy().to_string();
+        let dev = fs::read_to_string(format!("/sys/block/{name}/dev")).unwrap();
+        let (a, b) = dev.trim().split_once(':').unwrap();
+        (a.parse().unwrap(), b.parse().unwrap())
+    }
+
+    pub fn name(&self) -> String {
+        self.path.file_name().unwrap().to_string_lossy().to_string()
+    }
+}
+
+impl Drop for LoopDevice {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
+        let _ = fs::remove_file(&self.image);
+    }
+}
+
+/// Exclusive use of the kernel's tracing (one test at a time, across test
+/// processes), with tracefs mounted; unmounts it on drop if it mounted it.
+/// Callers restore the tracing files they change themselves (see `TraceSetting`).
+pub struct TracefsLock {
+    pub root: PathBuf,
+    _lock: fs::File,
+    mounted_here: bool,
+}
+
+impl TracefsLock {
+    pub fn acquire() -> std::io::Result<TracefsLock> {
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open("/tmp/tracemark-tests-tracefs.lock")?;
+        // SAFETY: flock on a valid fd.
+        let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX) };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let root = PathBuf::from("/sys/kernel/tracing");
+        let mut mounted_here = false;
+        if !root.join("trace").exists() {
+            let st = Command::new("mount")
+                .args(["-t", "tracefs", "nodev"])
+                .arg(&root)
+                .status()?;
+            if !st.success() {
+                return Err(std::io::Error::other("mounting tracefs failed"));
+            }
+            mounted_here = true;
+        }
+        Ok(TracefsLock {
+            root,
+            _lock: lock,
+            mounted_here,
+        })
+    }
+}
+
+impl Drop for TracefsLock {
+    fn drop(&mut self) {
+        if self.mounted_here {
+            let _ = Command::new("umount").arg(&self.root).status();
+        }
+    }
+}
+
+/// A tracing file whose previous content is written back on drop.
+pub struct TraceSetting {
+    path: PathBuf,
+    old: String,
+}
+
+impl TraceSetting {
+    pub fn set(path: impl Into<PathBuf>, value: &str) -> std::io::Result<TraceSetting> {
+        let path = path.into();
+        let old = fs::read_to_string(&path)?;
+        fs::write(&path, value)?;
+        Ok(TraceSetting { path, old })
+    }
+}
+
+impl Drop for TraceSetting {
+    fn drop(&mut self) {
+        // Files like current_tracer read back with a trailing newline; `set_event`
+        // lists one event a line. Writing the old text back restores them.
+        let old = self.old.trim();
+        let value = if old.starts_with('#') { "" } else { old };
+        let _ = fs::write(&self.path, value);
+    }
+}
