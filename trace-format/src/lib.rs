@@ -10,6 +10,7 @@
 
 mod codec;
 mod error;
+mod frame;
 mod meta;
 mod reader;
 mod record;

@@ -1,12 +1,18 @@
+use crate::codec::encode_chunk;
 use crate::error::FormatError;
 use crate::meta::{Summary, TraceHeader, TraceTail};
+use crate::reader::{ChunkInfo, Footer};
 use crate::record::IoRecord;
+use crate::units::Nanos;
+use crate::{frame, END_MAGIC, MAGIC, VERSION_MAJOR, VERSION_MINOR};
 use std::io::Write;
 
 /// Writer settings.
 #[derive(Debug, Clone, Copy)]
 pub struct WriterOptions {
+    /// Records per chunk: the unit of compression, checksumming and seeking.
     pub chunk_records: u32,
+    /// zstd level of the chunk payloads.
     pub zstd_level: i32,
 }
 
@@ -22,8 +28,14 @@ impl Default for WriterOptions {
 /// Streams records into a `.tmt` file; holds at most one chunk in memory.
 pub struct TraceWriter<W: Write> {
     out: W,
-    _opts: WriterOptions,
+    opts: WriterOptions,
+    /// Bytes written so far: the offset of the next chunk.
+    position: u64,
+    pending: Vec<IoRecord>,
+    chunks: Vec<ChunkInfo>,
     summary: Summary,
+    payload: Vec<u8>,
+    last_time: Nanos,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -33,16 +45,65 @@ impl<W: Write> TraceWriter<W> {
     }
 
     pub fn with_options(
-        _out: W,
-        _header: &TraceHeader,
-        _opts: WriterOptions,
+        mut out: W,
+        header: &TraceHeader,
+        opts: WriterOptions,
     ) -> Result<Self, FormatError> {
-        todo!()
+        let header_bytes = frame::encode_meta(header)?;
+        let mut head = Vec::with_capacity(header_bytes.len() + 20);
+        head.extend_from_slice(&MAGIC);
+        head.extend_from_slice(&VERSION_MAJOR.to_le_bytes());
+        head.extend_from_slice(&VERSION_MINOR.to_le_bytes());
+        head.extend_from_slice(&(header_bytes.len() as u32).to_le_bytes());
+        head.extend_from_slice(&header_bytes);
+        let crc = crc32c::crc32c(&head);
+        head.extend_from_slice(&crc.to_le_bytes());
+        out.write_all(&head)?;
+        let chunk_records = opts.chunk_records.clamp(1, frame::MAX_CHUNK_RECORDS);
+        Ok(TraceWriter {
+            out,
+            opts: WriterOptions {
+                chunk_records,
+                ..opts
+            },
+            position: head.len() as u64,
+            pending: Vec::with_capacity(chunk_records as usize),
+            chunks: Vec::new(),
+            summary: Summary::default(),
+            payload: Vec::new(),
+            last_time: Nanos::ZERO,
+        })
     }
 
-    /// Appends a record. Records must come in non-decreasing time order.
-    pub fn push(&mut self, _record: &IoRecord) -> Result<(), FormatError> {
-        todo!()
+    /// Appends a record. Records must come in non-decreasing time order and end
+    /// at or below 2^63 bytes.
+    pub fn push(&mut self, record: &IoRecord) -> Result<(), FormatError> {
+        let index = self.summary.ios;
+        if record.time < self.last_time {
+            return Err(FormatError::BadRecord {
+                index,
+                reason: format!(
+                    "time {} is before the previous record's {}",
+                    record.time, self.last_time
+                ),
+            });
+        }
+        if record.end().is_none_or(|e| e.0 > i64::MAX as u64) {
+            return Err(FormatError::BadRecord {
+                index,
+                reason: format!(
+                    "request at offset {} of {} bytes ends beyond 2^63",
+                    record.offset.0, record.len.0
+                ),
+            });
+        }
+        self.last_time = record.time;
+        self.summary.add(record);
+        self.pending.push(*record);
+        if self.pending.len() >= self.opts.chunk_records as usize {
+            self.flush_chunk()?;
+        }
+        Ok(())
     }
 
     /// Totals so far.
@@ -50,9 +111,57 @@ impl<W: Write> TraceWriter<W> {
         &self.summary
     }
 
-    /// Flushes the last chunk and writes the footer; returns the output and the summary.
-    pub fn finish(self, _tail: &TraceTail) -> Result<(W, Summary), FormatError> {
-        let _ = &self.out;
-        todo!()
+    fn flush_chunk(&mut self) -> Result<(), FormatError> {
+        let (Some(first), Some(last)) = (self.pending.first(), self.pending.last()) else {
+            return Ok(());
+        };
+        let (first_time, last_time) = (first.time, last.time);
+        encode_chunk(&self.pending, first_time, &mut self.payload);
+        let compressed = zstd::bulk::compress(&self.payload, self.opts.zstd_level)?;
+        let frame = frame::chunk_frame(
+            self.pending.len() as u32,
+            self.payload.len() as u32,
+            first_time,
+            &compressed,
+        );
+        self.out.write_all(&frame)?;
+        self.chunks.push(ChunkInfo {
+            offset: self.position,
+            stored_len: frame.len() as u32,
+            records: self.pending.len() as u32,
+            first_time,
+            last_time,
+        });
+        self.position += frame.len() as u64;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Flushes the last chunk and writes the footer and trailer; returns the
+    /// output and the summary.
+    pub fn finish(mut self, tail: &TraceTail) -> Result<(W, Summary), FormatError> {
+        self.flush_chunk()?;
+        let footer = Footer {
+            chunks: std::mem::take(&mut self.chunks),
+            summary: self.summary.clone(),
+            tail: tail.clone(),
+        };
+        let bytes = frame::encode_meta(&footer)?;
+        let mut out = Vec::with_capacity(bytes.len() + 32);
+        out.extend_from_slice(&frame::FOOTER_MAGIC);
+        out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+        out.extend_from_slice(&bytes);
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        // Trailer: where the footer starts, its length, a checksum of both, end magic.
+        let mut trailer = Vec::with_capacity(frame::TRAILER_LEN);
+        trailer.extend_from_slice(&self.position.to_le_bytes());
+        trailer.extend_from_slice(&(out.len() as u32).to_le_bytes());
+        trailer.extend_from_slice(&crc32c::crc32c(&trailer).to_le_bytes());
+        trailer.extend_from_slice(&END_MAGIC);
+        out.extend_from_slice(&trailer);
+        self.out.write_all(&out)?;
+        self.out.flush()?;
+        Ok((self.out, self.summary))
     }
 }
