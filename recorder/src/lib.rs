@@ -13,6 +13,9 @@ pub mod error;
 pub mod event;
 pub mod sink;
 
+/// Shared plumbing of the line-per-request text parsers.
+mod line_input;
+
 pub mod blkparse;
 pub mod blktrace;
 pub mod fio;
