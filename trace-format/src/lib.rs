@@ -13,6 +13,7 @@ mod error;
 mod frame;
 mod meta;
 mod reader;
+pub mod stats;
 mod record;
 mod units;
 mod writer;
