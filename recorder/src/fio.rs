@@ -1,16 +1,397 @@
-//! Parser for the fio input format. See the crate docs for the contract.
+//! fio I/O logs (`read_iolog` / `write_iolog` files), versions 2 and 3.
+//!
+//! Version 2 (`fio version 2 iolog`): `FILE ACTION` and `FILE ACTION OFFSET LENGTH`.
+//! Version 3 (`fio version 3 iolog`): the same with a leading `TIMESTAMP`.
+//! Actions: `add`, `open`, `close` (file management, counted as notes), `read`,
+//! `write`, `trim` (discard), `sync` and `datasync` (flush, no range), `wait`.
+//! Fields are separated by white space (fio reads them with `sscanf("%s")`, so
+//! file names contain no blanks); offsets and lengths are bytes.
+//!
+//! Times, as fio's own source defines them (iolog.c, checked at commit
+//! f5344384, Aug 2026; HOWTO.rst does not state the units):
+//! - v3 `TIMESTAMP` is **microseconds** since the job's log start: the writer
+//!   prints `utime_since_now(&td->io_log_start_time)` and the replayer passes the
+//!   differences of successive timestamps to `iolog_delay()`, which counts
+//!   microseconds. (SPEC.md agrees: v3 timestamps are microseconds.) v3 does not
+//!   allow `wait`; fio logs an error and ignores the line, and so do we (a note).
+//! - v2 has no timestamps: every request is at time 0 (fio replays a v2 log as
+//!   fast as it can), except after a `wait OFFSET` line. HOWTO says `wait` waits
+//!   "offset microseconds, relative to the previous wait", but fio's replay code
+//!   (since 2011, `read_iolog_get`) sleeps until `OFFSET` **milliseconds after
+//!   the job started** (`mtime_since_genesis()`), i.e. an absolute time. We
+//!   follow the code: a `wait N` moves the clock to `max(clock, N ms)`.
+//!
+//! Devices: each file named by `add` becomes device `0:index`, index counting
+//! `add` lines from 0 in order. An I/O on a file that was never added is bad
+//! input (fio would index its file table with -1).
 
 use crate::error::ConvertError;
+use crate::event::{Location, SourceIo};
+use crate::line_input::{
+    check_extent, head_lines, nanos_from, parse_u64, report_bad, report_too_long, show,
+    LineReader,
+};
 use crate::sink::Sink;
+use std::collections::HashMap;
 use std::io::BufRead;
+use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
+
+const V2_HEADER: &[u8] = b"fio version 2 iolog";
+const V3_HEADER: &[u8] = b"fio version 3 iolog";
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
-    false
+pub fn looks_like(head: &[u8]) -> bool {
+    head_lines(head, 1)
+        .next()
+        .and_then(version_of)
+        .is_some()
+}
+
+fn version_of(line: &[u8]) -> Option<u8> {
+    match line.trim_ascii() {
+        V2_HEADER => Some(2),
+        V3_HEADER => Some(3),
+        _ => None,
+    }
+}
+
+/// What one line of the log asks for.
+enum Action {
+    Io(Op),
+    Add,
+    Open,
+    Close,
+    Wait,
+}
+
+fn action_of(word: &[u8]) -> Option<Action> {
+    Some(match word {
+        b"read" => Action::Io(Op::Read),
+        b"write" => Action::Io(Op::Write),
+        b"trim" => Action::Io(Op::Discard),
+        b"sync" | b"datasync" => Action::Io(Op::Flush),
+        b"add" => Action::Add,
+        b"open" => Action::Open,
+        b"close" => Action::Close,
+        b"wait" => Action::Wait,
+        _ => return None,
+    })
+}
+
+/// Parser state across lines.
+struct State {
+    version: u8,
+    /// File name → device minor, in order of `add`.
+    files: HashMap<Vec<u8>, u32>,
+    /// v2: the time `wait` lines have moved the clock to.
+    clock: Nanos,
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
-pub fn parse(_input: &mut dyn BufRead, _file: &str, _sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    Err(ConvertError::Usage("the fio parser is not written yet".into()))
+pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    let mut lines = LineReader::new(input, file);
+    let mut state: Option<State> = None;
+    while let Some(line) = lines.next_line()? {
+        if line.too_long {
+            report_too_long(sink, file, &line)?;
+            continue;
+        }
+        if line.bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        let Some(state) = state.as_mut() else {
+            match version_of(line.bytes) {
+                Some(version) => {
+                    state = Some(State {
+                        version,
+                        files: HashMap::new(),
+                        clock: Nanos::ZERO,
+                    });
+                    continue;
+                }
+                None => {
+                    return Err(ConvertError::Invalid {
+                        location: Location::line(file, line.number).to_string(),
+                        reason: format!(
+                            "not a fio iolog: the first line must be `fio version 2 iolog` or `fio version 3 iolog`, not `{}`",
+                            show(line.bytes)
+                        ),
+                    })
+                }
+            }
+        };
+        match parse_line(state, line.bytes, sink) {
+            Ok(Some(io)) => sink.io(Location::line(file, line.number), io)?,
+            Ok(None) => {}
+            Err(reason) => report_bad(sink, file, line.number, line.bytes, &reason)?,
+        }
+    }
+    lines.report_if_empty(sink, "fio iolog")
+}
+
+fn parse_line(
+    state: &mut State,
+    line: &[u8],
+    sink: &mut dyn Sink,
+) -> Result<Option<SourceIo>, String> {
+    let mut words = line
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
+    let mut word_array: [&[u8]; 6] = [&[]; 6];
+    let mut count = 0;
+    for w in words.by_ref() {
+        if let Some(slot) = word_array.get_mut(count) {
+            *slot = w;
+        }
+        count += 1;
+    }
+    let fields = word_array.get(..count.min(6)).unwrap_or(&[]);
+    // v3 lines start with the timestamp.
+    let (time, rest) = if state.version == 3 {
+        let Some((stamp, rest)) = fields.split_first() else {
+            return Err("empty line".into());
+        };
+        let us = parse_u64(stamp, "timestamp")?;
+        (nanos_from(us, 1_000, "timestamp")?, rest)
+    } else {
+        (state.clock, fields)
+    };
+    let (name, action_word, range) = match (rest, count - (fields.len() - rest.len())) {
+        ([name, action], 2) => (*name, *action, None),
+        ([name, action, offset, length], 4) => (*name, *action, Some((*offset, *length))),
+        (_, n) => {
+            let expected = if state.version == 3 {
+                "TIMESTAMP FILE ACTION [OFFSET LENGTH]"
+            } else {
+                "FILE ACTION [OFFSET LENGTH]"
+            };
+            let found = if state.version == 3 { n + 1 } else { n };
+            return Err(format!("expected `{expected}`, found {found} fields"));
+        }
+    };
+    let Some(action) = action_of(action_word) else {
+        return Err(format!("unknown action `{}`", show(action_word)));
+    };
+    match (action, range) {
+        (Action::Add, None) => {
+            if state.files.contains_key(name) {
+                sink.note("fio file added again");
+            } else {
+                let index = u32::try_from(state.files.len())
+                    .map_err(|_| "too many files".to_string())?;
+                state.files.insert(name.to_vec(), index);
+                sink.note("fio file add");
+            }
+            Ok(None)
+        }
+        (Action::Open | Action::Close, None) => {
+            if !state.files.contains_key(name) {
+                return Err(format!("file `{}` was not added", show(name)));
+            }
+            sink.note("fio file open/close");
+            Ok(None)
+        }
+        (Action::Wait, Some((offset, _))) => {
+            if state.version == 3 {
+                // fio: "ignoring wait command with version 3".
+                sink.note("fio v3 wait ignored");
+                return Ok(None);
+            }
+            let ms = parse_u64(offset, "wait time")?;
+            let until = nanos_from(ms, 1_000_000, "wait time")?;
+            state.clock = state.clock.max(until);
+            sink.note("fio wait");
+            Ok(None)
+        }
+        (Action::Io(op), Some((offset, length))) => {
+            let offset = parse_u64(offset, "offset")?;
+            let length = parse_u64(length, "length")?;
+            check_extent(offset, length)?;
+            let Some(&minor) = state.files.get(name) else {
+                return Err(format!("file `{}` was not added", show(name)));
+            };
+            // A sync has no range, whatever the log says.
+            let (offset, length) = if op == Op::Flush {
+                (0, 0)
+            } else {
+                (offset, length)
+            };
+            Ok(Some(SourceIo {
+                time,
+                device: DeviceId { major: 0, minor },
+                op,
+                flags: Flags::NONE,
+                offset: Bytes(offset),
+                len: Bytes(length),
+                latency: None,
+                pid: None,
+            }))
+        }
+        (Action::Add | Action::Open | Action::Close, Some(_)) => Err(format!(
+            "file action `{}` takes no offset and length",
+            show(action_word)
+        )),
+        (Action::Io(_) | Action::Wait, None) => Err(format!(
+            "action `{}` needs an offset and a length",
+            show(action_word)
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::line_input::testing::{run, run_strict};
+
+    #[test]
+    fn detects_both_versions_only() {
+        assert!(looks_like(b"fio version 2 iolog\n/dev/sda add\n"));
+        assert!(looks_like(b"fio version 3 iolog\r\n"));
+        assert!(looks_like(b"\xEF\xBB\xBFfio version 3 iolog"));
+        assert!(!looks_like(b"fio version 1 iolog\n"));
+        assert!(!looks_like(b"0,0,4096\n"));
+        assert!(!looks_like(b""));
+        assert!(!looks_like(b"1,h,0,Read,0,512,1\n"));
+    }
+
+    #[test]
+    fn v3_times_are_microseconds_and_files_are_devices() {
+        let log = b"fio version 3 iolog\n\
+30 /dev/a add\n\
+31 /dev/b add\n\
+10731 /dev/a open\n\
+10736 /dev/a trim 0 2147483648\n\
+10752 /dev/a write 0 4096\n\
+10760 /dev/b read 8192 512\n\
+10770 /dev/b sync 0 0\n\
+10771 /dev/b datasync 5 5\n\
+10892 /dev/a close\n";
+        let out = run(parse, log);
+        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let got: Vec<(u64, Nanos, Op, u32, u64, u64)> = out
+            .ios
+            .iter()
+            .map(|(l, io)| (*l, io.time, io.op, io.device.minor, io.offset.0, io.len.0))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (5, Nanos(10_736_000), Op::Discard, 0, 0, 2147483648),
+                (6, Nanos(10_752_000), Op::Write, 0, 0, 4096),
+                (7, Nanos(10_760_000), Op::Read, 1, 8192, 512),
+                (8, Nanos(10_770_000), Op::Flush, 1, 0, 0),
+                (9, Nanos(10_771_000), Op::Flush, 1, 0, 0),
+            ]
+        );
+        assert_eq!(
+            out.notes.iter().filter(|n| *n == "fio file add").count(),
+            2
+        );
+        assert_eq!(out.notes.iter().filter(|n| *n == "fio file open/close").count(), 2);
+    }
+
+    #[test]
+    fn v2_times_are_zero_until_a_wait_in_milliseconds_since_start() {
+        let log = b"fio version 2 iolog\n\
+/f add\n\
+/f open\n\
+/f read 0 4096\n\
+/f wait 5 0\n\
+/f write 4096 4096\n\
+/f wait 2 0\n\
+/f write 8192 4096\n\
+/f close\n";
+        let out = run(parse, log);
+        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let times: Vec<Nanos> = out.ios.iter().map(|(_, io)| io.time).collect();
+        assert_eq!(times, vec![Nanos(0), Nanos(5_000_000), Nanos(5_000_000)]);
+        assert!(out.notes.iter().any(|n| n == "fio wait"));
+    }
+
+    #[test]
+    fn v3_wait_is_ignored_like_fio() {
+        let out = run(
+            parse,
+            b"fio version 3 iolog\n0 /f add\n5 /f wait 100 0\n6 /f read 0 1\n",
+        );
+        assert!(out.bad.is_empty());
+        assert_eq!(out.ios.len(), 1);
+        assert_eq!(out.ios[0].1.time, Nanos(6000));
+        assert!(out.notes.iter().any(|n| n == "fio v3 wait ignored"));
+    }
+
+    #[test]
+    fn add_twice_keeps_the_first_index() {
+        let out = run(
+            parse,
+            b"fio version 2 iolog\n/a add\n/b add\n/a add\n/b read 0 1\n",
+        );
+        assert_eq!(out.ios[0].1.device.minor, 1);
+        assert!(out.notes.iter().any(|n| n == "fio file added again"));
+    }
+
+    #[test]
+    fn bad_lines() {
+        let log: &[u8] = b"fio version 3 iolog\n\
+0 /f add\n\
+1 /f read 0\n\
+2 /f frobnicate 0 1\n\
+3 /g read 0 4096\n\
+4 /f read -1 4096\n\
+5 /f read 0 -4096\n\
+6 /f write 9223372036854775807 4096\n\
+-7 /f read 0 1\n\
+99999999999999999999 /f read 0 1\n\
+18446744073709551 /f read 0 1\n\
+8 /f read 0x10 1\n\
+9 /f open 0 1\n\
+10 /f read 0 1 extra\n\
+11 /\xff\xfe read 0 1\n\
+12 /f read 0 1\n\
+13 /f rea";
+        let out = run(parse, log);
+        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
+        let expect = [
+            (3, "found 4 fields"),
+            (4, "unknown action `frobnicate`"),
+            (5, "`/g` was not added"),
+            (6, "negative offset"),
+            (7, "negative length"),
+            (8, "past 2^63"),
+            (9, "negative timestamp"),
+            (10, "too large"),
+            (11, "absurd timestamp"),
+            (12, "not a whole number"),
+            (13, "takes no offset"),
+            (14, "found 6 fields"),
+            (15, "was not added"),
+            (17, "unknown action `rea`"),
+        ];
+        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
+        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
+            assert_eq!(*line, want_line, "{reason}");
+            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
+        }
+        assert_eq!(out.ios.len(), 1);
+        assert_eq!(out.ios[0].0, 16);
+    }
+
+    #[test]
+    fn missing_header_is_an_error_even_when_skipping() {
+        let mut sink = crate::line_input::testing::Collect::skipping();
+        let mut input: &[u8] = b"/f add\n/f read 0 1\n";
+        let err = parse(&mut input, "x.log", &mut sink).unwrap_err().to_string();
+        assert!(err.contains("x.log:1"), "{err}");
+        assert!(err.contains("not a fio iolog"), "{err}");
+    }
+
+    #[test]
+    fn empty_input_is_bad_but_header_only_is_fine() {
+        let (_, result) = run_strict(parse, b"");
+        assert!(result.unwrap_err().to_string().contains("empty input"));
+        let (out, result) = run_strict(parse, b"fio version 2 iolog\n");
+        assert!(result.is_ok());
+        assert!(out.ios.is_empty());
+    }
 }

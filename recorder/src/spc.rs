@@ -1,16 +1,173 @@
-//! Parser for the spc input format. See the crate docs for the contract.
+//! SPC traces from the UMass Trace Repository (Financial1/2, WebSearch1-3):
+//! `ASU,LBA,Size,Opcode,Timestamp[,...]`, e.g. `0,303567,3584,w,0.000000`.
+//!
+//! ASU (application specific unit) becomes device `0:ASU`; LBA counts 512-byte
+//! blocks; Size is bytes; Opcode is `r`/`R` (read) or `w`/`W` (write); Timestamp
+//! is seconds (decimal) since the start of the trace. Fields after the fifth
+//! (optional, unspecified by the format) are ignored.
 
 use crate::error::ConvertError;
+use crate::event::{Location, SourceIo};
+use crate::line_input::{
+    check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, report_too_long,
+    show, Fields, LineReader, NumberStyle,
+};
 use crate::sink::Sink;
 use std::io::BufRead;
+use trace_format::{Bytes, DeviceId, Flags, Nanos, Op, Sectors};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
-    false
+pub fn looks_like(head: &[u8]) -> bool {
+    let mut seen = 0;
+    for line in head_lines(head, 4) {
+        if parse_fields(line).is_err() {
+            return false;
+        }
+        seen += 1;
+    }
+    seen > 0
+}
+
+fn parse_fields(line: &[u8]) -> Result<SourceIo, String> {
+    let f = Fields::<6>::split(line, b',');
+    if f.len() < 5 {
+        return Err(format!(
+            "expected at least 5 comma-separated fields (ASU,LBA,Size,Opcode,Timestamp), found {}",
+            f.len()
+        ));
+    }
+    let asu = parse_u64(f.get(0), "ASU")?;
+    let asu = u32::try_from(asu).map_err(|_| format!("ASU {asu} is too large"))?;
+    let lba = parse_u64(f.get(1), "LBA")?;
+    let offset = Sectors(lba)
+        .to_bytes()
+        .ok_or_else(|| format!("LBA {lba} is past 2^64 bytes"))?;
+    let size = parse_u64(f.get(2), "size")?;
+    let op = match f.get(3) {
+        b"r" | b"R" => Op::Read,
+        b"w" | b"W" => Op::Write,
+        other => return Err(format!("opcode `{}` is neither r nor w", show(other))),
+    };
+    let time = Nanos(parse_fixed(f.get(4), "timestamp", 9, NumberStyle::PLAIN)?);
+    check_time("timestamp", time)?;
+    check_extent(offset.0, size)?;
+    Ok(SourceIo {
+        time,
+        device: DeviceId {
+            major: 0,
+            minor: asu,
+        },
+        op,
+        flags: Flags::NONE,
+        offset,
+        len: Bytes(size),
+        latency: None,
+        pid: None,
+    })
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
-pub fn parse(_input: &mut dyn BufRead, _file: &str, _sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    Err(ConvertError::Usage("the spc parser is not written yet".into()))
+pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    let mut lines = LineReader::new(input, file);
+    while let Some(line) = lines.next_line()? {
+        if line.too_long {
+            report_too_long(sink, file, &line)?;
+            continue;
+        }
+        if line.bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        match parse_fields(line.bytes) {
+            Ok(io) => sink.io(Location::line(file, line.number), io)?,
+            Err(reason) => report_bad(sink, file, line.number, line.bytes, &reason)?,
+        }
+    }
+    lines.report_if_empty(sink, "SPC")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::line_input::testing::{run, run_strict};
+
+    const SAMPLE: &[u8] = b"0,303567,3584,w,0.000000\n\
+1,55590,3072,W,0.000000\n\
+0,303574,3584,r,0.026214\n\
+24,2,512,R,12.5,extra,fields\n";
+
+    #[test]
+    fn detects_spc_only() {
+        assert!(looks_like(SAMPLE));
+        assert!(!looks_like(b"128166372003061629,web,1,Read,3154152960,32768,18741\n"));
+        assert!(!looks_like(b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"));
+        assert!(!looks_like(b"fio version 2 iolog\n"));
+        assert!(!looks_like(b"11413000 0 657728 16 1\n"));
+        assert!(!looks_like(b"IO Type;Priority\n"));
+        assert!(!looks_like(b""));
+    }
+
+    #[test]
+    fn units_are_blocks_bytes_and_seconds() {
+        let out = run(parse, SAMPLE);
+        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
+            .ios
+            .iter()
+            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Op::Write, 303567 * 512, 3584, Nanos(0)),
+                (1, Op::Write, 55590 * 512, 3072, Nanos(0)),
+                (0, Op::Read, 303574 * 512, 3584, Nanos(26_214_000)),
+                (24, Op::Read, 1024, 512, Nanos(12_500_000_000)),
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_lines() {
+        let input: &[u8] = b"0,1,512,r,0.1\n\
+0,1,512,r\n\
+0,1,-512,r,0.2\n\
+0,1,512,x,0.3\n\
+0,18014398509481983,512,r,0.4\n\
+0,18014398509481984,512,r,0.4\n\
+0,1,512,r,-1.0\n\
+0,1,512,r,1e300\n\
+0,1,512,r,nan\n\
+0,1,512,r,9999999999\n\
+\xff,1,512,r,0.5\n\
+0,1,512,r,0.6";
+        let out = run(parse, input);
+        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
+        let expect = [
+            (2, "at least 5"),
+            (3, "negative size"),
+            (4, "neither r nor w"),
+            (6, "past 2^63"),
+            (7, "negative timestamp"),
+            (8, "too large"),
+            (9, "not a number"),
+            (10, "absurd timestamp"),
+            (11, "ASU"),
+        ];
+        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
+        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
+            assert_eq!(*line, want_line, "{reason}");
+            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
+        }
+        let lines: Vec<u64> = out.ios.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, vec![1, 5, 12]);
+        // Line 5 ends exactly at 2^63 - 512 + 512 = 2^63.
+        assert_eq!(out.ios[1].1.offset.0 + out.ios[1].1.len.0, 1 << 63);
+    }
+
+    #[test]
+    fn empty_input_is_bad() {
+        let (_, result) = run_strict(parse, b"\n");
+        assert!(result.unwrap_err().to_string().contains("empty input"));
+    }
 }
