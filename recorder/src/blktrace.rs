@@ -529,6 +529,11 @@ impl<R: Read> RecordReader<R> {
         // The whole record is consumed from here on: a bad one can be skipped.
         self.index += 1;
         self.offset += (full + self.pdu.len()) as u64;
+        // Notify records are exempt: blkparse writes them into its dumps out of
+        // time order (process names carry the time they were first seen).
+        if rec.categories() & category::NOTIFY != 0 {
+            return Ok(Step::Record(rec, pos));
+        }
         if let Some(last) = self.last_time {
             if rec.time.saturating_add(MAX_BACKWARDS.0) < last {
                 return Ok(Step::Bad {
@@ -575,12 +580,16 @@ pub mod note {
     pub const DRIVER_DATA: &str = "blktrace driver data";
 }
 
-/// The operation and flags a record's categories describe.
+/// The operation and flags a record's categories describe. A record without
+/// data that is not a discard is a flush: the kernel logs a cache flush as
+/// `FWS` with no data when queued, `FN` when issued, and completes the
+/// originating bio as a zero-byte `WS` (or `NS` on older kernels) without the
+/// flush bit.
 pub fn op_and_flags(categories: u64, bytes: u32) -> (Op, Flags) {
     let has = |bit: u64| categories & bit != 0;
     let op = if has(category::DISCARD) {
         Op::Discard
-    } else if has(category::FLUSH) && bytes == 0 {
+    } else if bytes == 0 {
         Op::Flush
     } else if has(category::WRITE_ZEROES) {
         Op::WriteZeroes
