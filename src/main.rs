@@ -1,1 +1,60 @@
-fn main() {}
+//! `tracemark`: record the block I/O of real applications, replay it against a
+//! drive, and score the drive. This binary parses arguments and prints; the work
+//! is done by the `trace-format`, `recorder` and `replayer` crates.
+
+mod cmd;
+mod output;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "tracemark",
+    version,
+    about = "Trace-based storage benchmark: record real application block I/O, replay it with io_uring, score the drive",
+    after_help = "Examples:\n  tracemark convert sda.blktrace.* -o app.tmt\n  tracemark info app.tmt\n  tracemark export app.tmt --to csv -o app.csv"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show what a trace holds: counts, bytes, duration, sizes, queue depths, idle gaps.
+    Info(cmd::info::InfoArgs),
+    /// Write a trace back out as CSV or as a fio iolog.
+    Export(cmd::export::ExportArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Info(a) => cmd::info::run(a),
+        Command::Export(a) => cmd::export::run(a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("tracemark: error: {}", error_chain(&e));
+            std::process::exit(1);
+        }
+    }
+}
+
+/// The error and its causes on one line, without repeating a cause that the
+/// message already contains.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if msg.contains(&text) {
+            continue;
+        }
+        if !msg.is_empty() {
+            msg.push_str(": ");
+        }
+        msg.push_str(&text);
+    }
+    msg
+}

@@ -35,8 +35,8 @@ pub(crate) fn encode_meta<T: Serialize>(value: &T) -> Result<Vec<u8>, FormatErro
 
 /// Decodes header or footer bytes; `Err` carries the reason.
 pub(crate) fn decode_meta<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    let (value, used) = bincode::serde::decode_from_slice(bytes, bincode_config())
-        .map_err(|e| e.to_string())?;
+    let (value, used) =
+        bincode::serde::decode_from_slice(bytes, bincode_config()).map_err(|e| e.to_string())?;
     if used != bytes.len() {
         return Err(format!("{} bytes left over", bytes.len() - used));
     }

@@ -13,8 +13,8 @@ mod error;
 mod frame;
 mod meta;
 mod reader;
-pub mod stats;
 mod record;
+pub mod stats;
 mod units;
 mod writer;
 

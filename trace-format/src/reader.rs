@@ -1,7 +1,7 @@
 use crate::error::FormatError;
 use crate::frame::{
-    self, decode_frame, decode_meta, u32_at, u64_at, CHUNK_HEAD_LEN, CHUNK_OVERHEAD,
-    FOOTER_MAGIC, PREAMBLE_LEN, TRAILER_LEN,
+    self, decode_frame, decode_meta, u32_at, u64_at, CHUNK_HEAD_LEN, CHUNK_OVERHEAD, FOOTER_MAGIC,
+    PREAMBLE_LEN, TRAILER_LEN,
 };
 use crate::meta::{Summary, TraceHeader, TraceTail};
 use crate::record::IoRecord;
@@ -37,12 +37,16 @@ fn parse_header_block(bytes: &[u8]) -> Result<(TraceHeader, usize), FormatError>
     if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
         let n = bytes.len().min(MAGIC.len());
         if n < MAGIC.len() && bytes[..n] == MAGIC[..n] {
-            return Err(FormatError::Truncated("the file ends inside the magic".into()));
+            return Err(FormatError::Truncated(
+                "the file ends inside the magic".into(),
+            ));
         }
         return Err(FormatError::NotATrace);
     }
     if bytes.len() < PREAMBLE_LEN {
-        return Err(FormatError::Truncated("the file ends inside the preamble".into()));
+        return Err(FormatError::Truncated(
+            "the file ends inside the preamble".into(),
+        ));
     }
     let major = u16::from_le_bytes([bytes[8], bytes[9]]);
     let minor = u16::from_le_bytes([bytes[10], bytes[11]]);
@@ -70,7 +74,9 @@ fn parse_header_block(bytes: &[u8]) -> Result<(TraceHeader, usize), FormatError>
         return Err(FormatError::NewerVersion { major, minor });
     }
     if major == 0 {
-        return Err(FormatError::CorruptHeader("version 0 does not exist".into()));
+        return Err(FormatError::CorruptHeader(
+            "version 0 does not exist".into(),
+        ));
     }
     let header = decode_meta(&bytes[PREAMBLE_LEN..PREAMBLE_LEN + header_len])
         .map_err(FormatError::CorruptHeader)?;
@@ -191,7 +197,9 @@ impl TraceFile {
         }
         let trailer = &bytes[bytes.len() - TRAILER_LEN..];
         if crc32c::crc32c(&trailer[..12]) != u32_at(trailer, 12) {
-            return Err(FormatError::CorruptFooter("trailer checksum mismatch".into()));
+            return Err(FormatError::CorruptFooter(
+                "trailer checksum mismatch".into(),
+            ));
         }
         let footer_offset = u64_at(trailer, 0);
         let footer_len = u32_at(trailer, 8) as u64;
@@ -203,7 +211,8 @@ impl TraceFile {
         }
         let footer = parse_footer_block(&bytes[footer_offset as usize..trailer_start as usize])
             .map_err(FormatError::CorruptFooter)?;
-        check_index(&footer, header_len as u64, footer_offset).map_err(FormatError::CorruptFooter)?;
+        check_index(&footer, header_len as u64, footer_offset)
+            .map_err(FormatError::CorruptFooter)?;
         Ok(TraceFile {
             map,
             header,
@@ -326,7 +335,9 @@ impl<R: Read> TraceReader<R> {
         let got = read_up_to(&mut input, &mut pre)?;
         if got < PREAMBLE_LEN {
             parse_header_block(&pre[..got])?;
-            return Err(FormatError::Truncated("the file ends inside the preamble".into()));
+            return Err(FormatError::Truncated(
+                "the file ends inside the preamble".into(),
+            ));
         }
         let header_len = u32_at(&pre, 12) as usize;
         if header_len > 64 << 20 {
@@ -390,7 +401,9 @@ impl<R: Read> TraceReader<R> {
             self.read_exact_or(4, "the footer")?;
             let len = u32_at(&self.frame, 4) as usize;
             if len > 64 << 20 {
-                return Err(FormatError::CorruptFooter("implausible footer length".into()));
+                return Err(FormatError::CorruptFooter(
+                    "implausible footer length".into(),
+                ));
             }
             self.read_exact_or(len + 4, "the footer")?;
             let footer = parse_footer_block(&self.frame).map_err(FormatError::CorruptFooter)?;

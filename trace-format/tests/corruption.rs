@@ -23,8 +23,8 @@ fn sample_trace(n: u64, chunk_records: u32) -> (Vec<u8>, Vec<IoRecord>) {
             offset: Bytes((x >> 20) % (1 << 30) * 512),
             len: Bytes(((x >> 8) % 64 + 1) * 4096),
             flags: Flags::from_bits((x >> 3) as u8 & 15).unwrap(),
-            latency: (x % 3 != 0).then_some(Nanos(x % 900_000)),
-            stream: (x % 4 != 0).then_some((x % 50) as u32),
+            latency: (!x.is_multiple_of(3)).then_some(Nanos(x % 900_000)),
+            stream: (!x.is_multiple_of(4)).then_some((x % 50) as u32),
             device: 0,
         };
         records.push(r);
@@ -85,7 +85,17 @@ fn a_flipped_chunk_is_reported_by_number() {
     // The five good chunks come out whole, then one error naming chunk 5.
     assert_eq!(results.iter().filter(|r| r.is_ok()).count(), 500);
     let err = results.last().unwrap().as_ref().unwrap_err();
-    assert!(matches!(err, FormatError::CorruptChunk { chunk: 5, chunks: 10, .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            FormatError::CorruptChunk {
+                chunk: 5,
+                chunks: 10,
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("chunk 5"), "{err}");
     assert!(f.verify().is_err());
 }
@@ -96,10 +106,16 @@ fn truncation_anywhere_is_detected() {
     for len in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
         let cut = &bytes[..len];
         assert!(read_mmap(cut).is_err(), "mmap reader accepted {len} bytes");
-        assert!(read_stream(cut).is_err(), "stream reader accepted {len} bytes");
+        assert!(
+            read_stream(cut).is_err(),
+            "stream reader accepted {len} bytes"
+        );
     }
     let err = read_mmap(&bytes[..bytes.len() - 3]).unwrap_err();
-    assert!(err.to_string().contains("truncated") || err.to_string().contains("incomplete"), "{err}");
+    assert!(
+        err.to_string().contains("truncated") || err.to_string().contains("incomplete"),
+        "{err}"
+    );
 }
 
 #[test]

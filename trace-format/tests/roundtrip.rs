@@ -42,7 +42,10 @@ fn build(records: &[(u64, IoRecord)]) -> Vec<IoRecord> {
         .iter()
         .map(|(dt, r)| {
             t = t.saturating_add(*dt);
-            IoRecord { time: Nanos(t), ..*r }
+            IoRecord {
+                time: Nanos(t),
+                ..*r
+            }
         })
         .collect()
 }
@@ -94,7 +97,14 @@ proptest! {
 
 #[test]
 fn summary_counts_every_op_and_byte() {
-    let ops = [Op::Read, Op::Write, Op::Write, Op::Flush, Op::Discard, Op::WriteZeroes];
+    let ops = [
+        Op::Read,
+        Op::Write,
+        Op::Write,
+        Op::Flush,
+        Op::Discard,
+        Op::WriteZeroes,
+    ];
     let records: Vec<IoRecord> = ops
         .iter()
         .enumerate()
@@ -102,7 +112,11 @@ fn summary_counts_every_op_and_byte() {
             time: Nanos(i as u64 * 1000),
             op,
             offset: Bytes(4096 * i as u64),
-            len: Bytes(if op == Op::Flush { 0 } else { 4096 * (i as u64 + 1) }),
+            len: Bytes(if op == Op::Flush {
+                0
+            } else {
+                4096 * (i as u64 + 1)
+            }),
             flags: Flags::SYNC,
             latency: (i % 2 == 0).then_some(Nanos(50_000)),
             stream: Some(7),
@@ -114,7 +128,17 @@ fn summary_counts_every_op_and_byte() {
     let mut f = f;
     assert_eq!(f.by_ref().count(), 6);
     let s = &f.footer().unwrap().summary;
-    assert_eq!((s.ios, s.reads, s.writes, s.flushes, s.discards, s.write_zeroes), (6, 1, 2, 1, 1, 1));
+    assert_eq!(
+        (
+            s.ios,
+            s.reads,
+            s.writes,
+            s.flushes,
+            s.discards,
+            s.write_zeroes
+        ),
+        (6, 1, 2, 1, 1, 1)
+    );
     assert_eq!(s.read_bytes, 4096);
     assert_eq!(s.write_bytes, 4096 * 2 + 4096 * 3);
     assert_eq!(s.discard_bytes, 4096 * 5);
@@ -138,10 +162,18 @@ fn records_out_of_time_order_are_refused() {
         device: 0,
     };
     w.push(&r).unwrap();
-    let err = w.push(&IoRecord { time: Nanos(9), ..r }).unwrap_err();
+    let err = w
+        .push(&IoRecord {
+            time: Nanos(9),
+            ..r
+        })
+        .unwrap_err();
     assert!(err.to_string().contains("record 1"), "{err}");
     let err = w
-        .push(&IoRecord { offset: Bytes(u64::MAX - 10), ..r })
+        .push(&IoRecord {
+            offset: Bytes(u64::MAX - 10),
+            ..r
+        })
         .unwrap_err();
     assert!(err.to_string().contains("2^63"), "{err}");
 }
@@ -155,6 +187,9 @@ fn a_newer_major_version_is_named() {
     let crc = crc32c::crc32c(&bytes[..crc_at]);
     bytes[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
     let err = TraceReader::new(&bytes[..]).err().unwrap();
-    assert!(matches!(err, FormatError::NewerVersion { major: 2, .. }), "{err}");
+    assert!(
+        matches!(err, FormatError::NewerVersion { major: 2, .. }),
+        "{err}"
+    );
     assert!(err.to_string().contains("newer"), "{err}");
 }

@@ -1,0 +1,4 @@
+//! One module per subcommand: its arguments and its printing.
+
+pub mod export;
+pub mod info;
