@@ -1,0 +1,37 @@
+//! Replays tracemark traces against a drive with io_uring and scores it.
+//!
+//! The pieces, in the order a replay uses them:
+//! - [`source`]: where records come from (a `.tmt` file, or records in memory
+//!   for tests); the replayer knows nothing of input formats.
+//! - [`mapping`]: a first streaming pass over a trace ([`mapping::TraceScan`])
+//!   and the address map from trace offsets to target offsets (`compact`,
+//!   `identity`, `wrap`).
+//! - [`target`]: opening the target (block device or file, scratch file by
+//!   default), the safety checks, filling the scratch file.
+//! - [`engine`]: the io_uring engine that runs one pass of a trace with the
+//!   timing and dependency rules of the chosen mode.
+//! - [`metrics`]: per-pass figures and their aggregation over passes.
+//! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
+//!   `tracemark suite` call; [`report`] formats its result for people.
+
+pub mod buffer;
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod interrupt;
+pub mod mapping;
+pub mod metrics;
+pub mod options;
+pub mod report;
+pub mod rng;
+pub mod source;
+pub mod suite;
+pub mod target;
+
+pub use engine::{IoEvent, Observer, PassKind};
+pub use error::ReplayError;
+pub use metrics::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
+pub use options::{MappingKind, ReplayOptions, TimingMode};
+pub use source::{MemorySource, TmtSource, TraceSource};
+pub use suite::{run_suite, NoObserver};
+pub use target::{Target, TargetKind, DEFAULT_SCRATCH_NAME};

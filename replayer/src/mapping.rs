@@ -1,0 +1,352 @@
+//! The first streaming pass over a trace, and the map from trace offsets to
+//! target offsets.
+//!
+//! `compact` (the default) keeps the order and locality of what the trace
+//! touched but closes the gaps it never touched: the scan notes every 1 MiB
+//! region a read or write touched (per source device), and the map lays those
+//! regions out back to back, runs of adjacent regions kept adjacent. A trace
+//! that touched 1 GB of a 16 GB disk so needs about 1 GB of target. Memory is
+//! bounded by the number of distinct regions, not by the number of records.
+//!
+//! Discards and write-zeroes do not size the map (a trim of a whole disk would
+//! otherwise demand the whole disk); they land in the run at or before their
+//! offset and are clipped to the target's end.
+
+use crate::ReplayError;
+use std::collections::BTreeSet;
+use trace_format::{IoRecord, Nanos, Op};
+
+/// Granularity of the compact map.
+pub const REGION_BYTES: u64 = 1 << 20;
+
+/// Largest single read or write the engine accepts (its buffers are sized to
+/// the largest request times the queue depth).
+pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
+
+/// What one streaming pass learns about a trace.
+#[derive(Debug, Clone, Default)]
+pub struct TraceScan {
+    pub ios: u64,
+    pub reads: u64,
+    pub writes: u64,
+    pub flushes: u64,
+    pub discards: u64,
+    pub write_zeroes: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    /// Records whose original completion time is known.
+    pub with_latency: u64,
+    pub first_time: Nanos,
+    /// First issue to last issue or completion.
+    pub original_duration: Nanos,
+    /// Largest read or write.
+    pub max_data_len: u64,
+    /// Highest end of any read or write.
+    pub max_end: u64,
+    regions: BTreeSet<(u16, u64)>,
+}
+
+impl TraceScan {
+    /// Reads every record once.
+    pub fn scan(
+        trace: &str,
+        records: impl Iterator<Item = Result<IoRecord, ReplayError>>,
+    ) -> Result<TraceScan, ReplayError> {
+        let mut s = TraceScan::default();
+        let mut last_time = 0u64;
+        let mut end_time = 0u64;
+        for (index, rec) in records.enumerate() {
+            let rec = rec?;
+            let index = index as u64;
+            let bad = |reason: String| ReplayError::BadRecord {
+                trace: trace.to_string(),
+                index,
+                reason,
+            };
+            if index == 0 {
+                s.first_time = rec.time;
+            } else if rec.time.0 < last_time {
+                return Err(bad(format!(
+                    "issue time {} is earlier than the previous record's ({})",
+                    rec.time,
+                    Nanos(last_time)
+                )));
+            }
+            last_time = rec.time.0;
+            end_time = end_time.max(rec.completion().unwrap_or(rec.time).0);
+            s.ios += 1;
+            if rec.latency.is_some() {
+                s.with_latency += 1;
+            }
+            match rec.op {
+                Op::Read => {
+                    s.reads += 1;
+                    s.read_bytes += rec.len.0;
+                }
+                Op::Write => {
+                    s.writes += 1;
+                    s.write_bytes += rec.len.0;
+                }
+                Op::Flush => s.flushes += 1,
+                Op::Discard => s.discards += 1,
+                Op::WriteZeroes => s.write_zeroes += 1,
+            }
+            if rec.op.carries_data() && rec.len.0 > 0 {
+                if rec.len.0 > MAX_REQUEST_BYTES {
+                    return Err(bad(format!(
+                        "a {} of {} bytes is larger than the {} MiB the replayer handles",
+                        rec.op,
+                        rec.len.0,
+                        MAX_REQUEST_BYTES >> 20
+                    )));
+                }
+                let end = rec
+                    .end()
+                    .ok_or_else(|| bad("offset + length overflows".into()))?;
+                s.max_data_len = s.max_data_len.max(rec.len.0);
+                s.max_end = s.max_end.max(end.0);
+                let first = rec.offset.0 / REGION_BYTES;
+                let last = (end.0 - 1) / REGION_BYTES;
+                for region in first..=last {
+                    s.regions.insert((rec.device, region));
+                }
+            }
+        }
+        s.original_duration = Nanos(end_time.saturating_sub(s.first_time.0));
+        Ok(s)
+    }
+
+    /// Bytes the compact map needs.
+    pub fn compact_bytes(&self) -> u64 {
+        self.regions.len() as u64 * REGION_BYTES
+    }
+
+    /// Whether every record knows its original completion (dependencies are
+    /// then taken from completion times; otherwise original order and the
+    /// queue depth).
+    pub fn has_completions(&self) -> bool {
+        self.ios > 0 && self.with_latency == self.ios
+    }
+
+    /// Target bytes `kind` needs for this trace (the scratch file is sized so).
+    pub fn required_bytes(&self, kind: crate::MappingKind) -> u64 {
+        match kind {
+            crate::MappingKind::Identity => self.max_end.div_ceil(REGION_BYTES) * REGION_BYTES,
+            crate::MappingKind::Compact | crate::MappingKind::Wrap => self.compact_bytes(),
+        }
+    }
+}
+
+/// One run of adjacent touched regions of one source device.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    device: u16,
+    first_region: u64,
+    regions: u64,
+    target_start: u64,
+}
+
+/// Trace offset → target offset, aligned to the target's block size and kept
+/// inside the target.
+#[derive(Debug, Clone)]
+pub struct AddressMap {
+    kind: crate::MappingKind,
+    runs: Vec<Run>,
+    target_size: u64,
+    block: u64,
+}
+
+/// A mapped request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mapped {
+    pub offset: u64,
+    pub len: u64,
+}
+
+impl AddressMap {
+    /// Builds the map of `scan` onto a target of `target_size` bytes with
+    /// logical block size `block`; fails when the trace cannot fit.
+    pub fn new(
+        trace: &str,
+        scan: &TraceScan,
+        kind: crate::MappingKind,
+        target_size: u64,
+        block: u64,
+    ) -> Result<AddressMap, ReplayError> {
+        let block = block.max(1);
+        let max_len = scan.max_data_len.div_ceil(block) * block;
+        if max_len > target_size {
+            return Err(ReplayError::DoesNotFit {
+                trace: trace.into(),
+                reason: format!(
+                    "its largest request ({max_len} bytes) is larger than the target ({target_size} bytes)"
+                ),
+            });
+        }
+        let mut runs: Vec<Run> = Vec::new();
+        if kind == crate::MappingKind::Compact {
+            let mut next = 0u64;
+            for &(device, region) in &scan.regions {
+                match runs.last_mut() {
+                    Some(r) if r.device == device && r.first_region + r.regions == region => {
+                        r.regions += 1;
+                    }
+                    _ => runs.push(Run {
+                        device,
+                        first_region: region,
+                        regions: 1,
+                        target_start: next,
+                    }),
+                }
+                next += REGION_BYTES;
+            }
+            if next > target_size {
+                return Err(ReplayError::DoesNotFit {
+                    trace: trace.into(),
+                    reason: format!(
+                        "it touches {} MiB but the target has {} MiB; use a larger target or --mapping wrap",
+                        next >> 20,
+                        target_size >> 20
+                    ),
+                });
+            }
+        }
+        if kind == crate::MappingKind::Identity && scan.max_end > target_size {
+            return Err(ReplayError::DoesNotFit {
+                trace: trace.into(),
+                reason: format!(
+                    "it reaches offset {} but the target has {} bytes; use --mapping compact or wrap",
+                    scan.max_end, target_size
+                ),
+            });
+        }
+        Ok(AddressMap {
+            kind,
+            runs,
+            target_size,
+            block,
+        })
+    }
+
+    /// Maps a request; `len` is rounded up to the block size and the result
+    /// never goes past the target's end.
+    pub fn map(&self, device: u16, offset: u64, len: u64) -> Mapped {
+        let raw = match self.kind {
+            crate::MappingKind::Identity => offset,
+            crate::MappingKind::Wrap => offset % self.target_size.max(1),
+            crate::MappingKind::Compact => self.compact(device, offset),
+        };
+        let len = len
+            .div_ceil(self.block)
+            .saturating_mul(self.block)
+            .min(self.target_size / self.block * self.block);
+        let mut start = raw / self.block * self.block;
+        if start.saturating_add(len) > self.target_size {
+            start = (self.target_size - len) / self.block * self.block;
+        }
+        Mapped { offset: start, len }
+    }
+
+    fn compact(&self, device: u16, offset: u64) -> u64 {
+        let region = offset / REGION_BYTES;
+        // The last run starting at or before (device, region).
+        let idx = self
+            .runs
+            .partition_point(|r| (r.device, r.first_region) <= (device, region));
+        let Some(run) = idx.checked_sub(1).and_then(|i| self.runs.get(i)) else {
+            return self.runs.first().map_or(0, |r| r.target_start);
+        };
+        if run.device != device {
+            // A device with no data I/O of its own: its first run or 0.
+            return run.target_start;
+        }
+        let within = offset - run.first_region * REGION_BYTES;
+        run.target_start + within.min(run.regions * REGION_BYTES - 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MappingKind;
+    use trace_format::{Bytes, Flags};
+
+    fn rec(t: u64, op: Op, offset: u64, len: u64) -> IoRecord {
+        IoRecord {
+            time: Nanos(t),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(len),
+            flags: Flags::NONE,
+            latency: None,
+            stream: None,
+            device: 0,
+        }
+    }
+
+    fn scan(recs: &[IoRecord]) -> TraceScan {
+        TraceScan::scan("t", recs.iter().copied().map(Ok)).unwrap()
+    }
+
+    #[test]
+    fn compact_closes_gaps_and_keeps_order_and_locality() {
+        const GIB: u64 = 1 << 30;
+        let s = scan(&[
+            rec(0, Op::Read, 10 * GIB + 4096, 8192),
+            rec(1, Op::Write, 2 * GIB, 4096),
+            rec(2, Op::Read, 2 * GIB + REGION_BYTES + 512, 4096), // adjacent region
+            rec(3, Op::Read, 15 * GIB, 4096),
+        ]);
+        assert_eq!(s.compact_bytes(), 4 * REGION_BYTES);
+        let m = AddressMap::new("t", &s, MappingKind::Compact, 4 * REGION_BYTES, 4096).unwrap();
+        assert_eq!(m.map(0, 2 * GIB, 4096).offset, 0);
+        // locality inside a run kept (512 aligned down to the block)
+        assert_eq!(
+            m.map(0, 2 * GIB + REGION_BYTES + 512, 4096).offset,
+            REGION_BYTES
+        );
+        assert_eq!(
+            m.map(0, 10 * GIB + 4096, 8192),
+            Mapped {
+                offset: 2 * REGION_BYTES + 4096,
+                len: 8192
+            }
+        );
+        assert_eq!(m.map(0, 15 * GIB, 4096).offset, 3 * REGION_BYTES);
+        // too small a target is refused with a reason
+        assert!(AddressMap::new("t", &s, MappingKind::Compact, 3 * REGION_BYTES, 4096).is_err());
+    }
+
+    #[test]
+    fn requests_never_pass_the_end_and_are_aligned() {
+        let s = scan(&[rec(0, Op::Read, 0, 4096), rec(1, Op::Read, 100 << 20, 1000)]);
+        let m = AddressMap::new("t", &s, MappingKind::Wrap, 10 << 20, 4096).unwrap();
+        for off in (0..(300u64 << 20)).step_by(777_777) {
+            let r = m.map(0, off, 1000);
+            assert_eq!(r.len, 4096);
+            assert_eq!(r.offset % 4096, 0);
+            assert!(r.offset + r.len <= 10 << 20);
+        }
+        assert!(AddressMap::new("t", &s, MappingKind::Identity, 10 << 20, 4096).is_err());
+        let id = AddressMap::new("t", &s, MappingKind::Identity, 200 << 20, 512).unwrap();
+        assert_eq!(
+            id.map(0, (100 << 20) + 513, 1000),
+            Mapped {
+                offset: (100 << 20) + 512,
+                len: 1024
+            }
+        );
+    }
+
+    #[test]
+    fn scan_rejects_time_going_backwards() {
+        let e = TraceScan::scan(
+            "t",
+            [rec(5, Op::Read, 0, 512), rec(4, Op::Read, 0, 512)]
+                .into_iter()
+                .map(Ok),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("record 1"), "{e}");
+    }
+}

@@ -1,0 +1,483 @@
+//! Per-pass figures, their aggregation over passes and traces, and the result
+//! file's schema (documented in the crate README).
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use trace_format::Op;
+
+/// Latencies are recorded in nanoseconds, up to an hour, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    // Bounds are constants that hdrhistogram accepts.
+    Histogram::new_with_bounds(1, 3_600_000_000_000, 3)
+        .unwrap_or_else(|_| Histogram::new(3).unwrap_or_else(|_| unreachable_histogram()))
+}
+
+#[cold]
+fn unreachable_histogram() -> Histogram<u64> {
+    // hdrhistogram only refuses sigfig > 5 or bad bounds; ours are fixed.
+    panic!("hdrhistogram refused constant bounds")
+}
+
+/// Raw counters of one operation in one pass.
+#[derive(Debug, Clone)]
+pub struct OpStats {
+    pub count: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub latency_sum_ns: u128,
+    /// Latency of successful I/Os, ns.
+    pub latency: Histogram<u64>,
+}
+
+impl Default for OpStats {
+    fn default() -> Self {
+        OpStats {
+            count: 0,
+            bytes: 0,
+            errors: 0,
+            latency_sum_ns: 0,
+            latency: new_histogram(),
+        }
+    }
+}
+
+/// I/Os of the trace that were not sent to the target, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Writes, flushes, discards and write-zeroes left out by `--read-only`.
+    pub read_only: u64,
+    /// Discards on a file target (punching holes would unfill the scratch
+    /// file) or on a device that does not support them.
+    pub discards: u64,
+    /// Write-zeroes (not replayed: io_uring has no asynchronous form).
+    pub write_zeroes: u64,
+    /// Reads or writes of length zero.
+    pub empty: u64,
+}
+
+impl Skipped {
+    pub fn total(&self) -> u64 {
+        self.read_only + self.discards + self.write_zeroes + self.empty
+    }
+}
+
+/// Everything measured in one pass, before it is summarised.
+#[derive(Debug, Clone)]
+pub struct PassOutcome {
+    pub warmup: bool,
+    pub interrupted: bool,
+    /// Indexed by `Op::code()`.
+    pub ops: [OpStats; 5],
+    /// Issue lateness against the schedule, ns.
+    pub lateness: Histogram<u64>,
+    pub busy_ns: u64,
+    /// First submission to last completion.
+    pub playback_ns: u64,
+    pub original_duration_ns: u64,
+    pub skipped: Skipped,
+}
+
+impl PassOutcome {
+    pub fn op(&self, op: Op) -> &OpStats {
+        &self.ops[op.code() as usize % 5]
+    }
+
+    pub fn data_bytes(&self) -> u64 {
+        self.op(Op::Read).bytes + self.op(Op::Write).bytes
+    }
+
+    /// Mean read/write latency, µs (0 with no reads or writes).
+    pub fn access_time_us(&self) -> f64 {
+        let (r, w) = (self.op(Op::Read), self.op(Op::Write));
+        let n = r.latency.len() + w.latency.len();
+        if n == 0 {
+            return 0.0;
+        }
+        (r.latency_sum_ns + w.latency_sum_ns) as f64 / n as f64 / 1e3
+    }
+
+    pub fn bandwidth_mb_s(&self) -> f64 {
+        if self.busy_ns == 0 {
+            return 0.0;
+        }
+        self.data_bytes() as f64 / (self.busy_ns as f64 / 1e9) / 1e6
+    }
+
+    pub fn metrics(&self) -> PassMetrics {
+        let bandwidth = self.bandwidth_mb_s();
+        let access = self.access_time_us();
+        let data_ios = self.op(Op::Read).count + self.op(Op::Write).count;
+        let mut ops = BTreeMap::new();
+        for op in Op::ALL {
+            let s = self.op(op);
+            if s.count == 0 && s.errors == 0 {
+                continue;
+            }
+            ops.insert(
+                op.name().to_string(),
+                OpMetrics {
+                    count: s.count,
+                    bytes: s.bytes,
+                    errors: s.errors,
+                    latency_us: Percentiles::of(&s.latency, s.latency_sum_ns),
+                },
+            );
+        }
+        PassMetrics {
+            warmup: self.warmup,
+            interrupted: self.interrupted,
+            score: score(bandwidth, access),
+            bandwidth_mb_s: bandwidth,
+            access_time_us: access,
+            playback_s: self.playback_ns as f64 / 1e9,
+            busy_s: self.busy_ns as f64 / 1e9,
+            iops: if self.busy_ns == 0 {
+                0.0
+            } else {
+                data_ios as f64 / (self.busy_ns as f64 / 1e9)
+            },
+            ios: self.ops.iter().map(|s| s.count).sum(),
+            read_bytes: self.op(Op::Read).bytes,
+            write_bytes: self.op(Op::Write).bytes,
+            errors: self.ops.iter().map(|s| s.errors).sum(),
+            ops,
+            skipped: self.skipped,
+            fidelity: Fidelity {
+                lateness_us: Lateness::of(&self.lateness),
+                original_s: self.original_duration_ns as f64 / 1e9,
+                achieved_s: self.playback_ns as f64 / 1e9,
+            },
+        }
+    }
+}
+
+/// PCMark's trace score: the geometric mean of bandwidth (MB/s) and the
+/// inverse of access time (s); 0 when the trace moved no data.
+pub fn score(bandwidth_mb_s: f64, access_time_us: f64) -> f64 {
+    if bandwidth_mb_s <= 0.0 || access_time_us <= 0.0 {
+        return 0.0;
+    }
+    (bandwidth_mb_s / (access_time_us / 1e6)).sqrt()
+}
+
+/// Latency summary, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+impl Percentiles {
+    pub fn of(h: &Histogram<u64>, sum_ns: u128) -> Option<Percentiles> {
+        if h.is_empty() {
+            return None;
+        }
+        let us = |ns: u64| ns as f64 / 1e3;
+        Some(Percentiles {
+            mean: sum_ns as f64 / h.len() as f64 / 1e3,
+            p50: us(h.value_at_quantile(0.50)),
+            p90: us(h.value_at_quantile(0.90)),
+            p99: us(h.value_at_quantile(0.99)),
+            p99_9: us(h.value_at_quantile(0.999)),
+            max: us(h.max()),
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lateness {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+impl Lateness {
+    pub fn of(h: &Histogram<u64>) -> Lateness {
+        if h.is_empty() {
+            return Lateness::default();
+        }
+        Lateness {
+            p50: h.value_at_quantile(0.5) as f64 / 1e3,
+            p99: h.value_at_quantile(0.99) as f64 / 1e3,
+            max: h.max() as f64 / 1e3,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// How late I/Os were issued against their scheduled time, µs. In
+    /// compressed mode the schedule is "as soon as ready".
+    pub lateness_us: Lateness,
+    /// The trace's first issue to last completion (or issue).
+    pub original_s: f64,
+    /// The replay's first issue to last completion.
+    pub achieved_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpMetrics {
+    pub count: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub latency_us: Option<Percentiles>,
+}
+
+/// One pass, as the result file shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassMetrics {
+    pub warmup: bool,
+    pub interrupted: bool,
+    pub score: f64,
+    pub bandwidth_mb_s: f64,
+    pub access_time_us: f64,
+    pub playback_s: f64,
+    pub busy_s: f64,
+    /// Reads and writes per second of busy time.
+    pub iops: f64,
+    /// I/Os completed (all operations, errors included).
+    pub ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+    pub ops: BTreeMap<String, OpMetrics>,
+    pub skipped: Skipped,
+    pub fidelity: Fidelity,
+}
+
+/// Minimum, maximum and (population) standard deviation over passes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub max: f64,
+    pub stddev: f64,
+}
+
+impl Spread {
+    pub fn of(values: &[f64]) -> Spread {
+        if values.is_empty() {
+            return Spread::default();
+        }
+        let mean = mean(values);
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+        Spread {
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            stddev: var.sqrt(),
+        }
+    }
+}
+
+pub fn mean(values: &[f64]) -> f64 {
+    if values.is_empty() {
+        0.0
+    } else {
+        values.iter().sum::<f64>() / values.len() as f64
+    }
+}
+
+/// Geometric mean of the positive values (None when there are none).
+pub fn geometric_mean(values: &[f64]) -> Option<f64> {
+    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
+    if pos.is_empty() {
+        return None;
+    }
+    Some((pos.iter().map(|v| v.ln()).sum::<f64>() / pos.len() as f64).exp())
+}
+
+/// One trace: its passes and the means over the scored ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceResult {
+    pub name: String,
+    pub path: Option<String>,
+    /// `completion` (dependencies from the trace's completion times) or
+    /// `order` (original order, concurrency capped by the queue depth).
+    pub dependencies: String,
+    pub warmup: Option<PassMetrics>,
+    pub passes: Vec<PassMetrics>,
+    pub score: f64,
+    pub score_spread: Spread,
+    pub bandwidth_mb_s: f64,
+    pub bandwidth_spread: Spread,
+    pub access_time_us: f64,
+    pub access_time_spread: Spread,
+    pub playback_s: f64,
+    pub playback_spread: Spread,
+    pub busy_s: f64,
+    pub iops: f64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub ios: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub skipped: Skipped,
+    /// Over all scored passes (histograms merged).
+    pub latency_us: BTreeMap<String, Percentiles>,
+    pub fidelity: Fidelity,
+    pub interrupted: bool,
+}
+
+impl TraceResult {
+    /// Summarises the passes; `scored` may be empty after an early Ctrl-C,
+    /// in which case the warm-up's figures stand in.
+    pub fn from_passes(
+        name: &str,
+        path: Option<String>,
+        dependencies: &str,
+        warmup: Option<&PassOutcome>,
+        scored: &[PassOutcome],
+    ) -> TraceResult {
+        let basis: Vec<&PassOutcome> = if scored.is_empty() {
+            warmup.into_iter().collect()
+        } else {
+            scored.iter().collect()
+        };
+        let metrics: Vec<PassMetrics> = basis.iter().map(|p| p.metrics()).collect();
+        let pick =
+            |f: &dyn Fn(&PassMetrics) -> f64| -> Vec<f64> { metrics.iter().map(f).collect() };
+        let scores = pick(&|m| m.score);
+        let bws = pick(&|m| m.bandwidth_mb_s);
+        let ats = pick(&|m| m.access_time_us);
+        let pbs = pick(&|m| m.playback_s);
+        let mut latency_us = BTreeMap::new();
+        let mut errors = BTreeMap::new();
+        for op in Op::ALL {
+            let mut h = new_histogram();
+            let mut sum = 0u128;
+            let mut errs = 0u64;
+            for p in &basis {
+                let _ = h.add(&p.op(op).latency);
+                sum += p.op(op).latency_sum_ns;
+                errs += p.op(op).errors;
+            }
+            if let Some(pc) = Percentiles::of(&h, sum) {
+                latency_us.insert(op.name().to_string(), pc);
+            }
+            if errs > 0 || op.carries_data() {
+                errors.insert(op.name().to_string(), errs);
+            }
+        }
+        let mut lateness = new_histogram();
+        for p in &basis {
+            let _ = lateness.add(&p.lateness);
+        }
+        let n = basis.len().max(1) as u64;
+        let avg_u64 = |f: &dyn Fn(&PassMetrics) -> u64| metrics.iter().map(f).sum::<u64>() / n;
+        let skipped = basis.first().map(|p| p.skipped).unwrap_or_default();
+        TraceResult {
+            name: name.to_string(),
+            path,
+            dependencies: dependencies.to_string(),
+            warmup: warmup.map(|w| w.metrics()),
+            passes: scored.iter().map(|p| p.metrics()).collect(),
+            score: mean(&scores),
+            score_spread: Spread::of(&scores),
+            bandwidth_mb_s: mean(&bws),
+            bandwidth_spread: Spread::of(&bws),
+            access_time_us: mean(&ats),
+            access_time_spread: Spread::of(&ats),
+            playback_s: mean(&pbs),
+            playback_spread: Spread::of(&pbs),
+            busy_s: mean(&pick(&|m| m.busy_s)),
+            iops: mean(&pick(&|m| m.iops)),
+            read_bytes: avg_u64(&|m| m.read_bytes),
+            write_bytes: avg_u64(&|m| m.write_bytes),
+            ios: avg_u64(&|m| m.ios),
+            errors,
+            skipped,
+            latency_us,
+            fidelity: Fidelity {
+                lateness_us: Lateness::of(&lateness),
+                original_s: metrics.first().map_or(0.0, |m| m.fidelity.original_s),
+                achieved_s: mean(&pick(&|m| m.fidelity.achieved_s)),
+            },
+            interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    /// Geometric mean of the trace scores.
+    pub score: f64,
+    /// Geometric mean of the traces' bandwidths.
+    pub bandwidth_mb_s: f64,
+    /// Geometric mean of the traces' access times.
+    pub access_time_us: f64,
+}
+
+impl SuiteSummary {
+    pub fn of(traces: &[TraceResult]) -> Option<SuiteSummary> {
+        let get = |f: &dyn Fn(&TraceResult) -> f64| -> Vec<f64> { traces.iter().map(f).collect() };
+        Some(SuiteSummary {
+            score: geometric_mean(&get(&|t| t.score))?,
+            bandwidth_mb_s: geometric_mean(&get(&|t| t.bandwidth_mb_s))?,
+            access_time_us: geometric_mean(&get(&|t| t.access_time_us))?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    /// `file` or `block_device`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub model: Option<String>,
+    pub logical_block_size: u64,
+    pub direct_io: bool,
+}
+
+/// The result file (`--json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteResult {
+    pub tool: ToolInfo,
+    pub host: HostInfo,
+    pub target: TargetInfo,
+    pub options: crate::ReplayOptions,
+    /// `realtime` or `compressed`.
+    pub mode: String,
+    pub traces: Vec<TraceResult>,
+    /// None when no trace moved data (or none finished).
+    pub suite: Option<SuiteSummary>,
+    pub interrupted: bool,
+    /// Wall-clock start, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn score_is_sqrt_of_bandwidth_over_access_seconds() {
+        // 400 MB/s at 100 µs: sqrt(400 / 1e-4) = 2000
+        assert!((score(400.0, 100.0) - 2000.0).abs() < 1e-9);
+        assert_eq!(score(0.0, 100.0), 0.0);
+    }
+
+    #[test]
+    fn geometric_mean_and_spread() {
+        assert!((geometric_mean(&[1.0, 100.0]).unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(geometric_mean(&[0.0]), None);
+        let s = Spread::of(&[1.0, 3.0]);
+        assert_eq!((s.min, s.max, s.stddev), (1.0, 3.0, 1.0));
+    }
+}

@@ -1,0 +1,134 @@
+//! What a user chooses for a replay.
+
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+use trace_format::Nanos;
+
+/// How the trace's timing is reproduced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimingMode {
+    /// The trace's pacing, idle gaps included.
+    Realtime,
+    /// Same order and dependencies, no idle: each I/O as soon as its
+    /// dependencies and the queue depth allow.
+    Compressed,
+}
+
+impl TimingMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            TimingMode::Realtime => "realtime",
+            TimingMode::Compressed => "compressed",
+        }
+    }
+}
+
+/// How trace offsets become target offsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MappingKind {
+    /// The touched 1 MiB regions of the trace, in order, packed together: the
+    /// order and locality of the extents are kept, the untouched gaps closed.
+    Compact,
+    /// Trace offset = target offset (the target must be large enough).
+    Identity,
+    /// Trace offset modulo the target size.
+    Wrap,
+}
+
+impl MappingKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            MappingKind::Compact => "compact",
+            MappingKind::Identity => "identity",
+            MappingKind::Wrap => "wrap",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayOptions {
+    pub mode: TimingMode,
+    /// Realtime only: issue on the original absolute schedule, ignoring
+    /// completions (the queue depth still caps concurrency).
+    pub open_loop: bool,
+    /// Realtime only: idle periods longer than this are shortened to it.
+    pub idle_cap: Option<Nanos>,
+    /// Schedule speed: 2.0 plays twice as fast, 0.5 half as fast.
+    pub time_scale: f64,
+    /// Most I/Os in flight at once, in every mode.
+    pub queue_depth: u32,
+    /// Scored passes per trace.
+    pub passes: u32,
+    /// One unscored pass before the scored ones.
+    pub warmup: bool,
+    /// Replay reads only; writes, discards and write-zeroes are skipped and counted.
+    pub read_only: bool,
+    /// Needed to write to a block device.
+    pub allow_write: bool,
+    /// Fall back to buffered I/O where O_DIRECT is refused.
+    pub allow_buffered: bool,
+    pub mapping: MappingKind,
+    /// With no completion for this long while I/O is in flight, the run fails.
+    #[serde(with = "duration_secs")]
+    pub io_timeout: Duration,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions {
+            mode: TimingMode::Realtime,
+            open_loop: false,
+            idle_cap: None,
+            time_scale: 1.0,
+            queue_depth: 32,
+            passes: 3,
+            warmup: true,
+            read_only: false,
+            allow_write: false,
+            allow_buffered: false,
+            mapping: MappingKind::Compact,
+            io_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+impl ReplayOptions {
+    /// Checks the combinations that make no sense.
+    pub fn validate(&self) -> Result<(), crate::ReplayError> {
+        let bad = |s: &str| Err(crate::ReplayError::Options(s.to_string()));
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return bad("--time-scale must be a positive number");
+        }
+        if self.queue_depth == 0 || self.queue_depth > 4096 {
+            return bad("--queue-depth must be between 1 and 4096");
+        }
+        if self.passes == 0 {
+            return bad("--passes must be at least 1");
+        }
+        if self.mode == TimingMode::Compressed && self.idle_cap.is_some() {
+            return bad(
+                "--idle-cap applies to realtime mode; compressed mode removes all idle time",
+            );
+        }
+        if self.mode == TimingMode::Compressed && self.open_loop {
+            return bad("--open-loop applies to realtime mode");
+        }
+        Ok(())
+    }
+}
+
+mod duration_secs {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Ok(Duration::from_secs_f64(secs.max(0.0)))
+    }
+}

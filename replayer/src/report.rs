@@ -1,0 +1,121 @@
+//! The table people read.
+
+use crate::metrics::{SuiteResult, TraceResult};
+use std::fmt::Write;
+
+fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {
+    if n > 1 {
+        format!("{v:.prec$} ±{:.prec$}", (max - min) / 2.0)
+    } else {
+        format!("{v:.prec$}")
+    }
+}
+
+/// One row per trace (score, bandwidth, access time, playback time, read and
+/// write MB), then the suite line; ± is half the range over passes.
+pub fn format_table(r: &SuiteResult) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "target {} ({}, {:.1} GB{}), mode {}, {} pass{} + {}",
+        r.target.path,
+        r.target.kind.replace('_', " "),
+        r.target.size_bytes as f64 / 1e9,
+        r.target
+            .model
+            .as_deref()
+            .map(|m| format!(", {m}"))
+            .unwrap_or_default(),
+        r.mode,
+        r.options.passes,
+        if r.options.passes == 1 { "" } else { "es" },
+        if r.options.warmup {
+            "1 warm-up"
+        } else {
+            "no warm-up"
+        },
+    );
+    let _ = writeln!(
+        out,
+        "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10} {:>10}",
+        "trace", "score", "bandwidth MB/s", "access time µs", "playback s", "read MB", "write MB"
+    );
+    for t in &r.traces {
+        row(&mut out, t);
+    }
+    match &r.suite {
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "{:<24} {:>16.0} {:>18.2} {:>16.1}",
+                "suite (geometric mean)", s.score, s.bandwidth_mb_s, s.access_time_us
+            );
+        }
+        None => {
+            let _ = writeln!(out, "suite: no trace moved data; no score");
+        }
+    }
+    for t in &r.traces {
+        notes(&mut out, t, &r.mode);
+    }
+    if r.interrupted {
+        let _ = writeln!(out, "interrupted: partial result");
+    }
+    out
+}
+
+fn row(out: &mut String, t: &TraceResult) {
+    let n = t.passes.len();
+    let name: String = t.name.chars().take(24).collect();
+    let _ = writeln!(
+        out,
+        "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10.1} {:>10.1}",
+        name,
+        spread(t.score, t.score_spread.min, t.score_spread.max, n, 0),
+        spread(
+            t.bandwidth_mb_s,
+            t.bandwidth_spread.min,
+            t.bandwidth_spread.max,
+            n,
+            2
+        ),
+        spread(
+            t.access_time_us,
+            t.access_time_spread.min,
+            t.access_time_spread.max,
+            n,
+            1
+        ),
+        format!("{:.3}", t.playback_s),
+        t.read_bytes as f64 / 1e6,
+        t.write_bytes as f64 / 1e6,
+    );
+}
+
+fn notes(out: &mut String, t: &TraceResult, mode: &str) {
+    let errors: Vec<String> = t
+        .errors
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(op, n)| format!("{n} {op}"))
+        .collect();
+    if !errors.is_empty() {
+        let _ = writeln!(out, "{}: device errors: {}", t.name, errors.join(", "));
+    }
+    let s = &t.skipped;
+    if s.total() > 0 {
+        let _ = writeln!(
+            out,
+            "{}: skipped per pass: {} by --read-only, {} discards, {} write-zeroes, {} empty",
+            t.name, s.read_only, s.discards, s.write_zeroes, s.empty
+        );
+    }
+    if mode == "realtime" {
+        let f = &t.fidelity;
+        let _ = writeln!(
+            out,
+            "{}: issue lateness p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; duration {:.3} s vs {:.3} s original",
+            t.name, f.lateness_us.p50, f.lateness_us.p99, f.lateness_us.max, f.achieved_s, f.original_s
+        );
+    }
+}

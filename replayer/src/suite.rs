@@ -1,0 +1,243 @@
+//! Running a set of traces against one target: the function behind both
+//! `tracemark replay` and `tracemark suite`.
+
+use crate::engine::{Engine, Observer, PassKind};
+use crate::mapping::{AddressMap, TraceScan};
+use crate::metrics::{HostInfo, SuiteResult, SuiteSummary, TargetInfo, ToolInfo, TraceResult};
+use crate::options::ReplayOptions;
+use crate::source::TraceSource;
+use crate::target::{Target, TargetKind, TargetRequest};
+use crate::ReplayError;
+use std::path::Path;
+
+/// An observer that does nothing (stops on SIGINT).
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Replays every trace on `target` (the scratch file in the current directory
+/// when `None`): one unscored warm-up pass (unless disabled) and
+/// `opts.passes` scored passes each, then the suite figures.
+///
+/// When the observer asks to stop (Ctrl-C), the pass in progress drains, the
+/// remaining passes and traces are left out, and the result says
+/// `interrupted`.
+pub fn run_suite(
+    traces: &[&dyn TraceSource],
+    target: Option<&Path>,
+    opts: &ReplayOptions,
+    observer: &mut dyn Observer,
+) -> Result<SuiteResult, ReplayError> {
+    opts.validate()?;
+    if traces.is_empty() {
+        return Err(ReplayError::Options("no traces to replay".into()));
+    }
+    crate::clock::use_fine_timer_slack();
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+
+    // First pass over every trace: extents, sizes, what it needs.
+    let mut scans = Vec::with_capacity(traces.len());
+    for t in traces {
+        scans.push(TraceScan::scan(t.name(), t.records())?);
+    }
+    let needs_write = !opts.read_only && scans.iter().any(|s| s.writes + s.discards > 0);
+    let required_size = scans
+        .iter()
+        .map(|s| s.required_bytes(opts.mapping))
+        .max()
+        .unwrap_or(0)
+        .max(1 << 20);
+    let target = Target::open(&TargetRequest {
+        path: target.map(Path::to_path_buf),
+        required_size,
+        needs_write,
+        allow_write: opts.allow_write,
+        allow_buffered: opts.allow_buffered,
+    })?;
+    let mut maps = Vec::with_capacity(traces.len());
+    for (t, s) in traces.iter().zip(&scans) {
+        maps.push(AddressMap::new(
+            t.name(),
+            s,
+            opts.mapping,
+            target.size,
+            target.logical_block_size,
+        )?);
+    }
+    let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
+    let mut engine = Engine::new(&target, opts.queue_depth, max_len)?;
+
+    let mut results = Vec::with_capacity(traces.len());
+    let mut interrupted = false;
+    for ((t, scan), map) in traces.iter().zip(&scans).zip(&maps) {
+        if interrupted {
+            break;
+        }
+        let name = t.name();
+        let mut warmup = None;
+        let mut scored = Vec::new();
+        if opts.warmup {
+            let p = engine.run_pass(name, *t, scan, map, opts, PassKind::Warmup, observer)?;
+            interrupted |= p.interrupted;
+            warmup = Some(p);
+        }
+        for n in 1..=opts.passes {
+            if interrupted {
+                break;
+            }
+            let p = engine.run_pass(name, *t, scan, map, opts, PassKind::Scored(n), observer)?;
+            interrupted |= p.interrupted;
+            scored.push(p);
+        }
+        let deps = if scan.has_completions() && !(opts.open_loop) {
+            "completion"
+        } else {
+            "order"
+        };
+        results.push(TraceResult::from_passes(
+            name,
+            t.path().map(|p| p.display().to_string()),
+            deps,
+            warmup.as_ref(),
+            &scored,
+        ));
+    }
+    let suite = SuiteSummary::of(&results);
+    Ok(SuiteResult {
+        tool: ToolInfo {
+            name: "tracemark".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        host: host_info(),
+        target: TargetInfo {
+            path: target.path.display().to_string(),
+            kind: match target.kind {
+                TargetKind::File => "file".into(),
+                TargetKind::BlockDevice => "block_device".into(),
+            },
+            size_bytes: target.size,
+            model: target.model.clone(),
+            logical_block_size: target.logical_block_size,
+            direct_io: target.direct,
+        },
+        options: opts.clone(),
+        mode: opts.mode.name().into(),
+        traces: results,
+        suite,
+        interrupted,
+        started_unix_s,
+    })
+}
+
+fn host_info() -> HostInfo {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    HostInfo {
+        hostname: read("/proc/sys/kernel/hostname"),
+        kernel: read("/proc/sys/kernel/osrelease"),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// Writes the result file (pretty JSON).
+pub fn write_json(result: &SuiteResult, path: &Path) -> Result<(), ReplayError> {
+    let text = serde_json::to_string_pretty(result).map_err(|e| ReplayError::Output {
+        path: path.to_path_buf(),
+        source: std::io::Error::other(e),
+    })?;
+    std::fs::write(path, text + "\n").map_err(|source| ReplayError::Output {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::IoEvent;
+    use crate::{MemorySource, TimingMode};
+    use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
+
+    #[derive(Default)]
+    struct Log(Vec<IoEvent>);
+    impl Observer for Log {
+        fn wants_io_events(&self) -> bool {
+            true
+        }
+        fn io_completed(&mut self, e: &IoEvent) {
+            self.0.push(*e);
+        }
+        fn should_stop(&self) -> bool {
+            false
+        }
+    }
+
+    fn rec(t_us: u64, op: Op, offset: u64, len: u64, lat_us: Option<u64>) -> IoRecord {
+        IoRecord {
+            time: Nanos::from_micros(t_us),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(len),
+            flags: Flags::NONE,
+            latency: lat_us.map(Nanos::from_micros),
+            stream: None,
+            device: 0,
+        }
+    }
+
+    #[test]
+    fn compressed_pass_issues_every_record_once_on_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("scratch.bin");
+        let recs: Vec<IoRecord> = (0..500u64)
+            .map(|i| {
+                let op = if i % 3 == 0 { Op::Write } else { Op::Read };
+                rec(
+                    i * 10,
+                    op,
+                    (i * 7919 % 400) * 65536,
+                    4096 * (1 + i % 4),
+                    None,
+                )
+            })
+            .collect();
+        let src = MemorySource::new("synthetic", recs.clone());
+        let opts = ReplayOptions {
+            mode: TimingMode::Compressed,
+            passes: 1,
+            warmup: false,
+            ..Default::default()
+        };
+        let mut log = Log::default();
+        let r = run_suite(&[&src], Some(&path), &opts, &mut log).unwrap();
+        let t = &r.traces[0];
+        assert_eq!(log.0.len(), 500);
+        let mut seen: Vec<u64> = log.0.iter().map(|e| e.index).collect();
+        seen.sort();
+        assert_eq!(seen, (0..500).collect::<Vec<_>>());
+        for e in &log.0 {
+            let orig = recs[e.index as usize];
+            assert_eq!(e.op, orig.op);
+            assert_eq!(e.len, orig.len.0);
+            assert_eq!(e.result as u64, orig.len.0, "{e:?}");
+        }
+        assert_eq!(t.ios, 500);
+        assert_eq!(
+            t.read_bytes + t.write_bytes,
+            recs.iter().map(|r| r.len.0).sum::<u64>()
+        );
+        assert!(t.score > 0.0 && t.bandwidth_mb_s > 0.0 && t.access_time_us > 0.0);
+        // Every 1 MiB region of the first 25 MiB is touched, so the compact
+        // map is the identity and the scratch file exactly 25 MiB.
+        assert_eq!(r.target.size_bytes, 25 << 20);
+        for e in &log.0 {
+            assert_eq!(e.offset, recs[e.index as usize].offset.0);
+            assert!(e.submit_ns <= e.complete_ns);
+        }
+    }
+}

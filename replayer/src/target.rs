@@ -1,0 +1,379 @@
+//! The target: a block device or a regular file (by default a scratch file in
+//! the current directory), opened with O_DIRECT, and the safety rules that keep
+//! the replay from writing where it must not.
+
+use crate::buffer::AlignedBuf;
+use crate::rng::WyRand;
+use crate::ReplayError;
+use serde::Serialize;
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// The scratch file created in the current directory when no target is given.
+pub const DEFAULT_SCRATCH_NAME: &str = "tracemark-scratch.bin";
+
+const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+const BLKSSZGET: libc::c_ulong = 0x1268;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+/// An opened target.
+pub struct Target {
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    pub size: u64,
+    pub logical_block_size: u64,
+    pub model: Option<String>,
+    /// False only when the user allowed buffered I/O and O_DIRECT was refused.
+    pub direct: bool,
+    pub writable: bool,
+    file: File,
+}
+
+/// What the replay needs from the target.
+#[derive(Debug, Clone)]
+pub struct TargetRequest {
+    /// `None`: the scratch file in the current directory.
+    pub path: Option<PathBuf>,
+    /// Bytes the traces need (files are grown to this).
+    pub required_size: u64,
+    /// Whether anything will be written (writes, discards).
+    pub needs_write: bool,
+    pub allow_write: bool,
+    pub allow_buffered: bool,
+}
+
+impl Target {
+    pub fn fd(&self) -> RawFd {
+        self.file.as_raw_fd()
+    }
+
+    /// Opens (and for files, creates, grows and fills) the target, applying
+    /// the safety rules.
+    pub fn open(req: &TargetRequest) -> Result<Target, ReplayError> {
+        let path = req
+            .path
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_NAME));
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.file_type().is_block_device() => {
+                open_block_device(&path, meta.rdev(), req)
+            }
+            Ok(meta) if meta.is_file() => open_file(&path, req),
+            Ok(_) => Err(ReplayError::TargetRefused {
+                path,
+                reason: "is neither a regular file nor a block device".into(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && !path.starts_with("/dev") => {
+                open_file(&path, req)
+            }
+            Err(e) => Err(ReplayError::TargetIo {
+                path,
+                what: "cannot access".into(),
+                source: e,
+            }),
+        }
+    }
+}
+
+fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> ReplayError {
+    let path = path.to_path_buf();
+    let what = what.to_string();
+    move |source| ReplayError::TargetIo { path, what, source }
+}
+
+fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
+    let open = |direct: bool| {
+        let mut o = OpenOptions::new();
+        o.read(true).write(true).create(true).truncate(false);
+        if direct {
+            o.custom_flags(libc::O_DIRECT);
+        }
+        o.open(path)
+    };
+    let (file, direct) = match open(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            if !req.allow_buffered {
+                return Err(ReplayError::NoDirectIo {
+                    path: path.to_path_buf(),
+                });
+            }
+            (open(false).map_err(io_err(path, "cannot open"))?, false)
+        }
+        Err(e) => return Err(io_err(path, "cannot open or create")(e)),
+    };
+    let block = 4096u64;
+    let required = req.required_size.div_ceil(block) * block;
+    let current = file.metadata().map_err(io_err(path, "cannot stat"))?.len();
+    let mut size = current;
+    if current < required {
+        fill_file(&file, path, current / block * block, required)?;
+        size = required;
+    }
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::File,
+        size: size / block * block,
+        logical_block_size: block,
+        model: None,
+        direct,
+        writable: true,
+        file,
+    })
+}
+
+/// Writes incompressible data from `from` to `to`, so reads touch real
+/// blocks; the file's length only grows as data lands, so an interrupted fill
+/// is resumed, not trusted.
+fn fill_file(file: &File, path: &Path, from: u64, to: u64) -> Result<(), ReplayError> {
+    const CHUNK: usize = 4 << 20;
+    let mut buf = AlignedBuf::new(CHUNK).map_err(io_err(path, "cannot allocate a fill buffer"))?;
+    let mut rng = WyRand::from_entropy();
+    let mut at = from;
+    while at < to {
+        let n = ((to - at) as usize).min(CHUNK);
+        rng.fill(&mut buf.as_mut_slice()[..n]);
+        let mut done = 0usize;
+        while done < n {
+            // SAFETY: writing from our aligned buffer, inside its length.
+            let rc = unsafe {
+                libc::pwrite(
+                    file.as_raw_fd(),
+                    buf.as_slice()[done..].as_ptr().cast(),
+                    n - done,
+                    (at + done as u64) as libc::off_t,
+                )
+            };
+            if rc < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(io_err(path, "cannot fill the scratch file")(e));
+            }
+            if rc == 0 {
+                return Err(io_err(path, "cannot fill the scratch file")(
+                    io::Error::from(io::ErrorKind::WriteZero),
+                ));
+            }
+            done += rc as usize;
+        }
+        at += n as u64;
+    }
+    file.sync_all()
+        .map_err(io_err(path, "cannot sync the scratch file"))
+}
+
+fn dev_numbers(rdev: u64) -> (u32, u32) {
+    (libc::major(rdev), libc::minor(rdev))
+}
+
+fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Target, ReplayError> {
+    let refuse = |reason: String| ReplayError::TargetRefused {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let (major, minor) = dev_numbers(rdev);
+    let writes = req.needs_write;
+    if writes && !req.allow_write {
+        return Err(refuse(
+            "is a block device and the traces write; pass --allow-write to let tracemark overwrite its contents, or --read-only to replay only the reads".into(),
+        ));
+    }
+    if writes {
+        if let Some(why) = busy_reason(path, major, minor) {
+            return Err(refuse(format!(
+                "{why}; tracemark never writes to a device in use"
+            )));
+        }
+    }
+    let mut o = OpenOptions::new();
+    o.read(true).write(writes);
+    // O_EXCL on a block device claims it: the kernel refuses if it is mounted.
+    let flags = libc::O_DIRECT | if writes { libc::O_EXCL } else { 0 };
+    o.custom_flags(flags);
+    let file = o.open(path).map_err(|e| {
+        if e.raw_os_error() == Some(libc::EBUSY) {
+            refuse("is in use (the kernel refused exclusive access)".into())
+        } else {
+            io_err(path, "cannot open")(e)
+        }
+    })?;
+    let mut size: u64 = 0;
+    // SAFETY: BLKGETSIZE64 writes a u64.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64 as _, &mut size) } != 0 {
+        return Err(io_err(path, "cannot read the device size")(
+            io::Error::last_os_error(),
+        ));
+    }
+    let mut lbs: libc::c_int = 0;
+    // SAFETY: BLKSSZGET writes an int.
+    if unsafe { libc::ioctl(file.as_raw_fd(), BLKSSZGET as _, &mut lbs) } != 0 {
+        return Err(io_err(path, "cannot read the logical block size")(
+            io::Error::last_os_error(),
+        ));
+    }
+    let block = (lbs as u64).max(512);
+    Ok(Target {
+        path: path.to_path_buf(),
+        kind: TargetKind::BlockDevice,
+        size: size / block * block,
+        logical_block_size: block,
+        model: device_model(major, minor),
+        direct: true,
+        writable: writes,
+        file,
+    })
+}
+
+fn sys_dir(major: u32, minor: u32) -> PathBuf {
+    PathBuf::from(format!("/sys/dev/block/{major}:{minor}"))
+}
+
+/// The device's model from sysfs (its parent's for a partition), or the
+/// backing file of a loop device.
+fn device_model(major: u32, minor: u32) -> Option<String> {
+    let dir = sys_dir(major, minor);
+    let read = |p: PathBuf| {
+        std::fs::read_to_string(p)
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
+    read(dir.join("device/model"))
+        .or_else(|| read(dir.join("../device/model")))
+        .or_else(|| read(dir.join("loop/backing_file")).map(|f| format!("loop device over {f}")))
+}
+
+/// Why the device (or one of its partitions) is in use, if it is: mounted,
+/// used as swap, or held by another driver (device-mapper, md, ...).
+pub fn busy_reason(path: &Path, major: u32, minor: u32) -> Option<String> {
+    let mut devs = vec![(major, minor, path.to_path_buf())];
+    let dir = sys_dir(major, minor);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.join("partition").exists() {
+                if let Some((a, b)) = std::fs::read_to_string(p.join("dev"))
+                    .ok()
+                    .and_then(|s| parse_dev(s.trim()))
+                {
+                    devs.push((a, b, PathBuf::from("/dev").join(e.file_name())));
+                }
+            }
+        }
+    }
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    for (i, (a, b, dev_path)) in devs.iter().enumerate() {
+        let what = if i == 0 {
+            "the device".to_string()
+        } else {
+            format!("its partition {}", dev_path.display())
+        };
+        let canon = std::fs::canonicalize(dev_path).unwrap_or_else(|_| dev_path.clone());
+        for line in mountinfo.lines() {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let by_number = fields.get(2).and_then(|d| parse_dev(d)) == Some((*a, *b));
+            let source = line
+                .split(" - ")
+                .nth(1)
+                .and_then(|rest| rest.split(' ').nth(1))
+                .map(PathBuf::from);
+            let by_source = source
+                .map(|s| std::fs::canonicalize(&s).unwrap_or(s) == canon)
+                .unwrap_or(false);
+            if by_number || by_source {
+                let at = fields.get(4).copied().unwrap_or("?");
+                return Some(format!("{what} is mounted at {at}"));
+            }
+        }
+        for line in swaps.lines().skip(1) {
+            if let Some(first) = line.split_whitespace().next() {
+                if std::fs::canonicalize(first)
+                    .map(|p| p == canon)
+                    .unwrap_or(false)
+                {
+                    return Some(format!("{what} is in use as swap"));
+                }
+            }
+        }
+        let holders = sys_dir(*a, *b).join("holders");
+        if let Ok(mut entries) = std::fs::read_dir(&holders) {
+            if let Some(Ok(h)) = entries.next() {
+                return Some(format!(
+                    "{what} is held by {}",
+                    h.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scratch_file_is_created_filled_and_reused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.bin");
+        let req = TargetRequest {
+            path: Some(path.clone()),
+            required_size: 3 << 20,
+            needs_write: true,
+            allow_write: false,
+            allow_buffered: false,
+        };
+        let t = match Target::open(&req) {
+            Ok(t) => t,
+            Err(ReplayError::NoDirectIo { .. }) => return, // tmpfs: nothing to test here
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(t.size, 3 << 20);
+        assert_eq!(t.kind, TargetKind::File);
+        let data = std::fs::read(&path).unwrap();
+        // incompressible: no 4 KiB block of zeros, blocks differ
+        assert!(data.chunks(4096).all(|c| c.iter().any(|b| *b != 0)));
+        assert_ne!(data[..4096], data[4096..8192]);
+        drop(t);
+        // reused when large enough (contents kept), grown when too small
+        let small = TargetRequest {
+            required_size: 1 << 20,
+            ..req.clone()
+        };
+        assert_eq!(Target::open(&small).unwrap().size, 3 << 20);
+        assert_eq!(std::fs::read(&path).unwrap()[..4096], data[..4096]);
+        let big = TargetRequest {
+            required_size: 5 << 20,
+            ..req
+        };
+        assert_eq!(Target::open(&big).unwrap().size, 5 << 20);
+        let grown = std::fs::read(&path).unwrap();
+        assert_eq!(grown[..4096], data[..4096]);
+        assert!(grown[4 << 20..]
+            .chunks(4096)
+            .all(|c| c.iter().any(|b| *b != 0)));
+    }
+
+    #[test]
+    fn parse_dev_reads_major_minor() {
+        assert_eq!(parse_dev("7:3"), Some((7, 3)));
+        assert_eq!(parse_dev("x"), None);
+    }
+}
