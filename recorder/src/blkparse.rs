@@ -1,16 +1,800 @@
-//! Parser for the blkparse input format. See the crate docs for the contract.
+//! Parser for blkparse's default text output:
+//!
+//! ```text
+//!   8,16   5        2     0.000001850 18615  Q   R 1444645666 + 256 [java]
+//!   DEV   CPU  SEQUENCE   SECONDS.NS    PID ACT RWBS  REST
+//! ```
+//!
+//! `REST` depends on the action (see blkparse's `process_default`): `SECTOR + N
+//! [comm]` for most, `SECTOR + N [error]` or `SECTOR [error]` for completions and
+//! requeues, `[comm]` for a request without a sector (a flush), `BYTES (cdb)
+//! [comm]` for passthrough requests, `SECTOR + N <- (MAJ,MIN) SECTOR` for
+//! remaps, `SECTOR / SECTOR [comm]` for splits, free text for scheduler
+//! messages (`m`), an optional `(elapsed)` before the bracket with `blkparse -t`.
+//! The per-CPU and total summary block blkparse prints at the end is recognised
+//! and counted, not parsed.
+//!
+//! The action part is shared with the ftrace `blk` tracer's text, which prints
+//! the same fields after its own prefix (see [`crate::tracefs`]).
 
 use crate::error::ConvertError;
+use crate::event::{Action, BlockEvent, Location};
+use crate::line_input::{
+    head_lines, parse_fixed, report_bad, report_too_long, LineReader, NumberStyle,
+};
 use crate::sink::Sink;
 use std::io::BufRead;
+use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
 
-/// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
+/// Note keys this parser (and the blk tracer text) report.
+pub mod note {
+    pub const SUMMARY: &str = "blkparse summary lines";
+    pub const MESSAGE: &str = "scheduler messages (m)";
+    pub const PASSTHROUGH: &str = "passthrough requests (not replayed)";
+    pub const ZONE_RESET: &str = "zone reset requests (not replayed)";
+    pub const NO_OP_WITH_DATA: &str = "requests with no operation (N) carrying data (not replayed)";
+    pub const GETRQ: &str = "unused events: get request (G)";
+    pub const INSERT: &str = "unused events: insert (I)";
+    pub const PLUG: &str = "unused events: plug (P)";
+    pub const UNPLUG: &str = "unused events: unplug (U/T)";
+    pub const SLEEP: &str = "unused events: sleep (S)";
+    pub const BOUNCE: &str = "unused events: bounce (B)";
+    pub const ZONE: &str = "unused events: zone plug/unplug (Z)";
+    pub const UNKNOWN_ACTION: &str = "unused events: unknown action";
+}
+
+/// The operation an RWBS string names, before the length is considered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RwbsOp {
+    Read,
+    Write,
+    Discard,
+    /// `F` as the operation (REQ_OP_FLUSH in kernel text).
+    Flush,
+    /// `WZ` (write-zeroes in blktrace's extended `fill_rwbs`).
+    WriteZeroes,
+    /// `ZR` (zone reset).
+    ZoneReset,
+    /// `N`: none of the above (blkparse: no data; kernel text: another op).
+    None,
+}
+
+/// An RWBS string (`R`, `WS`, `FWFSM`, `DE`, ...) decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rwbs {
+    pub op: RwbsOp,
+    /// SYNC, FUA, META and PREFLUSH (a leading `F`, or `B`, the barrier of old
+    /// kernels); `A` (read-ahead) and `E` (secure erase) carry no flag.
+    pub flags: Flags,
+}
+
+/// Decodes an RWBS string; `None` when it is not one.
+pub fn parse_rwbs(s: &str) -> Option<Rwbs> {
+    let b = s.as_bytes();
+    let mut i = 0;
+    let mut flags = Flags::NONE;
+    // A leading F is a preflush when another operation letter follows.
+    if b.len() >= 2 && b[0] == b'F' && matches!(b[1], b'W' | b'D' | b'R' | b'N' | b'F' | b'Z') {
+        flags |= Flags::PREFLUSH;
+        i = 1;
+    }
+    let op = match (b.get(i), b.get(i + 1)) {
+        (Some(b'W'), Some(b'Z')) => {
+            i += 2;
+            RwbsOp::WriteZeroes
+        }
+        (Some(b'Z'), Some(b'R')) => {
+            i += 2;
+            RwbsOp::ZoneReset
+        }
+        (Some(b'W'), _) => {
+            i += 1;
+            RwbsOp::Write
+        }
+        (Some(b'R'), _) => {
+            i += 1;
+            RwbsOp::Read
+        }
+        (Some(b'D'), next) => {
+            i += if next == Some(&b'E') { 2 } else { 1 };
+            RwbsOp::Discard
+        }
+        (Some(b'F'), _) => {
+            i += 1;
+            RwbsOp::Flush
+        }
+        (Some(b'N'), _) => {
+            i += 1;
+            RwbsOp::None
+        }
+        _ => return None,
+    };
+    for &c in b.get(i..)? {
+        match c {
+            b'F' => flags |= Flags::FUA,
+            b'S' => flags |= Flags::SYNC,
+            b'M' => flags |= Flags::META,
+            b'B' => flags |= Flags::PREFLUSH,
+            b'A' => {}
+            _ => return None,
+        }
+    }
+    Some(Rwbs { op, flags })
+}
+
+/// What one event line amounts to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    Event(BlockEvent),
+    /// A remap: the event on the destination device, the source device and offset.
+    Remap(BlockEvent, DeviceId, Bytes),
+    /// Understood, no I/O: counted under this key.
+    Note(&'static str),
+}
+
+/// Reports a parsed line to `sink`.
+pub fn deliver(parsed: Parsed, at: Location<'_>, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    match parsed {
+        Parsed::Event(e) => sink.event(at, e),
+        Parsed::Remap(e, from, off) => sink.remap(at, e, from, off),
+        Parsed::Note(key) => {
+            sink.note(key);
+            Ok(())
+        }
+    }
+}
+
+/// Splits off the first whitespace-separated token.
+pub(crate) fn token(s: &str) -> Option<(&str, &str)> {
+    let s = s.trim_start();
+    if s.is_empty() {
+        return None;
+    }
+    let end = s.find(|c: char| c.is_ascii_whitespace()).unwrap_or(s.len());
+    Some((&s[..end], &s[end..]))
+}
+
+/// `MAJ,MIN`.
+pub(crate) fn parse_device(s: &str) -> Option<DeviceId> {
+    let (a, b) = s.split_once(',')?;
+    if a.is_empty() || b.is_empty() {
+        return None;
+    }
+    Some(DeviceId {
+        major: a.parse().ok()?,
+        minor: b.parse().ok()?,
+    })
+}
+
+/// `SECONDS.FRACTION` (up to nanoseconds) as nanoseconds.
+pub(crate) fn parse_seconds(s: &str) -> Result<Nanos, String> {
+    if !s.contains('.') {
+        return Err(format!("time `{s}` is not in seconds with a fraction"));
+    }
+    let ns = parse_fixed(s.as_bytes(), "time", 9, NumberStyle::PLAIN)?;
+    if ns >= 1 << 62 {
+        return Err(format!("absurd time `{s}`"));
+    }
+    Ok(Nanos(ns))
+}
+
+fn parse_number<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+    if s.starts_with('-') {
+        return Err(format!("negative {what} `{s}`"));
+    }
+    s.parse()
+        .map_err(|_| format!("{what} `{s}` is not a number (or too large)"))
+}
+
+/// The numbers of an event's rest, before the bracket: `SECTOR`, `SECTOR + N`,
+/// or `BYTES` / nothing (passthrough), with parenthesised parts removed.
+struct Extent {
+    /// `(sector, sectors)`; sectors 0 when only the sector was printed.
+    sector: Option<(u64, u64)>,
+    /// A lone number without `+` before the bracket (passthrough byte count).
+    lone_number: bool,
+}
+
+fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, String> {
+    let mut text = String::new();
+    let mut depth = 0usize;
+    for c in before.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.checked_sub(1).ok_or("unbalanced `)`")?,
+            _ if depth == 0 => text.push(c),
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err("unbalanced `(`".into());
+    }
+    let parts: Vec<&str> = text.split_whitespace().collect();
+    match parts.as_slice() {
+        [] => Ok(Extent {
+            sector: None,
+            lone_number: false,
+        }),
+        [n] if lone_is_bytes => {
+            let _: u64 = parse_number(n, "byte count")?;
+            Ok(Extent {
+                sector: None,
+                lone_number: true,
+            })
+        }
+        [s] => Ok(Extent {
+            sector: Some((parse_number(s, "sector")?, 0)),
+            lone_number: false,
+        }),
+        [s, "+", n] => Ok(Extent {
+            sector: Some((parse_number(s, "sector")?, parse_number(n, "sector count")?)),
+            lone_number: false,
+        }),
+        [_, "+"] => Err("truncated line: sector count missing after `+`".into()),
+        _ => Err(format!("cannot read `{}` as SECTOR + COUNT", text.trim())),
+    }
+}
+
+/// Splits `rest` at its bracketed part: `(before, inside, after)`.
+fn bracket(rest: &str) -> Result<(&str, &str, &str), String> {
+    let open = rest
+        .find('[')
+        .ok_or("truncated line: missing `[...]` (process name or error)")?;
+    let close = rest
+        .rfind(']')
+        .filter(|&c| c > open)
+        .ok_or("truncated line: missing `]`")?;
+    Ok((&rest[..open], &rest[open + 1..close], &rest[close + 1..]))
+}
+
+/// Builds the event for an I/O action from its RWBS and extent; a note for
+/// requests tracemark does not replay.
+fn io_event(
+    device: DeviceId,
+    time: Nanos,
+    pid: Option<u32>,
+    action: Action,
+    rwbs: Rwbs,
+    sector: Option<(u64, u64)>,
+    error: i32,
+) -> Result<Parsed, String> {
+    let (sector_no, sectors) = sector.unwrap_or((0, 0));
+    let len = sectors
+        .checked_mul(512)
+        .ok_or_else(|| format!("sector count {sectors} is absurd"))?;
+    let mut flags = rwbs.flags;
+    let op = match rwbs.op {
+        RwbsOp::Flush => Op::Flush,
+        RwbsOp::Write | RwbsOp::None
+            if len == 0 && (flags.contains(Flags::PREFLUSH) || flags.contains(Flags::FUA)) =>
+        {
+            Op::Flush
+        }
+        // blkparse prints N for a request without data (not passthrough): a flush.
+        RwbsOp::None if len == 0 => Op::Flush,
+        RwbsOp::None => return Ok(Parsed::Note(note::NO_OP_WITH_DATA)),
+        RwbsOp::ZoneReset => return Ok(Parsed::Note(note::ZONE_RESET)),
+        RwbsOp::Read => Op::Read,
+        RwbsOp::Write => Op::Write,
+        RwbsOp::Discard => Op::Discard,
+        RwbsOp::WriteZeroes => Op::WriteZeroes,
+    };
+    let offset = if op == Op::Flush {
+        // Flushes have no sector (kernels print 0 or (sector_t)-1).
+        flags = Flags::from_bits(flags.bits() & !(Flags::PREFLUSH.bits() | Flags::FUA.bits()))
+            .unwrap_or(Flags::NONE);
+        Bytes(0)
+    } else {
+        Bytes(
+            sector_no
+                .checked_mul(512)
+                .ok_or_else(|| format!("sector {sector_no} is past 2^64 bytes"))?,
+        )
+    };
+    Ok(Parsed::Event(BlockEvent {
+        time,
+        device,
+        action,
+        op,
+        flags,
+        offset,
+        len: if op == Op::Flush {
+            Bytes(0)
+        } else {
+            Bytes(len)
+        },
+        pid,
+        error,
+    }))
+}
+
+/// Parses the action part of a blkparse or blk-tracer line: the action letters,
+/// the RWBS string and what follows them.
+pub fn parse_action(
+    device: DeviceId,
+    time: Nanos,
+    pid: Option<u32>,
+    action: &str,
+    rwbs_text: &str,
+    rest: &str,
+) -> Result<Parsed, String> {
+    let first = action.chars().next().unwrap_or(' ');
+    let other = match action {
+        "G" => Some(note::GETRQ),
+        "I" => Some(note::INSERT),
+        "P" => Some(note::PLUG),
+        "U" | "T" | "UT" => Some(note::UNPLUG),
+        "S" => Some(note::SLEEP),
+        "B" => Some(note::BOUNCE),
+        "m" => Some(note::MESSAGE),
+        _ if first == 'Z' => Some(note::ZONE),
+        "Q" | "D" | "C" | "M" | "F" | "R" | "A" | "X" => None,
+        _ => Some(note::UNKNOWN_ACTION),
+    };
+    let rwbs =
+        parse_rwbs(rwbs_text).ok_or_else(|| format!("`{rwbs_text}` is not an RWBS field"))?;
+    if let Some(key) = other {
+        return Ok(Parsed::Note(key));
+    }
+    match action {
+        "A" => {
+            // SECTOR + N <- (MAJ,MIN) SECTOR
+            let (to_part, from_part) = rest
+                .split_once("<-")
+                .ok_or("truncated remap line: missing `<- (MAJ,MIN) SECTOR`")?;
+            let extent = parse_extent(to_part, false)?;
+            let from_part = from_part.trim();
+            let (dev_part, from_sector) = from_part
+                .strip_prefix('(')
+                .and_then(|s| s.split_once(')'))
+                .ok_or("remap source is not `(MAJ,MIN) SECTOR`")?;
+            let from_dev = parse_device(dev_part.trim())
+                .ok_or_else(|| format!("remap source device `{dev_part}` is not MAJ,MIN"))?;
+            let from_sector: u64 = parse_number(from_sector.trim(), "remap source sector")?;
+            let from_offset = from_sector
+                .checked_mul(512)
+                .ok_or_else(|| format!("sector {from_sector} is past 2^64 bytes"))?;
+            match io_event(device, time, pid, Action::Remap, rwbs, extent.sector, 0)? {
+                Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, Bytes(from_offset))),
+                other => Ok(other),
+            }
+        }
+        "X" => {
+            // SECTOR / SECTOR [comm]
+            let (before, _, _) = bracket(rest)?;
+            let (a, b) = before
+                .split_once('/')
+                .ok_or("split line is not `SECTOR / SECTOR`")?;
+            let start: u64 = parse_number(a.trim(), "sector")?;
+            let split: u64 = parse_number(b.trim(), "split sector")?;
+            let sectors = split.saturating_sub(start);
+            io_event(
+                device,
+                time,
+                pid,
+                Action::Split,
+                rwbs,
+                Some((start, sectors)),
+                0,
+            )
+        }
+        "C" | "R" => {
+            let (before, inside, _) = bracket(rest)?;
+            let error: i32 = inside
+                .trim()
+                .parse()
+                .map_err(|_| format!("completion error `{inside}` is not a number"))?;
+            let extent = parse_extent(before, false)?;
+            if extent.sector.is_none() {
+                // `(cdb) [error]` or `[error]`: only passthrough requests
+                // complete without a sector.
+                return Ok(Parsed::Note(note::PASSTHROUGH));
+            }
+            let kind = if action == "C" {
+                Action::Complete
+            } else {
+                Action::Requeue
+            };
+            io_event(device, time, pid, kind, rwbs, extent.sector, error)
+        }
+        _ => {
+            // Q, D, M, F: SECTOR + N [comm], [comm], or BYTES (cdb) [comm].
+            let (before, _, _) = bracket(rest)?;
+            let lone_is_bytes = matches!(action, "Q" | "D");
+            let extent = parse_extent(before, lone_is_bytes)?;
+            if extent.lone_number {
+                return Ok(Parsed::Note(note::PASSTHROUGH));
+            }
+            let kind = match action {
+                "Q" => Action::Queue,
+                "D" => Action::Issue,
+                "M" => Action::BackMerge,
+                _ => Action::FrontMerge,
+            };
+            io_event(device, time, pid, kind, rwbs, extent.sector, 0)
+        }
+    }
+}
+
+/// The fixed fields of a blkparse event line.
+struct Header<'l> {
+    device: DeviceId,
+    time: Nanos,
+    pid: u32,
+    action: &'l str,
+    rwbs: &'l str,
+    rest: &'l str,
+}
+
+fn parse_header(line: &str) -> Result<Header<'_>, String> {
+    let missing = |what: &str| format!("truncated line: {what} missing");
+    let (dev, rest) = token(line).ok_or_else(|| missing("device"))?;
+    let device = parse_device(dev).ok_or_else(|| format!("`{dev}` is not a MAJ,MIN device"))?;
+    let (cpu, rest) = token(rest).ok_or_else(|| missing("CPU"))?;
+    let _: u32 = parse_number(cpu, "CPU")?;
+    let (seq, rest) = token(rest).ok_or_else(|| missing("sequence number"))?;
+    let _: u64 = parse_number(seq, "sequence number")?;
+    let (time, rest) = token(rest).ok_or_else(|| missing("time"))?;
+    let time = parse_seconds(time)?;
+    let (pid, rest) = token(rest).ok_or_else(|| missing("PID"))?;
+    let pid: u32 = parse_number(pid, "PID")?;
+    let (action, rest) = token(rest).ok_or_else(|| missing("action"))?;
+    if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
+        return Err(format!("`{action}` is not a blkparse action"));
+    }
+    let (rwbs, rest) = token(rest).ok_or_else(|| missing("RWBS field"))?;
+    Ok(Header {
+        device,
+        time,
+        pid,
+        action,
+        rwbs,
+        rest,
+    })
+}
+
+/// Parses one blkparse event line.
+pub fn parse_line(line: &str) -> Result<Parsed, String> {
+    let h = parse_header(line)?;
+    // With blkparse's per-priority extension, `NONE|REAL|BEST|IDLE n` follows RWBS.
+    let mut rest = h.rest;
+    if let Some((word, after)) = token(rest) {
+        if matches!(word, "NONE" | "REAL" | "BEST" | "IDLE" | "ERRR") {
+            rest = token(after).map_or(
+                after,
+                |(n, a)| if n.parse::<u32>().is_ok() { a } else { after },
+            );
+        }
+    }
+    let pid = (h.pid != 0).then_some(h.pid);
+    parse_action(h.device, h.time, pid, h.action, h.rwbs, rest)
+}
+
+/// Whether a line belongs to blkparse's closing summary or its banner lines.
+fn is_summary_line(t: &str) -> bool {
+    const STARTS: [&str; 20] = [
+        "Total (",
+        "Throughput",
+        "Events (",
+        "Skips:",
+        "Reads ",
+        "Writes ",
+        "Read ",
+        "Write ",
+        "IO unplugs",
+        "Timer unplugs",
+        "PC ",
+        "Input file",
+        "Trace started",
+        "Allocation wait",
+        "Dispatch wait",
+        "Completion wait",
+        "Read depth",
+        "Write depth",
+        "Unknown action",
+        "Q2C",
+    ];
+    if let Some(cpu) = t.strip_prefix("CPU") {
+        return cpu.starts_with(|c: char| c.is_ascii_digit());
+    }
+    STARTS.iter().any(|s| t.starts_with(s))
+}
+
+/// Whether `head` (the first bytes of an input) looks like blkparse output: its
+/// first event line parses.
+pub fn looks_like(head: &[u8]) -> bool {
+    let mut checked = 0;
+    for line in head_lines(head, 8) {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return false;
+        };
+        let t = text.trim();
+        if t.starts_with("Input file") {
+            continue;
+        }
+        checked += 1;
+        if parse_header(t).is_ok() {
+            return true;
+        }
+        if checked >= 1 {
+            return false;
+        }
+    }
     false
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
-pub fn parse(_input: &mut dyn BufRead, _file: &str, _sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    Err(ConvertError::Usage("the blkparse parser is not written yet".into()))
+pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    let mut reader = LineReader::new(input, file);
+    let mut in_summary = false;
+    while let Some(line) = reader.next_line()? {
+        if line.too_long {
+            report_too_long(sink, file, &line)?;
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(line.bytes) else {
+            report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
+            continue;
+        };
+        let t = text.trim();
+        if t.is_empty() {
+            continue;
+        }
+        let at = Location::line(file, line.number);
+        match parse_line(t) {
+            Ok(parsed) => deliver(parsed, at, sink)?,
+            Err(_) if in_summary || is_summary_line(t) => {
+                in_summary = true;
+                sink.note(note::SUMMARY);
+            }
+            Err(reason) => sink.bad_input(at, text, &reason)?,
+        }
+    }
+    reader.report_if_empty(sink, "blkparse")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalize::{NormaliseOptions, Normaliser};
+    use trace_format::IoRecord;
+
+    fn ev(line: &str) -> BlockEvent {
+        match parse_line(line) {
+            Ok(Parsed::Event(e)) => e,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn rwbs_strings() {
+        let r = |s| parse_rwbs(s).unwrap();
+        assert_eq!(r("R").op, RwbsOp::Read);
+        assert_eq!(r("WS").flags, Flags::SYNC);
+        assert_eq!(r("FWFSM").op, RwbsOp::Write);
+        assert_eq!(
+            r("FWFSM").flags,
+            Flags::PREFLUSH | Flags::FUA | Flags::SYNC | Flags::META
+        );
+        assert_eq!(r("FN").op, RwbsOp::None);
+        assert_eq!(r("FN").flags, Flags::PREFLUSH);
+        assert_eq!(r("F").op, RwbsOp::Flush);
+        assert_eq!(r("FF").op, RwbsOp::Flush);
+        assert_eq!(r("DE").op, RwbsOp::Discard);
+        assert_eq!(r("RA").op, RwbsOp::Read);
+        assert_eq!(r("WBS").flags, Flags::PREFLUSH | Flags::SYNC);
+        assert_eq!(r("WZ").op, RwbsOp::WriteZeroes);
+        assert_eq!(r("ZR").op, RwbsOp::ZoneReset);
+        assert!(parse_rwbs("").is_none());
+        assert!(parse_rwbs("X").is_none());
+        assert!(parse_rwbs("WQ").is_none());
+    }
+
+    #[test]
+    fn event_lines() {
+        let e = ev("  8,0    3        1     0.000000000   697  Q  WS 223490 + 8 [comm]");
+        assert_eq!(e.device, DeviceId { major: 8, minor: 0 });
+        assert_eq!(e.action, Action::Queue);
+        assert_eq!((e.op, e.flags), (Op::Write, Flags::SYNC));
+        assert_eq!((e.offset, e.len), (Bytes(223490 * 512), Bytes(4096)));
+        assert_eq!(e.pid, Some(697));
+
+        let e = ev("  8,16   5        6     1.000031865 18615  D   R 1444645666 + 256 [java]");
+        assert_eq!(e.time, Nanos(1_000_031_865));
+        assert_eq!(
+            (e.action, e.op, e.len),
+            (Action::Issue, Op::Read, Bytes(131072))
+        );
+
+        let e = ev("  8,16   2    1   9.1  0  C   W 3428327186 + 8 [0]");
+        assert_eq!((e.action, e.error), (Action::Complete, 0));
+        let e = ev("  8,16   2    1   9.1  0  C   W 3428327186 + 8 [-5]");
+        assert_eq!(e.error, -5);
+        let e = ev("  8,16   2    1   9.1  0  C   W 3428327186 + 8 (  123456) [0]");
+        assert_eq!(e.offset, Bytes(3428327186 * 512));
+
+        // Flushes: no sector on the issue, sector 0 on the completion.
+        let e = ev("  8,0 1 5 0.000040389 226 D  FWS [jbd2/sda1-8]");
+        assert_eq!(
+            (e.op, e.offset, e.len, e.flags),
+            (Op::Flush, Bytes(0), Bytes(0), Flags::SYNC)
+        );
+        let e = ev("  8,0 1 6 0.000456012 0 C  FWS 0 [0]");
+        assert_eq!((e.action, e.op), (Action::Complete, Op::Flush));
+        let e = ev("  8,0 1 6 0.000456012 0 D  FN [kworker/0:1H]");
+        assert_eq!(e.op, Op::Flush);
+        // A write with preflush and FUA is a write.
+        let e = ev("  8,0 1 6 0.000456012 9 D  FWFS 100 + 8 [jbd2]");
+        assert_eq!(e.op, Op::Write);
+        assert_eq!(e.flags, Flags::PREFLUSH | Flags::FUA | Flags::SYNC);
+
+        let Ok(Parsed::Remap(e, from, off)) =
+            parse_line("  8,16   5        1     0.000000000 18615  A   R 1444645666 + 256 <- (8,17) 1444645632")
+        else {
+            panic!("remap")
+        };
+        assert_eq!(e.action, Action::Remap);
+        assert_eq!(
+            from,
+            DeviceId {
+                major: 8,
+                minor: 17
+            }
+        );
+        assert_eq!(off, Bytes(1444645632 * 512));
+
+        let e = ev("  8,0 0 3 0.5 12 X R 100 / 108 [dd]");
+        assert_eq!((e.action, e.len), (Action::Split, Bytes(8 * 512)));
+        // Comm names with spaces.
+        let e = ev("  8,0 0 3 0.5 12 Q R 100 + 8 [Web Content]");
+        assert_eq!(e.offset, Bytes(51200));
+    }
+
+    #[test]
+    fn lines_that_are_no_io() {
+        let n = |l: &str| match parse_line(l) {
+            Ok(Parsed::Note(k)) => k,
+            other => panic!("{l}: {other:?}"),
+        };
+        assert_eq!(
+            n("  8,33   4        1     0.000000000  3922  D   N 0 (00 ..) [kworker/u65:0]"),
+            note::PASSTHROUGH
+        );
+        assert_eq!(
+            n("  8,33   4        1     0.000000000  3922  D   R 512 (12 00 ..) [sg_inq]"),
+            note::PASSTHROUGH
+        );
+        assert_eq!(
+            n("  8,33   4        2     0.000100000     0  C   N (00 ..) [0]"),
+            note::PASSTHROUGH
+        );
+        assert_eq!(
+            n("  8,16   5        0     0.000012990     0  m   N cfq18615S / insert_request"),
+            note::MESSAGE
+        );
+        assert_eq!(
+            n("  8,16   5        4     0.000008750 18615  P   N [java]"),
+            note::PLUG
+        );
+        assert_eq!(
+            n("  8,16   5        7     0.000046560 18615  U   N [java] 1"),
+            note::UNPLUG
+        );
+        assert_eq!(
+            n("  8,16   5        3     0.000006438 18615  G   R 1444645666 + 256 [java]"),
+            note::GETRQ
+        );
+    }
+
+    #[test]
+    fn bad_lines_say_why() {
+        let e = |l: &str| parse_line(l).unwrap_err();
+        assert!(
+            e("  8,0    3        1     0.000000000   697  Q  WS 223490 +").contains("truncated")
+        );
+        assert!(
+            e("  8,0    3        1     0.000000000   697  Q  WS 223490 + 8").contains("truncated")
+        );
+        assert!(e("  8,0    3        1").contains("truncated"));
+        assert!(e("hello world").contains("MAJ,MIN"));
+        assert!(e("  8,0 3 1 0.5 697 Q WS -5 + 8 [x]").contains("negative sector"));
+        assert!(e("  8,0 3 1 0.5 697 Q WS 5 + -8 [x]").contains("negative sector count"));
+        assert!(e("  8,0 3 1 -0.5 697 Q WS 5 + 8 [x]").contains("negative time"));
+        assert!(e("  8,0 3 1 0.5 697 Q WS 99999999999999999999 + 8 [x]").contains("too large"));
+        assert!(e("  8,0 3 1 0.5 697 Q WS 36028797018963968 + 8 [x]").contains("past 2^64"));
+        assert!(e("  8,0 3 1 0.5 697 Q QQ 5 + 8 [x]").contains("RWBS"));
+    }
+
+    fn convert(
+        text: &[u8],
+        skip_bad: bool,
+    ) -> Result<(Vec<IoRecord>, crate::normalize::NormaliseOutcome), ConvertError> {
+        let mut out = Vec::new();
+        let outcome = {
+            let opts = NormaliseOptions {
+                skip_bad,
+                ..Default::default()
+            };
+            let mut n = Normaliser::new(opts, &mut out);
+            let mut input = text;
+            parse(&mut input, "x.txt", &mut n)?;
+            n.finish()?
+        };
+        Ok((out, outcome))
+    }
+
+    const SAMPLE: &str = "\
+  8,0    3        1     0.000000000   697  Q  WS 223490 + 8 [kworker]
+  8,0    3        2     0.000001000   697  G  WS 223490 + 8 [kworker]
+  8,0    3        3     0.000002000   697  D  WS 223490 + 8 [kworker]
+  8,0    3        4     0.000003000   697  D  FWS [kworker]
+  8,0    3        5     0.000100000     0  C  WS 223490 + 8 [0]
+  8,0    3        6     0.000200000     0  C  FWS 0 [0]
+  8,0    3        0     0.000210000     0  m   N cfq697 / complete
+CPU3 (8,0):
+ Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB
+Total (8,0):
+ Reads Queued:           0,        0KiB\t Writes Queued:           1,        4KiB
+
+Throughput (R/W): 0KiB/s / 0KiB/s
+Events (8,0): 6 entries
+Skips: 0 forward (0 -   0.0%)
+";
+
+    #[test]
+    fn whole_file_with_summary() {
+        let (recs, o) = convert(SAMPLE.as_bytes(), false).unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(
+            (recs[0].op, recs[0].latency),
+            (Op::Write, Some(Nanos(98_000)))
+        );
+        assert_eq!(
+            (recs[1].op, recs[1].latency),
+            (Op::Flush, Some(Nanos(197_000)))
+        );
+        let notes: std::collections::HashMap<_, _> = o.tail.notes.iter().cloned().collect();
+        assert_eq!(notes.get(note::SUMMARY), Some(&7));
+        assert_eq!(notes.get(note::MESSAGE), Some(&1));
+        assert_eq!(notes.get(note::GETRQ), Some(&1));
+    }
+
+    #[test]
+    fn bad_input_classes_name_file_and_line() {
+        let cases: [(&[u8], &str, &str); 5] = [
+            (b"  8,0 3 1 0.0 697 D R 8 + 8 [a]\n  8,0 3 2 0.1 697 D R 8 +", "x.txt:2:", "truncated"),
+            (b"  8,0 3 1 0.0 697 D R 8 + 8 [a]\n\x00\x01garbage\xff\n", "x.txt:2:", "UTF-8"),
+            (b"  8,0 3 1 0.0 697 D R 8 + 8 [a]\nthis is not blkparse\n", "x.txt:2:", "MAJ,MIN"),
+            (b"  8,0 3 1 0.0 697 D R 8 + 8 [a]\n  8,0 3 1 0.0 697 D R 18014398509481984 + 8 [a]\n", "x.txt:2:", "past 2^63"),
+            (b"  8,0 3 1 9.0 697 D R 8 + 8 [a]\n  8,0 3 1 1.0 697 D R 8 + 8 [a]\n", "x.txt:2:", "backwards"),
+        ];
+        for (text, loc, why) in cases {
+            let err = convert(text, false).unwrap_err().to_string();
+            assert!(err.starts_with(loc) && err.contains(why), "{err}");
+            let (recs, o) = convert(text, true).unwrap();
+            assert_eq!(recs.len(), 1);
+            assert_eq!(o.tail.skipped.count, 1);
+            assert!(o.tail.skipped.examples[0].location.starts_with("x.txt:2"));
+        }
+        let err = convert(b"", false).unwrap_err().to_string();
+        assert!(err.contains("x.txt:1") && err.contains("empty"), "{err}");
+        let err = convert(b"\n\n", false).unwrap_err().to_string();
+        assert!(err.contains("empty"), "{err}");
+    }
+
+    #[test]
+    fn detects_itself_only() {
+        assert!(looks_like(SAMPLE.as_bytes()));
+        assert!(looks_like(
+            b"Input file sda.blktrace.0 added\n  8,0 0 1 0.0 1 Q R 0 + 8 [a]\n"
+        ));
+        assert!(!looks_like(
+            b"128166372003061629,hm,1,Read,3154152960,32768,2736\n"
+        ));
+        assert!(!looks_like(
+            b"  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]\n"
+        ));
+        assert!(!looks_like(b""));
+    }
 }

@@ -13,6 +13,10 @@ pub mod error;
 pub mod event;
 pub mod sink;
 
+pub mod convert;
+pub mod detect;
+pub mod normalize;
+
 /// Shared plumbing of the line-per-request text parsers.
 mod line_input;
 

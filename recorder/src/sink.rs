@@ -2,6 +2,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{BlockEvent, Location, SourceIo};
+use trace_format::{Bytes, DeviceId};
 
 /// Receives what a parser finds, in input order. Parsers know nothing of
 /// normalisation, filtering or output; they call these and stop at the first
@@ -9,6 +10,20 @@ use crate::event::{BlockEvent, Location, SourceIo};
 pub trait Sink {
     /// A block-layer event.
     fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError>;
+
+    /// A remap event (blkparse `A`, tracefs `block_bio_remap`): `event` is on the
+    /// destination device; `from` and `from_offset` say where the bio came from,
+    /// so the normaliser can avoid counting it on both devices. Parsers that do
+    /// not know the source may report a remap through `event` instead.
+    fn remap(
+        &mut self,
+        at: Location<'_>,
+        event: BlockEvent,
+        _from: DeviceId,
+        _from_offset: Bytes,
+    ) -> Result<(), ConvertError> {
+        self.event(at, event)
+    }
 
     /// A whole request.
     fn io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError>;

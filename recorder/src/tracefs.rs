@@ -1,16 +1,486 @@
-//! Parser for the tracefs input format. See the crate docs for the contract.
+//! Parser for Linux tracefs text (`/sys/kernel/tracing/trace` or `trace_pipe`):
+//! the block events and the ftrace `blk` tracer's lines.
+//!
+//! ```text
+//!   dd-5653  [000] .....  367.892716: block_rq_issue: 7,0 WS 4096 () 80 + 8 be,0,4 [dd]
+//!   ksoftirqd/1-22 [001] ..s.. 367.892902: block_rq_complete: 7,0 WS () 80 + 8 be,0,4 [0]
+//!   dd-5679  [001] d..1.  367.964428:   7,0    Q  WS 80 + 8 [dd]          (blk tracer)
+//! ```
+//!
+//! Older kernels print no ioprio field (`... 80 + 8 [dd]`); the irq-flags column
+//! may be absent; `options/record-tgid` adds `(  TGID)` after the task. The event
+//! bodies follow `include/trace/events/block.h`; the blk tracer prints the
+//! blkparse action fields, parsed by [`crate::blkparse::parse_action`].
 
+use crate::blkparse::{self, parse_action, parse_device, parse_seconds, token, Parsed};
 use crate::error::ConvertError;
+use crate::event::Location;
+use crate::line_input::{head_lines, report_bad, report_too_long, LineReader};
 use crate::sink::Sink;
 use std::io::BufRead;
+use trace_format::Nanos;
 
-/// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
-pub fn looks_like(_head: &[u8]) -> bool {
+/// Note keys this parser reports.
+pub mod note {
+    pub const LOST_LINES: &str = "tracefs: lost-events lines (per-CPU buffer overruns)";
+    pub const LOST_EVENTS: &str = "tracefs: events lost to buffer overruns";
+    pub const OTHER_EVENT: &str = "tracefs: events other than block I/O";
+    pub const UNUSED_BLOCK: &str = "tracefs: unused block events";
+    pub const PASSTHROUGH: &str = crate::blkparse::note::PASSTHROUGH;
+}
+
+/// What one line of tracefs text is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceLine {
+    /// An event (or a note for an understood line that is no I/O).
+    Parsed(Parsed),
+    /// `CPU:N [LOST M EVENTS]`: the kernel dropped events.
+    Lost { cpu: u32, events: u64 },
+    /// A `#` header line or a blank line.
+    Comment,
+}
+
+/// The common prefix of an ftrace line: task pid and timestamp, and the body.
+struct Prefix<'l> {
+    pid: Option<u32>,
+    time: Nanos,
+    body: &'l str,
+}
+
+/// Finds ` [CPU] ` and returns (before, after).
+fn split_at_cpu(line: &str) -> Option<(&str, &str)> {
+    let bytes = line.as_bytes();
+    let mut from = 0;
+    while let Some(rel) = line.get(from..)?.find('[') {
+        let open = from + rel;
+        let digits = bytes
+            .get(open + 1..)?
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits > 0 && bytes.get(open + 1 + digits) == Some(&b']') {
+            return Some((&line[..open], &line[open + 2 + digits..]));
+        }
+        from = open + 1;
+    }
+    None
+}
+
+fn parse_prefix(line: &str) -> Result<Prefix<'_>, String> {
+    let (task, after) =
+        split_at_cpu(line).ok_or("not an ftrace line: no `[CPU]` column after the task")?;
+    // `comm-pid` or `comm-pid (  tgid)`.
+    let task = match task.trim_end().strip_suffix(')') {
+        Some(t) => t.rfind('(').map_or(t, |p| &t[..p]),
+        None => task,
+    };
+    let pid = task
+        .trim()
+        .rsplit_once('-')
+        .and_then(|(_, pid)| pid.parse::<u32>().ok())
+        .filter(|&p| p != 0);
+    let (first, rest) = token(after).ok_or("truncated line: timestamp missing")?;
+    let (stamp, rest) = if first.ends_with(':') {
+        (first, rest)
+    } else {
+        token(rest).ok_or("truncated line: timestamp missing")?
+    };
+    let stamp = stamp
+        .strip_suffix(':')
+        .ok_or_else(|| format!("`{stamp}` is not an ftrace timestamp (`SECONDS.FRACTION:`)"))?;
+    let time = parse_seconds(stamp)?;
+    Ok(Prefix {
+        pid,
+        time,
+        body: rest.trim(),
+    })
+}
+
+/// Removes a leading `(...)` group, returning its content and what follows.
+fn strip_paren(s: &str) -> Result<(&str, &str), String> {
+    let s = s.trim_start();
+    let inner = s
+        .strip_prefix('(')
+        .ok_or("truncated line: `(command)` field missing")?;
+    let close = inner.find(')').ok_or("truncated line: missing `)`")?;
+    Ok((&inner[..close], &inner[close + 1..]))
+}
+
+/// Removes the ioprio field (`be,0,4`, `none,0,0`) of newer kernels, if present,
+/// from `SECTOR + N IOPRIO [x]`.
+fn strip_ioprio(s: &str) -> String {
+    match s.find('[') {
+        Some(open) => {
+            let before = &s[..open];
+            let kept: Vec<&str> = before
+                .split_whitespace()
+                .filter(|t| !t.contains(','))
+                .collect();
+            format!("{} {}", kept.join(" "), &s[open..])
+        }
+        None => s.to_string(),
+    }
+}
+
+/// Parses the body of a `block_*` event.
+fn parse_block_event(
+    name: &str,
+    pid: Option<u32>,
+    time: Nanos,
+    body: &str,
+) -> Result<Parsed, String> {
+    let action = match name {
+        "block_rq_issue" => "D",
+        "block_rq_insert" => "I",
+        "block_rq_complete" => "C",
+        "block_rq_requeue" => "R",
+        "block_bio_queue" => "Q",
+        "block_bio_backmerge" => "M",
+        "block_bio_frontmerge" => "F",
+        "block_bio_complete" => "C",
+        "block_getrq" => "G",
+        "block_sleeprq" => "S",
+        "block_bio_bounce" => "B",
+        "block_split" => "X",
+        "block_bio_remap" | "block_rq_remap" => "A",
+        "block_plug" | "block_unplug" => return Ok(Parsed::Note(blkparse::note::PLUG)),
+        _ => return Ok(Parsed::Note(note::UNUSED_BLOCK)),
+    };
+    let (dev, rest) = token(body).ok_or("truncated line: device missing")?;
+    let device = parse_device(dev).ok_or_else(|| format!("`{dev}` is not a MAJ,MIN device"))?;
+    let (rwbs, rest) = token(rest).ok_or("truncated line: RWBS field missing")?;
+    let rest: String = match name {
+        "block_rq_issue" | "block_rq_insert" => {
+            // BYTES (CMD) SECTOR + N [IOPRIO] [comm]
+            let (bytes, rest) = token(rest).ok_or("truncated line: byte count missing")?;
+            if bytes.starts_with('-') || bytes.parse::<u64>().is_err() {
+                return Err(format!("byte count `{bytes}` is not a number"));
+            }
+            let (cmd, rest) = strip_paren(rest)?;
+            if !cmd.trim().is_empty() {
+                return Ok(Parsed::Note(note::PASSTHROUGH));
+            }
+            strip_ioprio(rest)
+        }
+        "block_rq_complete" | "block_rq_requeue" => {
+            // (CMD) SECTOR + N [IOPRIO] [error]
+            let (cmd, rest) = strip_paren(rest)?;
+            if !cmd.trim().is_empty() {
+                return Ok(Parsed::Note(note::PASSTHROUGH));
+            }
+            strip_ioprio(rest)
+        }
+        "block_rq_remap" => {
+            // SECTOR + N <- (MAJ,MIN) SECTOR NR_BIOS: drop the bio count.
+            match rest.trim().rsplit_once(')') {
+                Some((head, tail)) => {
+                    let sector = tail.split_whitespace().next().unwrap_or("");
+                    format!("{head}) {sector}")
+                }
+                None => rest.to_string(),
+            }
+        }
+        _ => rest.to_string(),
+    };
+    parse_action(device, time, pid, action, rwbs, &rest)
+}
+
+/// Parses one line of tracefs text: a block event, a blk-tracer line, a
+/// lost-events marker, or a header. Live capture reuses this.
+pub fn parse_line(line: &str) -> Result<TraceLine, String> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') {
+        return Ok(TraceLine::Comment);
+    }
+    if let Some(cpu) = t.strip_prefix("CPU:") {
+        // CPU:1 [LOST 123 EVENTS]
+        if let Some((n, rest)) = cpu.split_once(' ') {
+            let events = rest
+                .trim()
+                .strip_prefix("[LOST ")
+                .and_then(|r| r.strip_suffix(" EVENTS]"))
+                .and_then(|m| m.trim().parse::<u64>().ok());
+            if let (Ok(cpu), Some(events)) = (n.parse::<u32>(), events) {
+                return Ok(TraceLine::Lost { cpu, events });
+            }
+        }
+    }
+    let p = parse_prefix(t)?;
+    let body = p.body;
+    if body.is_empty() {
+        return Err("truncated line: nothing after the timestamp".into());
+    }
+    // `block_rq_issue: ...` (optionally `block:block_rq_issue: ...`).
+    if let Some((name, rest)) = body.split_once(": ") {
+        let name = name.strip_prefix("block:").unwrap_or(name);
+        if !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            if name.starts_with("block_") {
+                return parse_block_event(name, p.pid, p.time, rest).map(TraceLine::Parsed);
+            }
+            return Ok(TraceLine::Parsed(Parsed::Note(note::OTHER_EVENT)));
+        }
+    }
+    // The blk tracer: `MAJ,MIN [CGROUP] ACTION RWBS REST`.
+    let (dev, rest) = token(body).ok_or("truncated line")?;
+    let Some(device) = parse_device(dev) else {
+        if body.ends_with(':') || body.split_once(':').is_some() {
+            return Ok(TraceLine::Parsed(Parsed::Note(note::OTHER_EVENT)));
+        }
+        return Err(format!(
+            "`{body}` is neither a block event nor a blk tracer line"
+        ));
+    };
+    let (mut action, mut rest) = token(rest).ok_or("truncated line: action missing")?;
+    if action.contains(',') {
+        // blk_cgroup option: a cgroup id pair before the action.
+        (action, rest) = token(rest).ok_or("truncated line: action missing")?;
+    }
+    if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
+        return Err(format!("`{action}` is not a blk tracer action"));
+    }
+    let (rwbs, rest) = token(rest).ok_or("truncated line: RWBS field missing")?;
+    parse_action(device, p.time, p.pid, action, rwbs, rest).map(TraceLine::Parsed)
+}
+
+/// Reports one parsed line to `sink`.
+pub fn deliver(line: TraceLine, at: Location<'_>, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    match line {
+        TraceLine::Parsed(p) => blkparse::deliver(p, at, sink),
+        TraceLine::Lost { events, .. } => {
+            sink.note(note::LOST_LINES);
+            for _ in 0..events {
+                sink.note(note::LOST_EVENTS);
+            }
+            Ok(())
+        }
+        TraceLine::Comment => Ok(()),
+    }
+}
+
+/// Whether `head` (the first bytes of an input, up to 64 KiB) looks like tracefs
+/// text: a `# tracer:` header or a first line with block events.
+pub fn looks_like(head: &[u8]) -> bool {
+    for line in head_lines(head, 64) {
+        let Ok(text) = std::str::from_utf8(line) else {
+            return false;
+        };
+        let t = text.trim();
+        if t.starts_with("# tracer:") {
+            return true;
+        }
+        if t.starts_with('#') {
+            continue;
+        }
+        return match parse_line(t) {
+            Ok(TraceLine::Parsed(Parsed::Note(note::OTHER_EVENT))) => continue,
+            Ok(TraceLine::Parsed(_)) | Ok(TraceLine::Lost { .. }) => true,
+            _ => false,
+        };
+    }
     false
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
-pub fn parse(_input: &mut dyn BufRead, _file: &str, _sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    Err(ConvertError::Usage("the tracefs parser is not written yet".into()))
+pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+    let mut reader = LineReader::new(input, file);
+    while let Some(line) = reader.next_line()? {
+        if line.too_long {
+            report_too_long(sink, file, &line)?;
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(line.bytes) else {
+            report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
+            continue;
+        };
+        let at = Location::line(file, line.number);
+        match parse_line(text) {
+            Ok(parsed) => deliver(parsed, at, sink)?,
+            Err(reason) => sink.bad_input(at, text, &reason)?,
+        }
+    }
+    reader.report_if_empty(sink, "tracefs")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Action, BlockEvent};
+    use crate::normalize::{NormaliseOptions, Normaliser};
+    use trace_format::{Bytes, DeviceId, Flags, Op};
+
+    fn ev(line: &str) -> BlockEvent {
+        match parse_line(line) {
+            Ok(TraceLine::Parsed(Parsed::Event(e))) => e,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    const LOOP0: DeviceId = DeviceId { major: 7, minor: 0 };
+
+    #[test]
+    fn event_layouts_old_and_new() {
+        for line in [
+            "  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]",
+            "  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 none,0,0 [dd]",
+            "  dd-1234 [001] ...1 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 be,0,4 [dd]",
+            "  dd-1234 [001] 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]",
+            "  dd-1234 (   1234) [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]",
+            "  dd-1234 [001] ..... 123.456789: block:block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]",
+        ] {
+            let e = ev(line);
+            assert_eq!(e.action, Action::Issue, "{line}");
+            assert_eq!(
+                (e.device, e.op, e.offset, e.len),
+                (LOOP0, Op::Read, Bytes(0), Bytes(4096))
+            );
+            assert_eq!(e.time, Nanos(123_456_789_000));
+            assert_eq!(e.pid, Some(1234));
+        }
+        let e = ev("  ksoftirqd/1-22 [001] ..s.. 367.892902: block_rq_complete: 7,0 WS () 80 + 8 be,0,4 [0]");
+        assert_eq!(
+            (e.action, e.op, e.flags, e.offset),
+            (Action::Complete, Op::Write, Flags::SYNC, Bytes(80 * 512))
+        );
+        let e = ev("  <idle>-0 [001] d.h1. 1.5: block_rq_complete: 7,0 R () 0 + 8 [-5]");
+        assert_eq!((e.error, e.pid), (-5, None));
+        let e = ev("  dd-5653 [000] ..... 367.892689: block_bio_queue: 7,0 WS 80 + 8 [dd]");
+        assert_eq!(e.action, Action::Queue);
+        assert!(matches!(
+            parse_line("  kworker/u8:0-12 [001] ...1. 367.892813: block_rq_insert: 254,0 WS 4096 () 24330320 + 8 be,0,4 [kworker/u8:0]"),
+            Ok(TraceLine::Parsed(Parsed::Note(crate::blkparse::note::INSERT)))
+        ));
+        let e = ev(
+            "  jbd2-300 [000] ..... 5.0: block_rq_issue: 8,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]",
+        );
+        assert_eq!(e.op, Op::Flush);
+        let e = ev("  x-3 [000] ..... 5.0: block_rq_complete: 8,0 FF () 18446744073709551615 + 0 none,0,0 [0]");
+        assert_eq!((e.op, e.offset), (Op::Flush, Bytes(0)));
+        let e = ev("  x-3 [000] ..... 5.0: block_bio_complete: 253,0 R 100 + 8 [0]");
+        assert_eq!(e.action, Action::Complete);
+        let e = ev("  x-3 [000] ..... 5.0: block_rq_requeue: 8,0 W () 100 + 8 none,0,0 [0]");
+        assert_eq!(e.action, Action::Requeue);
+        let Ok(TraceLine::Parsed(Parsed::Remap(e, from, off))) =
+            parse_line("  x-3 [000] ..... 5.0: block_bio_remap: 8,0 R 2056 + 8 <- (8,1) 8")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (e.offset, from, off),
+            (
+                Bytes(2056 * 512),
+                DeviceId { major: 8, minor: 1 },
+                Bytes(4096)
+            )
+        );
+        assert!(matches!(
+            parse_line("  sg-3 [000] ..... 5.0: block_rq_issue: 8,0 N 36 (12 00 00 00 24 00) 0 + 0 none,0,0 [sg_inq]"),
+            Ok(TraceLine::Parsed(Parsed::Note(note::PASSTHROUGH)))
+        ));
+    }
+
+    #[test]
+    fn blk_tracer_lines() {
+        let e = ev("              dd-5679    [001] d..1.   367.964428:   7,0    Q  WS 80 + 8 [dd]");
+        assert_eq!(
+            (e.action, e.op, e.offset, e.len, e.pid),
+            (
+                Action::Queue,
+                Op::Write,
+                Bytes(40960),
+                Bytes(4096),
+                Some(5679)
+            )
+        );
+        let e = ev("     ksoftirqd/1-22      [001] d.s1.   367.966009:   7,0    C  WS 80 + 8 [0]");
+        assert_eq!(e.action, Action::Complete);
+        assert!(matches!(
+            parse_line("  dd-5679 [001] d..1. 367.964439:   7,0    P   N [dd]"),
+            Ok(TraceLine::Parsed(Parsed::Note(_)))
+        ));
+        assert!(matches!(
+            parse_line("  dd-5679 [001] d..1. 367.964439:   7,0    U   N [dd] 1"),
+            Ok(TraceLine::Parsed(Parsed::Note(_)))
+        ));
+    }
+
+    #[test]
+    fn headers_lost_events_and_other_events() {
+        assert_eq!(parse_line("# tracer: nop"), Ok(TraceLine::Comment));
+        assert_eq!(
+            parse_line("CPU:1 [LOST 123 EVENTS]"),
+            Ok(TraceLine::Lost {
+                cpu: 1,
+                events: 123
+            })
+        );
+        assert!(matches!(
+            parse_line("  bash-1 [000] ..... 1.0: sched_switch: prev_comm=bash"),
+            Ok(TraceLine::Parsed(Parsed::Note(note::OTHER_EVENT)))
+        ));
+    }
+
+    #[test]
+    fn bad_lines() {
+        let e = |l: &str| parse_line(l).unwrap_err();
+        assert!(
+            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 +")
+                .contains("truncated")
+        );
+        assert!(
+            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096").contains("truncated")
+        );
+        assert!(
+            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R -4096 () 0 + 8 [dd]")
+                .contains("byte count")
+        );
+        assert!(
+            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + -8 [dd]")
+                .contains("negative")
+        );
+        assert!(e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 99999999999999999999 + 8 [dd]").contains("too large"));
+        assert!(e("random words").contains("ftrace"));
+        assert!(
+            e("  dd-1234 [001] ..... nonsense: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]")
+                .contains("`nonsense` is not in seconds")
+        );
+    }
+
+    #[test]
+    fn whole_trace_pairs_and_counts_lost_events() {
+        let text = "\
+# tracer: nop
+#
+              dd-5653    [000] .....   367.892689: block_bio_queue: 7,0 WS 80 + 8 [dd]
+              dd-5653    [000] .....   367.892716: block_rq_issue: 7,0 WS 4096 () 80 + 8 be,0,4 [dd]
+CPU:1 [LOST 3 EVENTS]
+     ksoftirqd/1-22      [001] ..s..   367.892902: block_rq_complete: 7,0 WS () 80 + 8 be,0,4 [0]
+";
+        let mut out = Vec::new();
+        let o = {
+            let mut n = Normaliser::new(NormaliseOptions::default(), &mut out);
+            let mut input = text.as_bytes();
+            parse(&mut input, "t", &mut n).unwrap();
+            n.finish().unwrap()
+        };
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].time, Nanos(27_000));
+        assert_eq!(out[0].latency, Some(Nanos(186_000)));
+        let lost = o.tail.notes.iter().find(|(k, _)| k == note::LOST_EVENTS);
+        assert_eq!(lost.map(|(_, n)| *n), Some(3));
+    }
+
+    #[test]
+    fn detection() {
+        assert!(looks_like(
+            b"# tracer: blk\n#\n  dd-1 [000] d..1. 1.0:   7,0    Q  WS 80 + 8 [dd]\n"
+        ));
+        assert!(looks_like(
+            b"  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]\n"
+        ));
+        assert!(!looks_like(
+            b"  8,0    3        1     0.000000000   697  Q  WS 223490 + 8 [comm]\n"
+        ));
+        assert!(!looks_like(b"fio version 2 iolog\n"));
+    }
 }

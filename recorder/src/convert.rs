@@ -1,0 +1,385 @@
+//! The conversion entry point the `tracemark convert` command calls: detect
+//! the input format, parse, normalise, write a `.tmt`.
+//!
+//! Several inputs are one capture: the files of a blktrace set (`NAME.blktrace.N`,
+//! or the prefix `NAME`) are merged by time; several text files are read one
+//! after the other, as if concatenated. `-` reads standard input. The trace is
+//! written to a temporary file next to the output and renamed into place only
+//! when everything succeeded, so a failed conversion leaves no half file.
+
+use crate::detect::{detect, Format, HEAD_BYTES};
+use crate::error::ConvertError;
+use crate::normalize::{EventChoice, NormaliseOptions, NormaliseOutcome, Normaliser, RecordSink};
+use crate::sink::Sink;
+use std::cell::Cell;
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Cursor, Read};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use trace_format::{
+    DeviceEntry, DeviceId, IoRecord, IssueEvent, Nanos, SkippedInput, Summary, TraceHeader,
+    TraceWriter, WriterOptions,
+};
+
+/// What `tracemark convert` lets a user choose.
+#[derive(Debug, Clone, Default)]
+pub struct ConvertOptions {
+    /// `None`: detect from content.
+    pub format: Option<Format>,
+    /// `None`: issue events where the input has them, else queue events.
+    pub event: Option<EventChoice>,
+    pub device: Option<DeviceId>,
+    /// Seconds-since-trace-start window, as nanoseconds.
+    pub from: Option<Nanos>,
+    pub to: Option<Nanos>,
+    pub skip_bad: bool,
+    /// Trace name; defaults to the first input's file name without extensions.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub category: Option<String>,
+    /// zstd level and chunk size of the output.
+    pub writer: WriterOptions,
+}
+
+/// What a conversion did.
+#[derive(Debug, Clone)]
+pub struct ConvertReport {
+    pub output: PathBuf,
+    pub format: Format,
+    pub issue_event: IssueEvent,
+    pub summary: Summary,
+    pub devices: Vec<DeviceEntry>,
+    pub skipped: SkippedInput,
+    /// Understood input that made no records (`key`, count).
+    pub notes: Vec<(String, u64)>,
+    /// Things to tell the user (an automatic choice, a suspicious input).
+    pub messages: Vec<String>,
+}
+
+/// The inputs as the parsers will read them.
+enum Inputs {
+    /// One blktrace capture: all its files.
+    Blktrace(Vec<PathBuf>),
+    /// Text files read in order.
+    Text(Vec<PathBuf>),
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> ConvertError {
+    ConvertError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn is_stdin(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// Reads up to [`HEAD_BYTES`] from `r`.
+fn read_head(r: &mut dyn Read, path: &Path) -> Result<Vec<u8>, ConvertError> {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    r.take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| io_error(path, e))?;
+    Ok(head)
+}
+
+/// Opens a text input: the detected (or given) format and a reader that starts
+/// at its first byte.
+fn open_text(
+    path: &Path,
+    format: Option<Format>,
+) -> Result<(Format, Box<dyn BufRead>), ConvertError> {
+    let mut raw: Box<dyn Read> = if is_stdin(path) {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(|e| io_error(path, e))?)
+    };
+    let head = read_head(&mut raw, path)?;
+    let format = match format {
+        Some(f) => f,
+        None => detect(&head, path)?,
+    };
+    let reader = BufReader::with_capacity(256 * 1024, Cursor::new(head).chain(raw));
+    Ok((format, Box::new(reader)))
+}
+
+/// Works out whether the inputs are one blktrace capture or text files.
+fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, ConvertError> {
+    let first = inputs
+        .first()
+        .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+    let binary = match format {
+        Some(f) => f == Format::Blktrace,
+        // Standard input is detected when it is opened (it can be read once).
+        None if is_stdin(first) => false,
+        None if !first.is_file() && !crate::blktrace::set_members(first)?.is_empty() => true,
+        None => {
+            let mut f = File::open(first).map_err(|e| io_error(first, e))?;
+            let head = read_head(&mut f, first)?;
+            detect(&head, first)? == Format::Blktrace
+        }
+    };
+    if binary {
+        if inputs.iter().any(|p| is_stdin(p)) {
+            return Err(ConvertError::Usage(
+                "blktrace binary cannot be read from standard input; name the files".into(),
+            ));
+        }
+        return Ok(Inputs::Blktrace(inputs.to_vec()));
+    }
+    Ok(Inputs::Text(inputs.to_vec()))
+}
+
+/// Parses every input into `sink` (the parsers' view, before normalisation);
+/// returns the format. Text inputs must all be of one format. `on_format` is
+/// told the format before the first event is reported.
+pub fn parse_inputs(
+    inputs: &[PathBuf],
+    format: Option<Format>,
+    sink: &mut dyn Sink,
+    on_format: &mut dyn FnMut(Format),
+) -> Result<Format, ConvertError> {
+    match classify(inputs, format)? {
+        Inputs::Blktrace(paths) => {
+            on_format(Format::Blktrace);
+            let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
+            crate::blktrace::parse_files(&refs, sink)?;
+            Ok(Format::Blktrace)
+        }
+        Inputs::Text(paths) => {
+            let mut chosen = format;
+            let mut announced = false;
+            for path in &paths {
+                let (f, mut reader) = open_text(path, chosen)?;
+                if f == Format::Blktrace {
+                    return Err(ConvertError::Usage(format!(
+                        "{}: blktrace binary cannot be mixed with text inputs",
+                        path.display()
+                    )));
+                }
+                if !announced {
+                    on_format(f);
+                    announced = true;
+                    chosen = Some(f);
+                }
+                let name = path.display().to_string();
+                parse_text(f, &mut reader, &name, sink)?;
+            }
+            chosen.ok_or_else(|| ConvertError::Usage("no input files given".into()))
+        }
+    }
+}
+
+/// Runs the parser of a text format.
+pub fn parse_text(
+    format: Format,
+    input: &mut dyn BufRead,
+    file: &str,
+    sink: &mut dyn Sink,
+) -> Result<(), ConvertError> {
+    match format {
+        Format::Blkparse => crate::blkparse::parse(input, file, sink),
+        Format::Tracefs => crate::tracefs::parse(input, file, sink),
+        Format::Msr => crate::msr::parse(input, file, sink),
+        Format::Xperf => crate::xperf::parse(input, file, sink),
+        Format::Wpa => crate::wpa::parse(input, file, sink),
+        Format::Fio => crate::fio::parse(input, file, sink),
+        Format::Spc => crate::spc::parse(input, file, sink),
+        Format::Blktrace => Err(ConvertError::Usage(format!(
+            "{file}: blktrace binary is read from files, not as text"
+        ))),
+    }
+}
+
+fn check_options(opts: &ConvertOptions) -> Result<(), ConvertError> {
+    if let (Some(from), Some(to)) = (opts.from, opts.to) {
+        if from > to {
+            return Err(ConvertError::Usage(format!(
+                "--from ({from}) is after --to ({to})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn normalise_options(opts: &ConvertOptions) -> NormaliseOptions {
+    NormaliseOptions {
+        event: opts.event,
+        device: opts.device,
+        from: opts.from,
+        to: opts.to,
+        skip_bad: opts.skip_bad,
+        ..NormaliseOptions::default()
+    }
+}
+
+/// Parses and normalises the inputs into `out` (no file written): what
+/// [`convert`] does before writing, for callers with their own output.
+pub fn convert_records(
+    inputs: &[PathBuf],
+    opts: &ConvertOptions,
+    out: &mut dyn RecordSink,
+) -> Result<(Format, NormaliseOutcome), ConvertError> {
+    check_options(opts)?;
+    let mut normaliser = Normaliser::new(normalise_options(opts), out);
+    let format = parse_inputs(inputs, opts.format, &mut normaliser, &mut |_| {})?;
+    let outcome = normaliser.finish()?;
+    Ok((format, outcome))
+}
+
+/// The default trace name: the first input's file name without extensions
+/// (`sda.blktrace.0` → `sda`, `boot.txt` → `boot`).
+pub fn default_name(input: &Path) -> String {
+    if is_stdin(input) {
+        return "stdin".into();
+    }
+    let file = input
+        .file_name()
+        .map(|f| f.to_string_lossy().to_string())
+        .unwrap_or_else(|| input.display().to_string());
+    let base = match file.split_once(".blktrace") {
+        Some((stem, _)) => stem.to_string(),
+        None => match file.rsplit_once('.') {
+            Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+            _ => file,
+        },
+    };
+    if base.is_empty() {
+        "trace".into()
+    } else {
+        base
+    }
+}
+
+/// Writes records into the `.tmt` once the issue event is known.
+struct TmtOutput {
+    header: TraceHeader,
+    /// The input format, known once the first input is opened.
+    format: Rc<Cell<Option<Format>>>,
+    options: WriterOptions,
+    file: Option<BufWriter<File>>,
+    writer: Option<TraceWriter<BufWriter<File>>>,
+}
+
+impl RecordSink for TmtOutput {
+    fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
+        self.header.issue_event = issue_event;
+        if let Some(f) = self.format.get() {
+            self.header.source_format = f.name().to_string();
+        }
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
+        self.writer = Some(TraceWriter::with_options(file, &self.header, self.options)?);
+        Ok(())
+    }
+
+    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
+        writer.push(&record)?;
+        Ok(())
+    }
+}
+
+/// Removes the temporary output unless the conversion succeeded.
+struct TempGuard {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Converts `inputs` into the trace `output`.
+pub fn convert(
+    inputs: &[PathBuf],
+    output: &Path,
+    opts: &ConvertOptions,
+) -> Result<ConvertReport, ConvertError> {
+    check_options(opts)?;
+    let first = inputs
+        .first()
+        .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+    for input in inputs {
+        if !is_stdin(input) && same_file(input, output) {
+            return Err(ConvertError::Usage(format!(
+                "the output {} is also an input",
+                output.display()
+            )));
+        }
+    }
+    let file_name = output
+        .file_name()
+        .ok_or_else(|| ConvertError::Usage(format!("{} is not a file name", output.display())))?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = dir.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let mut guard = TempGuard {
+        path: temp.clone(),
+        keep: false,
+    };
+    let file = File::create(&temp).map_err(|e| io_error(&temp, e))?;
+
+    let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
+    header.description = opts.description.clone().unwrap_or_default();
+    header.category = opts.category.clone().unwrap_or_default();
+    header.source_files = inputs.iter().map(|p| p.display().to_string()).collect();
+    let detected = Rc::new(Cell::new(None));
+    let mut out = TmtOutput {
+        header,
+        format: detected.clone(),
+        options: opts.writer,
+        file: Some(BufWriter::with_capacity(1 << 20, file)),
+        writer: None,
+    };
+    let mut normaliser = Normaliser::new(normalise_options(opts), &mut out);
+    let format = parse_inputs(inputs, opts.format, &mut normaliser, &mut |f| {
+        detected.set(Some(f))
+    })?;
+    let outcome = normaliser.finish()?;
+    let writer = out
+        .writer
+        .take()
+        .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
+    let (buffered, summary) = writer.finish(&outcome.tail)?;
+    let file = buffered
+        .into_inner()
+        .map_err(|e| io_error(&temp, e.into_error()))?;
+    file.sync_all().map_err(|e| io_error(&temp, e))?;
+    drop(file);
+    std::fs::rename(&temp, output).map_err(|e| io_error(output, e))?;
+    guard.keep = true;
+    Ok(ConvertReport {
+        output: output.to_path_buf(),
+        format,
+        issue_event: outcome.issue_event,
+        summary,
+        devices: outcome.tail.devices,
+        skipped: outcome.tail.skipped,
+        notes: outcome.tail.notes,
+        messages: outcome.messages,
+    })
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

@@ -1,0 +1,1264 @@
+//! The normaliser: turns the events and requests a parser reports into
+//! `IoRecord`s, one per I/O, in non-decreasing issue time.
+//!
+//! What it does, in order:
+//! - filters by device (`--device`), assigns device-table indexes otherwise;
+//! - makes times relative to the first event, checks they do not run backwards
+//!   by more than [`NormaliseOptions::reorder_tolerance`];
+//! - picks the event that defines issue time (`--event issue|queue`; by default
+//!   the driver dispatch `D` where the input has one, else the queue event `Q`);
+//! - pairs completions with requests to get the original latency: with `issue`,
+//!   a `C` completes the `D` at the same device and sector; with `queue`, a
+//!   dispatched request covering `[sector, sector + len)` completes every queued
+//!   bio that starts inside it (that is what back and front merges produce);
+//!   a requeue (`R`) makes the next `D` of that request a re-issue, not a new I/O;
+//! - holds records until they complete (bounded by a trace-time window and a
+//!   count), then emits them in issue-time order;
+//! - applies `--from/--to`, counts skipped input and unused events.
+//!
+//! Memory is bounded by the requests in flight (and at most
+//! [`NormaliseOptions::max_pending`] records), never by input length.
+
+use crate::error::ConvertError;
+use crate::event::{Action, BlockEvent, Location, Position, SourceIo};
+use crate::sink::Sink;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+use trace_format::{
+    Bytes, DeviceEntry, DeviceId, Flags, IoRecord, IssueEvent, Nanos, Op, SkippedExample,
+    SkippedInput, TraceTail,
+};
+
+/// Largest byte offset + length a record may have: 2^63 (the largest `off_t`).
+pub const MAX_END: u64 = 1 << 63;
+
+/// Largest length of one request the normaliser believes (1 TiB); anything larger
+/// is garbage in the source.
+pub const MAX_REQUEST_LEN: u64 = 1 << 40;
+
+/// Longest content of a skipped line kept as an example.
+const EXAMPLE_CHARS: usize = 200;
+
+/// Events held while deciding, in automatic mode, whether the input has issue
+/// events (the decision is made at the first `D`, or after this many events).
+const DECIDE_AFTER_EVENTS: usize = 65_536;
+
+/// Which block-layer event defines a record's issue time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventChoice {
+    /// The driver dispatch (blkparse `D`, tracefs `block_rq_issue`): what the
+    /// device saw.
+    Issue,
+    /// The request's entry into the block layer (blkparse `Q`, tracefs
+    /// `block_bio_queue`): what the application asked for, before merging.
+    Queue,
+}
+
+impl EventChoice {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventChoice::Issue => "issue",
+            EventChoice::Queue => "queue",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventChoice> {
+        match name {
+            "issue" | "D" => Some(EventChoice::Issue),
+            "queue" | "Q" => Some(EventChoice::Queue),
+            _ => None,
+        }
+    }
+}
+
+/// How the normaliser filters, pairs and bounds its work.
+#[derive(Debug, Clone)]
+pub struct NormaliseOptions {
+    /// `None`: issue where the input has issue events, else queue.
+    pub event: Option<EventChoice>,
+    /// Keep only this device.
+    pub device: Option<DeviceId>,
+    /// Keep records issued at or after this time since the trace start; output
+    /// times are then relative to it.
+    pub from: Option<Nanos>,
+    /// Keep records issued at or before this time since the trace start.
+    pub to: Option<Nanos>,
+    /// Count bad input (keeping the first examples) instead of stopping.
+    pub skip_bad: bool,
+    /// A record whose completion has not come this long (trace time) after its
+    /// issue is emitted without latency.
+    pub completion_window: Nanos,
+    /// Most records held waiting for completions; beyond it the oldest is
+    /// emitted without latency.
+    pub max_pending: usize,
+    /// How far input time may run backwards (events from different CPUs); more
+    /// is bad input.
+    pub reorder_tolerance: Nanos,
+}
+
+impl Default for NormaliseOptions {
+    fn default() -> Self {
+        NormaliseOptions {
+            event: None,
+            device: None,
+            from: None,
+            to: None,
+            skip_bad: false,
+            completion_window: Nanos(60_000_000_000),
+            max_pending: 1 << 18,
+            reorder_tolerance: Nanos(1_000_000_000),
+        }
+    }
+}
+
+/// Where normalised records go.
+pub trait RecordSink {
+    /// Called once, before the first record (or at the end when there is
+    /// none), when the issue event is known.
+    fn begin(&mut self, _issue_event: IssueEvent) -> Result<(), ConvertError> {
+        Ok(())
+    }
+
+    /// One record; records come in non-decreasing time.
+    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError>;
+}
+
+impl RecordSink for Vec<IoRecord> {
+    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
+        self.push(record);
+        Ok(())
+    }
+}
+
+/// What the normaliser learnt, for the trace tail and the user.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NormaliseOutcome {
+    /// Device table, skipped input, notes and wall-clock start for the footer.
+    pub tail: TraceTail,
+    pub issue_event: IssueEvent,
+    /// Records emitted.
+    pub records: u64,
+    /// Things the user should be told (an automatic choice, a suspicious input).
+    pub messages: Vec<String>,
+}
+
+/// Note keys the normaliser uses (visible in `info`).
+pub mod note {
+    pub const UNUSED_QUEUE: &str = "unused events: queue (Q)";
+    pub const UNUSED_ISSUE: &str = "unused events: issue (D)";
+    pub const UNUSED_MERGE: &str = "merge events (M/F)";
+    pub const UNUSED_SPLIT: &str = "split events (X)";
+    pub const REMAP: &str = "remap events (A)";
+    pub const REMAP_DROPPED: &str = "queued requests remapped to another device (counted there)";
+    pub const UNUSED_OTHER: &str = "unused events: other";
+    pub const OTHER_DEVICE: &str = "events of other devices (--device)";
+    pub const BEFORE_FROM: &str = "requests before --from";
+    pub const AFTER_TO: &str = "requests after --to";
+    pub const NO_COMPLETION: &str = "requests without a completion (no latency)";
+    pub const UNMATCHED_COMPLETION: &str = "completions without a matching request";
+    pub const COMPLETION_ERROR: &str = "requests completed with an error";
+    pub const REISSUE: &str = "re-issues after requeue (not new I/O)";
+    pub const REQUEUE_UNMATCHED: &str = "requeues without a matching request";
+    pub const ISSUE_WITHOUT_QUEUE: &str = "issues without a queued request (--event queue)";
+    pub const CLAMPED: &str = "records moved later to keep time order";
+    pub const EMPTY_REQUEST: &str = "requests of zero length (not replayed)";
+}
+
+type RecKey = (Nanos, u64);
+
+/// Pairing slot of a flush (no sector).
+const FLUSH_SLOT: u64 = u64::MAX;
+
+/// Which pairing table holds a pending record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Completed or not waiting for anything.
+    None,
+    /// In `queued` at this offset (queue mode, not dispatched yet).
+    Queued(DeviceId, u64),
+    /// In `issued` at this request offset.
+    Issued(DeviceId, u64),
+    /// In `requeued` at this request offset.
+    Requeued(DeviceId, u64),
+}
+
+struct Pending {
+    record: IoRecord,
+    slot: Slot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Undecided,
+    Issue,
+    Queue,
+    Source,
+}
+
+/// An event held while the mode is undecided.
+struct Held {
+    file: Rc<str>,
+    position: Position,
+    item: HeldItem,
+}
+
+enum HeldItem {
+    Event(BlockEvent),
+    Remap(BlockEvent, DeviceId, Bytes),
+}
+
+/// Turns parser output into records. Feed it as a [`Sink`], then call
+/// [`Normaliser::finish`].
+pub struct Normaliser<'o> {
+    opts: NormaliseOptions,
+    out: &'o mut dyn RecordSink,
+    mode: Mode,
+    begun: bool,
+    held: Vec<Held>,
+    held_file: Option<Rc<str>>,
+    saw_queue: bool,
+    saw_issue: bool,
+    /// Absolute source time of the trace start.
+    origin: Option<Nanos>,
+    /// Latest relative input time seen.
+    max_time: Nanos,
+    seq: u64,
+    records: BTreeMap<RecKey, Pending>,
+    queued: BTreeMap<(DeviceId, u64), VecDeque<RecKey>>,
+    issued: HashMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
+    requeued: HashMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
+    device_index: HashMap<DeviceId, u16>,
+    devices: Vec<DeviceEntry>,
+    last_emitted: Nanos,
+    emitted: u64,
+    skipped: SkippedInput,
+    notes: BTreeMap<String, u64>,
+    wall_clock: Option<i64>,
+    messages: Vec<String>,
+}
+
+impl<'o> Normaliser<'o> {
+    pub fn new(opts: NormaliseOptions, out: &'o mut dyn RecordSink) -> Normaliser<'o> {
+        let mode = match opts.event {
+            None => Mode::Undecided,
+            Some(EventChoice::Issue) => Mode::Issue,
+            Some(EventChoice::Queue) => Mode::Queue,
+        };
+        Normaliser {
+            opts,
+            out,
+            mode,
+            begun: false,
+            held: Vec::new(),
+            held_file: None,
+            saw_queue: false,
+            saw_issue: false,
+            origin: None,
+            max_time: Nanos::ZERO,
+            seq: 0,
+            records: BTreeMap::new(),
+            queued: BTreeMap::new(),
+            issued: HashMap::new(),
+            requeued: HashMap::new(),
+            device_index: HashMap::new(),
+            devices: Vec::new(),
+            last_emitted: Nanos::ZERO,
+            emitted: 0,
+            skipped: SkippedInput::default(),
+            notes: BTreeMap::new(),
+            wall_clock: None,
+            messages: Vec::new(),
+        }
+    }
+
+    /// Records emitted so far.
+    pub fn emitted(&self) -> u64 {
+        self.emitted
+    }
+
+    /// The issue event in force (`None` while still deciding).
+    pub fn issue_event(&self) -> Option<IssueEvent> {
+        match self.mode {
+            Mode::Undecided => None,
+            Mode::Issue => Some(IssueEvent::Issue),
+            Mode::Queue => Some(IssueEvent::Queue),
+            Mode::Source => Some(IssueEvent::Source),
+        }
+    }
+
+    /// Emits everything still held and returns what was learnt.
+    pub fn finish(mut self) -> Result<NormaliseOutcome, ConvertError> {
+        if self.mode == Mode::Undecided {
+            let mode = if self.saw_queue && !self.saw_issue {
+                Mode::Queue
+            } else {
+                Mode::Issue
+            };
+            self.decide(mode)?;
+        }
+        self.drain(true)?;
+        self.begin()?;
+        if self.mode == Mode::Issue && !self.saw_issue && self.saw_queue {
+            self.messages.push(
+                "the input has queue (Q) events but no issue (D) events; \
+                 use --event queue to take issue times from the queue events"
+                    .to_string(),
+            );
+        }
+        if self.mode == Mode::Queue && !self.saw_queue && self.saw_issue {
+            self.messages.push(
+                "the input has issue (D) events but no queue (Q) events; \
+                 use --event issue"
+                    .to_string(),
+            );
+        }
+        let issue_event = self.issue_event().unwrap_or(IssueEvent::Issue);
+        let tail = TraceTail {
+            devices: self.devices,
+            skipped: self.skipped,
+            notes: self.notes.into_iter().collect(),
+            capture_start_unix_ns: self.wall_clock,
+        };
+        Ok(NormaliseOutcome {
+            tail,
+            issue_event,
+            records: self.emitted,
+            messages: self.messages,
+        })
+    }
+
+    fn add_note(&mut self, key: &str, n: u64) {
+        if let Some(count) = self.notes.get_mut(key) {
+            *count += n;
+        } else {
+            self.notes.insert(key.to_string(), n);
+        }
+    }
+
+    fn begin(&mut self) -> Result<(), ConvertError> {
+        if !self.begun {
+            self.begun = true;
+            let event = self.issue_event().unwrap_or(IssueEvent::Issue);
+            self.out.begin(event)?;
+        }
+        Ok(())
+    }
+
+    /// Fixes the mode and replays the events held while undecided.
+    fn decide(&mut self, mode: Mode) -> Result<(), ConvertError> {
+        if self.mode != Mode::Undecided {
+            return Ok(());
+        }
+        self.mode = mode;
+        if mode == Mode::Queue {
+            let msg = "the input has no issue (D) events; issue times are taken from \
+                       queue (Q) events";
+            self.messages.push(msg.to_string());
+            self.add_note("issue time taken from queue events (no D events)", 1);
+        }
+        let held = std::mem::take(&mut self.held);
+        self.held_file = None;
+        for h in held {
+            let at = Location {
+                file: &h.file,
+                position: h.position,
+            };
+            match h.item {
+                HeldItem::Event(e) => self.handle_event(at, e)?,
+                HeldItem::Remap(e, from, off) => self.handle_remap(at, e, from, off)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds an event while the mode is undecided; true when held.
+    fn hold(&mut self, at: &Location<'_>, item: HeldItem) -> Result<bool, ConvertError> {
+        if self.mode != Mode::Undecided {
+            return Ok(false);
+        }
+        let event = match &item {
+            HeldItem::Event(e) | HeldItem::Remap(e, _, _) => *e,
+        };
+        if self.opts.device.is_some_and(|d| d != event.device) {
+            return Ok(false);
+        }
+        match event.action {
+            Action::Issue => {
+                self.saw_issue = true;
+                self.decide(Mode::Issue)?;
+                return Ok(false);
+            }
+            Action::Queue => self.saw_queue = true,
+            _ => {}
+        }
+        let file = match &self.held_file {
+            Some(f) if &**f == at.file => f.clone(),
+            _ => {
+                let f: Rc<str> = Rc::from(at.file);
+                self.held_file = Some(f.clone());
+                f
+            }
+        };
+        self.held.push(Held {
+            file,
+            position: at.position,
+            item,
+        });
+        if self.held.len() >= DECIDE_AFTER_EVENTS {
+            let mode = if self.saw_queue {
+                Mode::Queue
+            } else {
+                Mode::Issue
+            };
+            self.decide(mode)?;
+        }
+        Ok(true)
+    }
+
+    /// Relative time of an absolute source time, checking it does not run
+    /// backwards; `Ok(None)` when the event was reported as bad and skipped.
+    fn relative_time(
+        &mut self,
+        at: &Location<'_>,
+        time: Nanos,
+        what: &dyn Fn() -> String,
+    ) -> Result<Option<Nanos>, ConvertError> {
+        let origin = *self.origin.get_or_insert(time);
+        let rel = time.saturating_sub(origin);
+        if time < origin && origin.saturating_sub(time) > self.opts.reorder_tolerance {
+            let reason = format!(
+                "time goes backwards by {} to before the trace start (more than the {} tolerated)",
+                origin.saturating_sub(time),
+                self.opts.reorder_tolerance
+            );
+            self.bad_input(*at, &what(), &reason)?;
+            return Ok(None);
+        }
+        if rel < self.max_time && self.max_time.saturating_sub(rel) > self.opts.reorder_tolerance {
+            let reason = format!(
+                "time goes backwards by {} (from {} to {} since the trace start; at most {} is tolerated)",
+                self.max_time.saturating_sub(rel),
+                self.max_time,
+                rel,
+                self.opts.reorder_tolerance
+            );
+            self.bad_input(*at, &what(), &reason)?;
+            return Ok(None);
+        }
+        self.max_time = self.max_time.max(rel);
+        Ok(Some(rel))
+    }
+
+    /// Checks the extent of an event; `Ok(false)` when reported as bad and skipped.
+    fn check_extent(
+        &mut self,
+        at: &Location<'_>,
+        op: Op,
+        offset: Bytes,
+        len: Bytes,
+        what: &dyn Fn() -> String,
+    ) -> Result<bool, ConvertError> {
+        if op == Op::Flush {
+            return Ok(true);
+        }
+        let reason = if len.0 > MAX_REQUEST_LEN && op != Op::Discard {
+            format!("absurd request length {} bytes", len.0)
+        } else {
+            match offset.0.checked_add(len.0) {
+                Some(end) if end <= MAX_END => return Ok(true),
+                _ => format!(
+                    "offset {} + length {} ends past 2^63 bytes",
+                    offset.0, len.0
+                ),
+            }
+        };
+        self.bad_input(*at, &what(), &reason)?;
+        Ok(false)
+    }
+
+    fn device_slot(&mut self, at: &Location<'_>, device: DeviceId) -> Result<u16, ConvertError> {
+        if let Some(&i) = self.device_index.get(&device) {
+            return Ok(i);
+        }
+        let i = u16::try_from(self.devices.len()).map_err(|_| ConvertError::Invalid {
+            location: at.to_string(),
+            reason: "more than 65536 devices in one trace; pick one with --device".into(),
+        })?;
+        self.device_index.insert(device, i);
+        self.devices.push(DeviceEntry {
+            id: device,
+            name: String::new(),
+        });
+        Ok(i)
+    }
+
+    /// Creates a pending record at relative time `rel`, or `None` when --from/--to
+    /// exclude it.
+    #[allow(clippy::too_many_arguments)]
+    fn create(
+        &mut self,
+        at: &Location<'_>,
+        rel: Nanos,
+        device: DeviceId,
+        op: Op,
+        flags: Flags,
+        offset: Bytes,
+        len: Bytes,
+        latency: Option<Nanos>,
+        pid: Option<u32>,
+        slot: Slot,
+    ) -> Result<Option<RecKey>, ConvertError> {
+        if self.opts.from.is_some_and(|f| rel < f) {
+            self.add_note(note::BEFORE_FROM, 1);
+            return Ok(None);
+        }
+        if self.opts.to.is_some_and(|t| rel > t) {
+            self.add_note(note::AFTER_TO, 1);
+            return Ok(None);
+        }
+        let dev = self.device_slot(at, device)?;
+        let mut time = rel.saturating_sub(self.opts.from.unwrap_or(Nanos::ZERO));
+        if time < self.last_emitted {
+            // Only after a forced emission (window or count bound) can a record
+            // arrive earlier than one already written.
+            self.add_note(note::CLAMPED, 1);
+            time = self.last_emitted;
+        }
+        let (offset, len) = if op == Op::Flush {
+            (Bytes(0), Bytes(0))
+        } else {
+            (offset, len)
+        };
+        self.seq += 1;
+        let key = (time, self.seq);
+        self.records.insert(
+            key,
+            Pending {
+                record: IoRecord {
+                    time,
+                    op,
+                    offset,
+                    len,
+                    flags,
+                    latency,
+                    stream: pid,
+                    device: dev,
+                },
+                slot,
+            },
+        );
+        Ok(Some(key))
+    }
+
+    fn handle_io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
+        if self.opts.device.is_some_and(|d| d != io.device) {
+            self.add_note(note::OTHER_DEVICE, 1);
+            return Ok(());
+        }
+        let what = || describe_io(&io);
+        let Some(rel) = self.relative_time(&at, io.time, &what)? else {
+            return Ok(());
+        };
+        if !self.check_extent(&at, io.op, io.offset, io.len, &what)? {
+            return Ok(());
+        }
+        if io.op != Op::Flush && io.len.0 == 0 {
+            self.add_note(note::EMPTY_REQUEST, 1);
+            return Ok(());
+        }
+        self.create(
+            &at,
+            rel,
+            io.device,
+            io.op,
+            io.flags,
+            io.offset,
+            io.len,
+            io.latency,
+            io.pid,
+            Slot::None,
+        )?;
+        self.drain(false)
+    }
+
+    fn handle_event(&mut self, at: Location<'_>, e: BlockEvent) -> Result<(), ConvertError> {
+        if self.opts.device.is_some_and(|d| d != e.device) {
+            self.add_note(note::OTHER_DEVICE, 1);
+            return Ok(());
+        }
+        let what = || describe_event(&e);
+        let Some(rel) = self.relative_time(&at, e.time, &what)? else {
+            return Ok(());
+        };
+        if !self.check_extent(&at, e.op, e.offset, e.len, &what)? {
+            return Ok(());
+        }
+        let slot_offset = if e.op == Op::Flush {
+            FLUSH_SLOT
+        } else {
+            e.offset.0
+        };
+        let queue_mode = self.mode == Mode::Queue;
+        match e.action {
+            Action::Queue if queue_mode => {
+                self.saw_queue = true;
+                if e.op != Op::Flush && e.len.0 == 0 {
+                    self.add_note(note::EMPTY_REQUEST, 1);
+                } else {
+                    let slot = Slot::Queued(e.device, slot_offset);
+                    if let Some(key) = self.create(
+                        &at, rel, e.device, e.op, e.flags, e.offset, e.len, None, e.pid, slot,
+                    )? {
+                        self.queued
+                            .entry((e.device, slot_offset))
+                            .or_default()
+                            .push_back(key);
+                    }
+                }
+            }
+            Action::Queue => {
+                self.saw_queue = true;
+                self.add_note(note::UNUSED_QUEUE, 1);
+            }
+            Action::Issue => {
+                self.saw_issue = true;
+                self.issue(&at, rel, &e, slot_offset)?;
+            }
+            Action::Complete => self.complete(rel, &e, slot_offset),
+            Action::Requeue => {
+                let key = (e.device, slot_offset);
+                match self.issued.get_mut(&key).and_then(|q| q.pop_front()) {
+                    Some(group) => {
+                        self.cleanup_issued(key);
+                        for k in &group {
+                            if let Some(p) = self.records.get_mut(k) {
+                                p.slot = Slot::Requeued(e.device, slot_offset);
+                            }
+                        }
+                        self.requeued.entry(key).or_default().push_back(group);
+                    }
+                    None => self.add_note(note::REQUEUE_UNMATCHED, 1),
+                }
+            }
+            Action::BackMerge | Action::FrontMerge => self.add_note(note::UNUSED_MERGE, 1),
+            Action::Split => self.add_note(note::UNUSED_SPLIT, 1),
+            Action::Remap => self.add_note(note::REMAP, 1),
+            Action::Other => self.add_note(note::UNUSED_OTHER, 1),
+        }
+        self.drain(false)
+    }
+
+    fn handle_remap(
+        &mut self,
+        at: Location<'_>,
+        e: BlockEvent,
+        from: DeviceId,
+        from_offset: Bytes,
+    ) -> Result<(), ConvertError> {
+        // The bio goes on to be queued on the destination device; a record made
+        // from its queue event on the source device would count it twice.
+        if self.mode == Mode::Queue && self.opts.device.is_none() && from != e.device {
+            let slot_key = (from, from_offset.0);
+            if let Some(key) = self.queued.get_mut(&slot_key).and_then(|q| q.pop_back()) {
+                self.cleanup_queued(slot_key);
+                self.records.remove(&key);
+                self.add_note(note::REMAP_DROPPED, 1);
+            }
+        }
+        self.handle_event(at, e)
+    }
+
+    fn issue(
+        &mut self,
+        at: &Location<'_>,
+        rel: Nanos,
+        e: &BlockEvent,
+        slot_offset: u64,
+    ) -> Result<(), ConvertError> {
+        let key = (e.device, slot_offset);
+        if let Some(group) = self.requeued.get_mut(&key).and_then(|q| q.pop_front()) {
+            if self.requeued.get(&key).is_some_and(|q| q.is_empty()) {
+                self.requeued.remove(&key);
+            }
+            self.add_note(note::REISSUE, 1);
+            for k in &group {
+                if let Some(p) = self.records.get_mut(k) {
+                    p.slot = Slot::Issued(e.device, slot_offset);
+                }
+            }
+            self.issued.entry(key).or_default().push_back(group);
+            return Ok(());
+        }
+        match self.mode {
+            Mode::Queue => {
+                let group = self.gather_queued(e, slot_offset);
+                if group.is_empty() {
+                    self.add_note(note::ISSUE_WITHOUT_QUEUE, 1);
+                    return Ok(());
+                }
+                for k in &group {
+                    if let Some(p) = self.records.get_mut(k) {
+                        p.slot = Slot::Issued(e.device, slot_offset);
+                    }
+                }
+                self.issued.entry(key).or_default().push_back(group);
+            }
+            _ => {
+                if e.op != Op::Flush && e.len.0 == 0 {
+                    self.add_note(note::EMPTY_REQUEST, 1);
+                    return Ok(());
+                }
+                let slot = Slot::Issued(e.device, slot_offset);
+                if let Some(rk) = self.create(
+                    at, rel, e.device, e.op, e.flags, e.offset, e.len, None, e.pid, slot,
+                )? {
+                    self.issued.entry(key).or_default().push_back(vec![rk]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes the queued records a request covers: bios starting inside
+    /// `[offset, offset + len)` for data, the oldest queued flush for a flush.
+    fn gather_queued(&mut self, e: &BlockEvent, slot_offset: u64) -> Vec<RecKey> {
+        let mut group = Vec::new();
+        if slot_offset == FLUSH_SLOT {
+            let k = (e.device, FLUSH_SLOT);
+            if let Some(key) = self.queued.get_mut(&k).and_then(|q| q.pop_front()) {
+                group.push(key);
+            }
+            self.cleanup_queued(k);
+            return group;
+        }
+        let end = e.offset.0.saturating_add(e.len.0.max(1));
+        let slots: Vec<(DeviceId, u64)> = self
+            .queued
+            .range((e.device, e.offset.0)..(e.device, end))
+            .map(|(k, _)| *k)
+            .collect();
+        for k in slots {
+            if let Some(q) = self.queued.remove(&k) {
+                group.extend(q);
+            }
+        }
+        group
+    }
+
+    fn complete(&mut self, rel: Nanos, e: &BlockEvent, slot_offset: u64) {
+        let key = (e.device, slot_offset);
+        let group = match self.issued.get_mut(&key).and_then(|q| q.pop_front()) {
+            Some(g) => {
+                self.cleanup_issued(key);
+                g
+            }
+            None if self.mode == Mode::Queue => self.gather_queued(e, slot_offset),
+            None => Vec::new(),
+        };
+        if group.is_empty() {
+            self.add_note(note::UNMATCHED_COMPLETION, 1);
+            return;
+        }
+        if e.error != 0 {
+            self.add_note(note::COMPLETION_ERROR, group.len() as u64);
+        }
+        let from = self.opts.from.unwrap_or(Nanos::ZERO);
+        for k in group {
+            if let Some(p) = self.records.get_mut(&k) {
+                let issued_rel = Nanos(p.record.time.0.saturating_add(from.0));
+                p.record.latency = Some(rel.saturating_sub(issued_rel));
+                p.slot = Slot::None;
+            }
+        }
+    }
+
+    fn cleanup_issued(&mut self, key: (DeviceId, u64)) {
+        if self.issued.get(&key).is_some_and(|q| q.is_empty()) {
+            self.issued.remove(&key);
+        }
+    }
+
+    fn cleanup_queued(&mut self, key: (DeviceId, u64)) {
+        if self.queued.get(&key).is_some_and(|q| q.is_empty()) {
+            self.queued.remove(&key);
+        }
+    }
+
+    /// Removes a record's key from whatever pairing table holds it.
+    fn unslot(&mut self, key: RecKey, slot: Slot) {
+        match slot {
+            Slot::None => {}
+            Slot::Queued(dev, off) => {
+                if let Some(q) = self.queued.get_mut(&(dev, off)) {
+                    q.retain(|k| *k != key);
+                }
+                self.cleanup_queued((dev, off));
+            }
+            Slot::Issued(dev, off) | Slot::Requeued(dev, off) => {
+                let table = if matches!(slot, Slot::Issued(..)) {
+                    &mut self.issued
+                } else {
+                    &mut self.requeued
+                };
+                if let Some(groups) = table.get_mut(&(dev, off)) {
+                    for g in groups.iter_mut() {
+                        g.retain(|k| *k != key);
+                    }
+                    groups.retain(|g| !g.is_empty());
+                    if groups.is_empty() {
+                        table.remove(&(dev, off));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Emits records from the oldest while they are complete and no earlier
+    /// record can still arrive, or have waited too long; everything with `all`.
+    fn drain(&mut self, all: bool) -> Result<(), ConvertError> {
+        if self.mode == Mode::Undecided {
+            return Ok(());
+        }
+        let from = self.opts.from.unwrap_or(Nanos::ZERO).0;
+        while let Some((&key, pending)) = self.records.first_key_value() {
+            let rel = Nanos(key.0 .0.saturating_add(from));
+            let settled = rel.0.saturating_add(self.opts.reorder_tolerance.0) <= self.max_time.0;
+            let done = pending.slot == Slot::None;
+            let expired = self.max_time.saturating_sub(rel) > self.opts.completion_window;
+            let crowded = self.records.len() > self.opts.max_pending;
+            if !(all || (done && settled) || expired || crowded) {
+                break;
+            }
+            let Some(p) = self.records.remove(&key) else {
+                break;
+            };
+            if p.slot != Slot::None {
+                self.unslot(key, p.slot);
+            }
+            if p.record.latency.is_none() {
+                self.add_note(note::NO_COMPLETION, 1);
+            }
+            self.begin()?;
+            self.last_emitted = self.last_emitted.max(p.record.time);
+            self.emitted += 1;
+            self.out.record(p.record)?;
+        }
+        Ok(())
+    }
+}
+
+impl Sink for Normaliser<'_> {
+    fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
+        if self.hold(&at, HeldItem::Event(event))? {
+            return Ok(());
+        }
+        self.handle_event(at, event)
+    }
+
+    fn remap(
+        &mut self,
+        at: Location<'_>,
+        event: BlockEvent,
+        from: DeviceId,
+        from_offset: Bytes,
+    ) -> Result<(), ConvertError> {
+        if self.hold(&at, HeldItem::Remap(event, from, from_offset))? {
+            return Ok(());
+        }
+        self.handle_remap(at, event, from, from_offset)
+    }
+
+    fn io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
+        match self.mode {
+            Mode::Undecided => self.decide(Mode::Source)?,
+            Mode::Source => {}
+            // --event given for a source without events: it has one time per
+            // request, whatever it is.
+            Mode::Issue | Mode::Queue => {
+                if self.emitted == 0 && self.records.is_empty() && !self.begun {
+                    self.mode = Mode::Source;
+                }
+            }
+        }
+        self.handle_io(at, io)
+    }
+
+    fn bad_input(
+        &mut self,
+        at: Location<'_>,
+        content: &str,
+        reason: &str,
+    ) -> Result<(), ConvertError> {
+        let content = shorten(content);
+        if self.opts.skip_bad {
+            self.skipped.add(SkippedExample {
+                location: at.to_string(),
+                content,
+                reason: reason.to_string(),
+            });
+            Ok(())
+        } else {
+            Err(ConvertError::BadInput {
+                location: at.to_string(),
+                content,
+                reason: reason.to_string(),
+            })
+        }
+    }
+
+    fn note(&mut self, key: &str) {
+        self.add_note(key, 1);
+    }
+
+    fn wall_clock(&mut self, unix_ns_at_source_zero: i64) {
+        if self.wall_clock.is_none() {
+            self.wall_clock = Some(unix_ns_at_source_zero);
+        }
+    }
+}
+
+/// At most [`EXAMPLE_CHARS`] characters of `s`, without control characters.
+fn shorten(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(EXAMPLE_CHARS)
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect();
+    if s.chars().nth(EXAMPLE_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn describe_event(e: &BlockEvent) -> String {
+    format!(
+        "{:?} {} {} at byte {} length {} on {} at source time {}",
+        e.action,
+        e.op,
+        e.flags.names(),
+        e.offset.0,
+        e.len.0,
+        e.device,
+        e.time
+    )
+}
+
+fn describe_io(io: &SourceIo) -> String {
+    format!(
+        "{} {} at byte {} length {} on {} at source time {}",
+        io.op,
+        io.flags.names(),
+        io.offset.0,
+        io.len.0,
+        io.device,
+        io.time
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEV: DeviceId = DeviceId { major: 8, minor: 0 };
+
+    fn ev(t_us: u64, action: Action, op: Op, sector: u64, sectors: u64) -> BlockEvent {
+        BlockEvent {
+            time: Nanos(t_us * 1000),
+            device: DEV,
+            action,
+            op,
+            flags: Flags::NONE,
+            offset: Bytes(sector * 512),
+            len: Bytes(sectors * 512),
+            pid: Some(7),
+            error: 0,
+        }
+    }
+
+    fn run(opts: NormaliseOptions, events: &[BlockEvent]) -> (Vec<IoRecord>, NormaliseOutcome) {
+        let mut out = Vec::new();
+        let outcome = {
+            let mut n = Normaliser::new(opts, &mut out);
+            for (i, e) in events.iter().enumerate() {
+                n.event(Location::line("t", i as u64 + 1), *e).unwrap();
+            }
+            n.finish().unwrap()
+        };
+        (out, outcome)
+    }
+
+    fn note_count(o: &NormaliseOutcome, key: &str) -> u64 {
+        o.tail
+            .notes
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or(0, |(_, n)| *n)
+    }
+
+    use Action::*;
+
+    #[test]
+    fn issue_mode_pairs_completion_by_sector() {
+        let events = [
+            ev(100, Queue, Op::Read, 0, 8),
+            ev(110, Issue, Op::Read, 0, 8),
+            ev(120, Queue, Op::Write, 64, 8),
+            ev(130, Issue, Op::Write, 64, 8),
+            ev(150, Complete, Op::Write, 64, 8),
+            ev(200, Complete, Op::Read, 0, 8),
+        ];
+        let (recs, o) = run(NormaliseOptions::default(), &events);
+        assert_eq!(o.issue_event, IssueEvent::Issue);
+        assert_eq!(recs.len(), 2);
+        // Times relative to the first event (the Q at 100 us).
+        assert_eq!(recs[0].time, Nanos(10_000));
+        assert_eq!(recs[0].op, Op::Read);
+        assert_eq!(recs[0].latency, Some(Nanos(90_000)));
+        assert_eq!(recs[1].time, Nanos(30_000));
+        assert_eq!(recs[1].offset, Bytes(64 * 512));
+        assert_eq!(recs[1].latency, Some(Nanos(20_000)));
+        assert_eq!(note_count(&o, note::UNUSED_QUEUE), 2);
+    }
+
+    #[test]
+    fn queue_mode_completes_merged_bios_with_their_request() {
+        let events = [
+            ev(0, Queue, Op::Write, 100, 8),
+            ev(1, Queue, Op::Write, 108, 8),
+            ev(2, BackMerge, Op::Write, 108, 8),
+            ev(3, Queue, Op::Write, 92, 8),
+            ev(4, FrontMerge, Op::Write, 92, 8),
+            ev(5, Queue, Op::Read, 5000, 8),
+            ev(10, Issue, Op::Write, 92, 24),
+            ev(11, Issue, Op::Read, 5000, 8),
+            ev(20, Complete, Op::Write, 92, 24),
+            ev(30, Complete, Op::Read, 5000, 8),
+        ];
+        let opts = NormaliseOptions {
+            event: Some(EventChoice::Queue),
+            ..Default::default()
+        };
+        let (recs, o) = run(opts, &events);
+        assert_eq!(o.issue_event, IssueEvent::Queue);
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.time.0 / 1000,
+                    r.offset.0 / 512,
+                    r.latency.map(|l| l.0 / 1000),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 100, Some(20)),
+                (1, 108, Some(19)),
+                (3, 92, Some(17)),
+                (5, 5000, Some(25))
+            ]
+        );
+    }
+
+    #[test]
+    fn requeue_makes_the_next_issue_a_reissue() {
+        let events = [
+            ev(0, Issue, Op::Read, 8, 8),
+            ev(5, Requeue, Op::Read, 8, 8),
+            ev(9, Issue, Op::Read, 8, 8),
+            ev(20, Complete, Op::Read, 8, 8),
+        ];
+        let (recs, o) = run(NormaliseOptions::default(), &events);
+        assert_eq!(recs.len(), 1, "{recs:?}");
+        assert_eq!(recs[0].latency, Some(Nanos(20_000)));
+        assert_eq!(note_count(&o, note::REISSUE), 1);
+    }
+
+    #[test]
+    fn automatic_mode_falls_back_to_queue_and_says_so() {
+        let events = [
+            ev(0, Queue, Op::Read, 8, 8),
+            ev(5, Queue, Op::Read, 16, 8),
+            ev(9, Complete, Op::Read, 8, 16),
+        ];
+        let (recs, o) = run(NormaliseOptions::default(), &events);
+        assert_eq!(o.issue_event, IssueEvent::Queue);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[1].latency, Some(Nanos(4_000)));
+        assert!(o.messages.iter().any(|m| m.contains("no issue (D) events")));
+    }
+
+    #[test]
+    fn flushes_pair_without_sector_and_records_stay_ordered() {
+        let mut flush = ev(0, Issue, Op::Flush, 0, 0);
+        flush.flags = Flags::PREFLUSH;
+        let mut flush_done = ev(30, Complete, Op::Flush, 0, 0);
+        flush_done.offset = Bytes(u64::MAX - 511); // some kernels print sector -1
+        let events = [
+            flush,
+            ev(1, Issue, Op::Write, 8, 8),
+            ev(2, Complete, Op::Write, 8, 8),
+            flush_done,
+        ];
+        let (recs, _) = run(NormaliseOptions::default(), &events);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].op, Op::Flush);
+        assert_eq!(recs[0].offset, Bytes(0));
+        assert_eq!(recs[0].latency, Some(Nanos(30_000)));
+        assert_eq!(recs[1].latency, Some(Nanos(1_000)));
+    }
+
+    #[test]
+    fn device_filter_and_device_table() {
+        let mut other = ev(1, Issue, Op::Read, 0, 8);
+        other.device = DeviceId { major: 7, minor: 3 };
+        let events = [
+            ev(0, Issue, Op::Read, 0, 8),
+            other,
+            ev(2, Issue, Op::Write, 0, 8),
+        ];
+        let (recs, o) = run(NormaliseOptions::default(), &events);
+        assert_eq!(recs.iter().map(|r| r.device).collect::<Vec<_>>(), [0, 1, 0]);
+        assert_eq!(o.tail.devices.len(), 2);
+        assert_eq!(o.tail.devices[1].id, DeviceId { major: 7, minor: 3 });
+        let opts = NormaliseOptions {
+            device: Some(DeviceId { major: 7, minor: 3 }),
+            ..Default::default()
+        };
+        let (recs, o) = run(opts, &events);
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].device, 0);
+        assert_eq!(recs[0].time, Nanos::ZERO);
+        assert_eq!(note_count(&o, note::OTHER_DEVICE), 2);
+    }
+
+    #[test]
+    fn from_and_to_select_and_rebase() {
+        let events: Vec<_> = (0..10)
+            .map(|i| ev(i * 1_000_000, Issue, Op::Read, i * 8, 8))
+            .collect();
+        let opts = NormaliseOptions {
+            from: Some(Nanos(3_000_000_000)),
+            to: Some(Nanos(6_000_000_000)),
+            ..Default::default()
+        };
+        let (recs, o) = run(opts, &events);
+        let times: Vec<_> = recs.iter().map(|r| r.time.0 / 1_000_000_000).collect();
+        assert_eq!(times, [0, 1, 2, 3]);
+        assert_eq!(recs[0].offset, Bytes(3 * 8 * 512));
+        assert_eq!(note_count(&o, note::BEFORE_FROM), 3);
+        assert_eq!(note_count(&o, note::AFTER_TO), 3);
+    }
+
+    #[test]
+    fn small_reorders_are_sorted_large_ones_are_errors() {
+        let events = [
+            ev(1_000, Issue, Op::Read, 0, 8),
+            ev(1_500, Issue, Op::Read, 8, 8),
+            ev(1_200, Issue, Op::Read, 16, 8), // 300 us back: tolerated
+        ];
+        let (recs, _) = run(NormaliseOptions::default(), &events);
+        let offs: Vec<_> = recs.iter().map(|r| r.offset.0 / 512).collect();
+        assert_eq!(offs, [0, 16, 8]);
+        assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+
+        let mut out = Vec::new();
+        let mut n = Normaliser::new(NormaliseOptions::default(), &mut out);
+        n.event(
+            Location::line("f", 1),
+            ev(10_000_000, Issue, Op::Read, 0, 8),
+        )
+        .unwrap();
+        n.event(
+            Location::line("f", 2),
+            ev(20_000_000, Issue, Op::Read, 0, 8),
+        )
+        .unwrap();
+        let err = n
+            .event(
+                Location::line("f", 3),
+                ev(12_000_000, Issue, Op::Read, 0, 8),
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f:3: time goes backwards by 8."), "{err}");
+    }
+
+    #[test]
+    fn skip_bad_counts_instead_of_stopping() {
+        let mut out = Vec::new();
+        let opts = NormaliseOptions {
+            skip_bad: true,
+            ..Default::default()
+        };
+        let mut n = Normaliser::new(opts, &mut out);
+        n.event(Location::line("f", 1), ev(0, Issue, Op::Read, 0, 8))
+            .unwrap();
+        let mut huge = ev(1, Issue, Op::Read, 0, 8);
+        huge.offset = Bytes(1 << 63);
+        n.event(Location::line("f", 2), huge).unwrap();
+        n.bad_input(Location::line("f", 3), "garbage", "not a blkparse line")
+            .unwrap();
+        let o = n.finish().unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(o.tail.skipped.count, 2);
+        assert_eq!(o.tail.skipped.examples[0].location, "f:2");
+        assert!(o.tail.skipped.examples[0].reason.contains("past 2^63"));
+        assert_eq!(o.tail.skipped.examples[1].content, "garbage");
+    }
+
+    #[test]
+    fn missing_completions_are_bounded_by_window_and_count() {
+        let opts = NormaliseOptions {
+            max_pending: 4,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        {
+            let mut n = Normaliser::new(opts, &mut out);
+            for i in 0..100u64 {
+                n.event(Location::line("f", i + 1), ev(i, Issue, Op::Read, i * 8, 8))
+                    .unwrap();
+                assert!(n.records.len() <= 5);
+            }
+            let o = n.finish().unwrap();
+            assert_eq!(o.records, 100);
+            assert_eq!(note_count(&o, note::NO_COMPLETION), 100);
+        }
+        assert!(out.iter().all(|r| r.latency.is_none()));
+    }
+
+    #[test]
+    fn remapped_queue_on_source_device_is_not_counted_twice() {
+        let dm = DeviceId {
+            major: 253,
+            minor: 0,
+        };
+        let mut q_dm = ev(0, Queue, Op::Write, 1000, 8);
+        q_dm.device = dm;
+        let remap = ev(1, Remap, Op::Write, 5000, 8);
+        let events = [
+            ev(2, Queue, Op::Write, 5000, 8),
+            ev(3, Issue, Op::Write, 5000, 8),
+        ];
+        let mut out = Vec::new();
+        let opts = NormaliseOptions {
+            event: Some(EventChoice::Queue),
+            ..Default::default()
+        };
+        let o = {
+            let mut n = Normaliser::new(opts, &mut out);
+            n.event(Location::line("f", 1), q_dm).unwrap();
+            n.remap(Location::line("f", 2), remap, dm, Bytes(1000 * 512))
+                .unwrap();
+            for e in events {
+                n.event(Location::line("f", 3), e).unwrap();
+            }
+            n.finish().unwrap()
+        };
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].offset, Bytes(5000 * 512));
+        assert_eq!(note_count(&o, note::REMAP_DROPPED), 1);
+    }
+}
