@@ -216,7 +216,6 @@ fn have_blkparse() -> bool {
 // Record rewriting, written independently of the parser from the kernel header.
 
 const V7: usize = 48;
-const V8: usize = 64;
 
 fn u16_le(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes(b[at..at + 2].try_into().unwrap())

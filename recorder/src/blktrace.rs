@@ -625,8 +625,8 @@ pub fn action_of(code: u16) -> Option<Action> {
         action::COMPLETE => Action::Complete,
         action::REMAP => Action::Remap,
         action::SPLIT => Action::Split,
-        1..=0xff => Action::Other,
-        _ => return None,
+        0 | 0x100.. => return None,
+        _ => Action::Other,
     })
 }
 
