@@ -1,0 +1,250 @@
+//! `tracemark replay`: replay traces against a drive and score it.
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use replayer::engine::{Observer, PassKind};
+use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Duration;
+use trace_format::Nanos;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  tracemark replay app.tmt                              # realtime, scratch file in the current directory
+  tracemark replay a.tmt b.tmt --mode compressed --json result.json
+  tracemark replay app.tmt --target /dev/nvme1n1 --allow-write   # a spare drive, overwritten
+  tracemark replay app.tmt --target /dev/sdb --read-only          # reads only, nothing written
+  tracemark replay app.tmt --idle-cap 100ms --time-scale 2
+
+Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is still written).")]
+pub struct ReplayArgs {
+    /// The traces (.tmt) to replay, in order.
+    #[arg(required = true)]
+    pub traces: Vec<PathBuf>,
+    /// A block device or a regular file. Default: ./tracemark-scratch.bin,
+    /// created and filled with random data, sized to what the traces touch,
+    /// reused by later runs. A file that does not exist is created the same way.
+    #[arg(long, short)]
+    pub target: Option<PathBuf>,
+    /// realtime: the trace's pacing, idle included; compressed: idle removed,
+    /// order and dependencies kept.
+    #[arg(long, value_enum, default_value_t = ModeArg::Realtime)]
+    pub mode: ModeArg,
+    /// Realtime: shorten idle periods longer than this to this (e.g. 100ms, 2s, 500us).
+    #[arg(long, value_parser = parse_duration)]
+    pub idle_cap: Option<Duration>,
+    /// Schedule speed factor: 2 plays twice as fast, 0.5 half as fast.
+    #[arg(long, default_value_t = 1.0)]
+    pub time_scale: f64,
+    /// Realtime: issue on the original absolute schedule, regardless of completions.
+    #[arg(long)]
+    pub open_loop: bool,
+    /// Most I/Os in flight at once (in every mode).
+    #[arg(long, short = 'q', default_value_t = 32)]
+    pub queue_depth: u32,
+    /// Scored passes per trace (after one unscored warm-up pass).
+    #[arg(long, short = 'p', default_value_t = 3)]
+    pub passes: u32,
+    /// Skip the unscored warm-up pass.
+    #[arg(long)]
+    pub no_warmup: bool,
+    /// Replay reads only; writes, flushes, discards are skipped and counted.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Allow writing to a block device (its contents are destroyed). A mounted
+    /// device, or one with a mounted partition or a holder, is refused anyway.
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Where O_DIRECT is refused, replay through the page cache instead of stopping.
+    #[arg(long)]
+    pub allow_buffered: bool,
+    /// Trace offset to target offset: compact keeps the touched extents in
+    /// order and closes the gaps; identity keeps offsets; wrap takes them
+    /// modulo the target size.
+    #[arg(long, value_enum, default_value_t = MappingArg::Compact)]
+    pub mapping: MappingArg,
+    /// Fail when no I/O completes for this long (e.g. 60s).
+    #[arg(long, value_parser = parse_duration, default_value = "60s")]
+    pub io_timeout: Duration,
+    /// Write the result file (JSON) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    Realtime,
+    Compressed,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum MappingArg {
+    Compact,
+    Identity,
+    Wrap,
+}
+
+/// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (try 100ms, 2s, 500us)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        "m" | "min" => value * 60.0,
+        other => {
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m)"
+            ))
+        }
+    };
+    if !secs.is_finite() || secs < 0.0 || secs > 1e9 {
+        return Err(format!("'{s}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+impl ReplayArgs {
+    pub fn options(&self) -> ReplayOptions {
+        ReplayOptions {
+            mode: match self.mode {
+                ModeArg::Realtime => TimingMode::Realtime,
+                ModeArg::Compressed => TimingMode::Compressed,
+            },
+            open_loop: self.open_loop,
+            idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
+            time_scale: self.time_scale,
+            queue_depth: self.queue_depth,
+            passes: self.passes,
+            warmup: !self.no_warmup,
+            read_only: self.read_only,
+            allow_write: self.allow_write,
+            allow_buffered: self.allow_buffered,
+            mapping: match self.mapping {
+                MappingArg::Compact => MappingKind::Compact,
+                MappingArg::Identity => MappingKind::Identity,
+                MappingArg::Wrap => MappingKind::Wrap,
+            },
+            io_timeout: self.io_timeout,
+        }
+    }
+}
+
+pub fn run(args: ReplayArgs) -> Result<i32> {
+    let opts = args.options();
+    opts.validate()?;
+    let mut sources = Vec::with_capacity(args.traces.len());
+    for path in &args.traces {
+        sources.push(TmtSource::open(path)?);
+    }
+    let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
+    replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
+    let mut progress = Progress::new(std::io::stderr().is_terminal(), opts.passes);
+    let result = replayer::run_suite(&refs, args.target.as_deref(), &opts, &mut progress);
+    progress.clear();
+    let result = result?;
+    print!("{}", replayer::report::format_table(&result));
+    if let Some(path) = &args.json {
+        replayer::suite::write_json(&result, path)?;
+    }
+    Ok(if result.interrupted { 130 } else { 0 })
+}
+
+/// A one-line progress display on stderr, only on a terminal.
+struct Progress {
+    enabled: bool,
+    passes: u32,
+    trace: String,
+    pass: String,
+    total: u64,
+    last_draw: std::time::Instant,
+}
+
+impl Progress {
+    fn new(enabled: bool, passes: u32) -> Progress {
+        Progress {
+            enabled,
+            passes,
+            trace: String::new(),
+            pass: String::new(),
+            total: 0,
+            last_draw: std::time::Instant::now(),
+        }
+    }
+
+    fn draw(&mut self, done: u64) {
+        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(100) {
+            return;
+        }
+        self.last_draw = std::time::Instant::now();
+        let frac = if self.total == 0 {
+            0.0
+        } else {
+            (done as f64 / self.total as f64).min(1.0)
+        };
+        let width = 30;
+        let filled = (frac * width as f64) as usize;
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[2K{} {} [{}{}] {:>3.0}%",
+            self.trace,
+            self.pass,
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            frac * 100.0
+        );
+        let _ = err.flush();
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+impl Observer for Progress {
+    fn pass_started(&mut self, trace: &str, pass: PassKind, total_ios: u64) {
+        self.trace = trace.to_string();
+        self.pass = match pass {
+            PassKind::Warmup => "warm-up".to_string(),
+            PassKind::Scored(n) => format!("pass {n}/{}", self.passes),
+        };
+        self.total = total_ios;
+        self.last_draw = std::time::Instant::now() - Duration::from_secs(1);
+        self.draw(0);
+    }
+
+    fn progress(&mut self, done: u64) {
+        self.draw(done);
+    }
+
+    fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _m: &PassMetrics) {
+        self.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+}

@@ -1,0 +1,123 @@
+//! Exactness measured from outside: the kernel's own record of the requests
+//! issued to a loop device during a replay must be the trace, mapped.
+
+mod common;
+mod replay_util;
+
+use common::{require_root, require_tool, LoopDevice, TracefsLock};
+use replay_util::*;
+use std::collections::BTreeMap;
+use trace_format::{IoRecord, Op};
+
+/// Reads and writes of 4–128 KiB on 24 distinct 1 MiB regions scattered over a
+/// 2 TB "original disk", never adjacent (so nothing could merge).
+fn scattered_trace() -> Vec<IoRecord> {
+    let mut recs = Vec::new();
+    let mut x: u64 = 0x1234_5678;
+    for i in 0..400u64 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let region = (x % 24) * 83_711 + 5; // distinct, far apart regions
+        let slot = (x >> 20) % 7; // 7 slots of 144 KiB inside the region
+        let len = 4 * KIB * (1 + (x >> 40) % 32); // 4..128 KiB
+        let op = if (x >> 33) % 10 < 6 {
+            Op::Read
+        } else {
+            Op::Write
+        };
+        recs.push(rec(i * 50, op, region * MIB + slot * 144 * KIB, len));
+    }
+    recs
+}
+
+/// The compact mapping, computed independently: touched regions in order,
+/// packed from offset 0.
+fn expected_mapping(recs: &[IoRecord]) -> BTreeMap<u64, u64> {
+    let mut regions: Vec<u64> = recs
+        .iter()
+        .flat_map(|r| (r.offset.0 / MIB)..=((r.offset.0 + r.len.0 - 1) / MIB))
+        .collect();
+    regions.sort();
+    regions.dedup();
+    regions
+        .into_iter()
+        .enumerate()
+        .map(|(i, r)| (r, i as u64 * MIB))
+        .collect()
+}
+
+fn expected_issues(recs: &[IoRecord], reads_only: bool) -> Vec<Issued> {
+    let map = expected_mapping(recs);
+    let mut v: Vec<Issued> = recs
+        .iter()
+        .filter(|r| !reads_only || r.op == Op::Read)
+        .map(|r| Issued {
+            op: r.op,
+            offset: map[&(r.offset.0 / MIB)] + r.offset.0 % MIB,
+            len: r.len.0,
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn run_exactness(test: &str, read_only: bool) {
+    if !require_root(test) || !require_tool(test, "losetup") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let recs = scattered_trace();
+    let trace = dir.path().join("scattered.tmt");
+    write_trace(&trace, "scattered", &recs);
+    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    no_merges(&dev.name());
+    let lock = TracefsLock::acquire().unwrap();
+    let (major, minor) = dev.dev_id();
+    let tracer = IssueTracer::start(&lock.root, major, minor).unwrap();
+    let target = dev.path.to_string_lossy().to_string();
+    let mut args = vec![
+        trace.to_str().unwrap(),
+        "--target",
+        &target,
+        "--mode",
+        "compressed",
+        "--passes",
+        "1",
+        "--no-warmup",
+    ];
+    args.push(if read_only {
+        "--read-only"
+    } else {
+        "--allow-write"
+    });
+    let out = replay(dir.path(), &args);
+    let mut issued = tracer.stop();
+    assert!(out.status.success());
+    issued.sort();
+    let expected = expected_issues(&recs, read_only);
+    assert!(!expected.is_empty());
+    if read_only {
+        assert!(
+            issued.iter().all(|i| i.op == Op::Read),
+            "writes reached the device in --read-only"
+        );
+        let skipped = recs.iter().filter(|r| r.op != Op::Read).count();
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("{skipped} by --read-only")));
+    }
+    assert_eq!(issued.len(), expected.len(), "request count differs");
+    assert_eq!(
+        issued, expected,
+        "issued requests differ from the mapped trace"
+    );
+}
+
+#[test]
+fn every_io_reaches_the_device_once_as_recorded() {
+    run_exactness("every_io_reaches_the_device_once_as_recorded", false);
+}
+
+#[test]
+fn read_only_sends_the_reads_and_no_write() {
+    run_exactness("read_only_sends_the_reads_and_no_write", true);
+}
