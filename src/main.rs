@@ -21,17 +21,23 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// Turn block I/O logs (blktrace, blkparse, tracefs, MSR, ETW/WPA, fio, SPC) into a .tmt trace.
+    Convert(cmd::convert::ConvertArgs),
     /// Show what a trace holds: counts, bytes, duration, sizes, queue depths, idle gaps.
     Info(cmd::info::InfoArgs),
     /// Write a trace back out as CSV or as a fio iolog.
     Export(cmd::export::ExportArgs),
+    /// Replay traces against a drive (or a scratch file) and score it.
+    Replay(cmd::replay::ReplayArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Convert(a) => cmd::convert::run(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Export(a) => cmd::export::run(a),
+        Command::Replay(a) => cmd::replay::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,4 +1,6 @@
 //! One module per subcommand: its arguments and its printing.
 
+pub mod convert;
 pub mod export;
 pub mod info;
+pub mod replay;

@@ -1,0 +1,157 @@
+//! `tracemark convert`: block I/O logs in, one `.tmt` out.
+
+use super::replay::parse_duration;
+use crate::output;
+use anyhow::{bail, Result};
+use clap::Args;
+use recorder::convert::{convert, ConvertOptions};
+use recorder::detect::{format_names, Format};
+use recorder::normalize::EventChoice;
+use std::path::PathBuf;
+use trace_format::{DeviceId, Nanos, WriterOptions};
+
+#[derive(Args, Debug)]
+#[command(
+    after_help = "Input formats (detected from content unless --format names one):
+  blkparse   blkparse text output (`8,0 3 1 0.000000000 697 Q W 223490 + 8 [comm]`)
+  blktrace   blktrace binary: NAME.blktrace.N per-CPU sets (give NAME or the files), blkparse -d dumps
+  tracefs    /sys/kernel/tracing text: block_rq_issue/block_rq_complete events, or the blk tracer
+  msr        MSR Cambridge / SNIA IOTTA CSV (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)
+  xperf      Windows `xperf -a dumper` DiskRead/DiskWrite/DiskFlush lines (alias: etw)
+  wpa        Windows Performance Analyzer Disk Usage CSV export
+  fio        fio iolog version 2 or 3
+  spc        SPC / UMass CSV (ASU,LBA,Size,Opcode,Timestamp)
+
+Examples:
+  tracemark convert sda.blktrace.* -o boot.tmt
+  tracemark convert sda -o boot.tmt --event queue --device 8:0
+  tracemark convert web_0.csv -o msr-web.tmt --name msr-web --description \"MSR Cambridge web server, volume 0\"
+  tracemark convert messy.txt -o t.tmt --skip-bad"
+)]
+pub struct ConvertArgs {
+    /// Input files (`-` for standard input). Several text files are read one
+    /// after the other; the files of a blktrace set are merged by time.
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// The trace to write.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// Input format: auto, or one of the formats listed below.
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    /// Which event is a request's issue time: `issue` (driver dispatch, blkparse
+    /// D; the default where the input has it) or `queue` (blkparse Q).
+    #[arg(long)]
+    pub event: Option<String>,
+    /// Keep only this device (MAJ:MIN); without it every device is kept.
+    #[arg(long)]
+    pub device: Option<DeviceId>,
+    /// Start of the window to keep, as time since the trace start (`10s`, `1.5`, `500ms`).
+    #[arg(long, value_parser = parse_duration)]
+    pub from: Option<std::time::Duration>,
+    /// End of the window to keep, as time since the trace start.
+    #[arg(long, value_parser = parse_duration)]
+    pub to: Option<std::time::Duration>,
+    /// Count lines or records that cannot be parsed (and show the first few)
+    /// instead of stopping at the first.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Trace name (default: the first input's file name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Trace description.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Application or category (`game load`, `office`).
+    #[arg(long)]
+    pub category: Option<String>,
+    /// zstd level of the trace's chunks (1-22; higher is smaller and slower).
+    #[arg(long, default_value_t = WriterOptions::default().zstd_level)]
+    pub level: i32,
+    /// Print nothing on success.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+fn nanos(d: std::time::Duration) -> Nanos {
+    Nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+pub fn run(args: ConvertArgs) -> Result<i32> {
+    let format = match args.format.as_str() {
+        "auto" => None,
+        name => match Format::from_name(name) {
+            Some(f) => Some(f),
+            None => bail!("unknown --format '{name}' (auto, {})", format_names()),
+        },
+    };
+    let event = match args.event.as_deref() {
+        None => None,
+        Some(name) => match EventChoice::from_name(name) {
+            Some(e) => Some(e),
+            None => bail!("unknown --event '{name}' (issue or queue)"),
+        },
+    };
+    if !(1..=22).contains(&args.level) {
+        bail!("--level {} is outside zstd's 1..=22", args.level);
+    }
+    let opts = ConvertOptions {
+        format,
+        event,
+        device: args.device,
+        from: args.from.map(nanos),
+        to: args.to.map(nanos),
+        skip_bad: args.skip_bad,
+        name: args.name,
+        description: args.description,
+        category: args.category,
+        writer: WriterOptions {
+            zstd_level: args.level,
+            ..WriterOptions::default()
+        },
+    };
+    let report = convert(&args.inputs, &args.output, &opts)?;
+    for m in &report.messages {
+        eprintln!("note: {m}");
+    }
+    if report.skipped.count > 0 {
+        eprintln!(
+            "warning: skipped {} bad input line(s) or record(s) (--skip-bad); first ones:",
+            report.skipped.count
+        );
+        for e in &report.skipped.examples {
+            eprintln!("  {}: {}: `{}`", e.location, e.reason, e.content);
+        }
+    }
+    if !args.quiet {
+        let s = &report.summary;
+        let size = std::fs::metadata(&report.output)
+            .map(|m| m.len())
+            .unwrap_or(0);
+        println!(
+            "{}: {} I/Os from {} input ({} event), {} reads ({}), {} writes ({}), {} flushes, {} discards, {}; {} ({:.2} bytes per I/O)",
+            report.output.display(),
+            s.ios,
+            report.format.name(),
+            report.issue_event.name(),
+            s.reads,
+            output::bytes(s.read_bytes),
+            s.writes,
+            output::bytes(s.write_bytes),
+            s.flushes,
+            s.discards,
+            output::duration_ns(s.duration.0),
+            output::bytes(size),
+            if s.ios > 0 { size as f64 / s.ios as f64 } else { 0.0 },
+        );
+        if report.devices.len() > 1 {
+            let names: Vec<String> = report
+                .devices
+                .iter()
+                .map(|d| format!("{} {}", d.id, d.name))
+                .collect();
+            println!("  devices: {}", names.join(", "));
+        }
+    }
+    Ok(0)
+}
