@@ -327,9 +327,19 @@ struct Capture {
 fn capture() -> &'static Result<Capture, String> {
     static CAPTURE: OnceLock<Result<Capture, String>> = OnceLock::new();
     CAPTURE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("blktrace-binary-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
+        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        // Captures of earlier runs (statics are never dropped, so each run
+        // leaves its small capture behind until the next one).
+        for old in fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            if old
+                .file_name()
+                .to_string_lossy()
+                .starts_with("blktrace-binary-")
+            {
+                let _ = fs::remove_dir_all(old.path());
+            }
+        }
+        let dir = tmp.join(format!("blktrace-binary-{}", std::process::id()));
         fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
         kernel_capture(&dir).map_err(|e| format!("capturing with the blk tracer: {e}"))
     })
