@@ -20,7 +20,7 @@ use crate::line_input::{
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
+use trace_format::{Bytes, DeviceId, Flags, Op};
 
 /// FILETIME ticks (100 ns since 1601-01-01) at the Unix epoch.
 const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
@@ -72,10 +72,7 @@ fn parse_fields(line: &[u8]) -> Result<Record, String> {
     } else if kind.eq_ignore_ascii_case(b"write") {
         Op::Write
     } else {
-        return Err(format!(
-            "type `{}` is neither Read nor Write",
-            show(kind)
-        ));
+        return Err(format!("type `{}` is neither Read nor Write", show(kind)));
     };
     let offset = parse_u64(f.get(4), "offset")?;
     let size = parse_u64(f.get(5), "size")?;
@@ -166,14 +163,15 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 
 /// Times a record with these FILETIME ticks gets when it is the first (absolute) one.
 #[cfg(test)]
-fn unix_ns(ticks: u64) -> Nanos {
-    Nanos((ticks - UNIX_EPOCH_TICKS) * TICK_NS)
+fn unix_ns(ticks: u64) -> trace_format::Nanos {
+    trace_format::Nanos((ticks - UNIX_EPOCH_TICKS) * TICK_NS)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::line_input::testing::{run, run_strict};
+    use trace_format::Nanos;
 
     const SAMPLE: &[u8] = b"128166372003061629,web,1,Read,3154152960,32768,18741\n\
 128166372016382155,web,1,Write,3154152960,4096,1409\r\n\
@@ -187,7 +185,9 @@ mod tests {
         ));
         assert!(!looks_like(b""));
         assert!(!looks_like(b"0,303567,3584,w,0.000000\n"), "SPC");
-        assert!(!looks_like(b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"));
+        assert!(!looks_like(
+            b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"
+        ));
         assert!(!looks_like(b"fio version 3 iolog\n"));
         assert!(!looks_like(
             b"  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]\n"
