@@ -1,0 +1,197 @@
+//! Metrics against values computed independently from the per-I/O timestamps.
+
+mod replay_util;
+
+use replay_util::*;
+use replayer::{IoEvent, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
+use trace_format::{IoRecord, Op};
+
+#[derive(Default)]
+struct Events(Vec<IoEvent>);
+
+impl Observer for Events {
+    fn wants_io_events(&self) -> bool {
+        true
+    }
+    fn io_completed(&mut self, e: &IoEvent) {
+        self.0.push(*e);
+    }
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// Total time covered by at least one [submit, complete] interval.
+fn union_ns(ev: &[&IoEvent]) -> u64 {
+    let mut iv: Vec<(u64, u64)> = ev.iter().map(|e| (e.submit_ns, e.complete_ns)).collect();
+    iv.sort();
+    let (mut total, mut cur): (u64, Option<(u64, u64)>) = (0, None);
+    for (s, e) in iv {
+        cur = match cur {
+            Some((cs, ce)) if s <= ce => Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(s, e)| e - s)
+}
+
+fn close(a: f64, b: f64, what: &str) {
+    assert!(
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+        "{what}: reported {a}, computed {b}"
+    );
+}
+
+#[test]
+fn busy_time_bandwidth_and_access_time_match_the_timestamps() {
+    let dir = tempfile::tempdir().unwrap();
+    // Ten groups 20 ms apart: 8 reads of 64 KiB and 4 writes of 32 KiB each,
+    // plus one flush per group (excluded from busy time and access time).
+    let mut recs: Vec<IoRecord> = Vec::new();
+    for g in 0..10u64 {
+        let t = g * 20_000;
+        for i in 0..8 {
+            recs.push(rec(t + i, Op::Read, (g * 16 + i) * 256 * KIB, 64 * KIB));
+        }
+        for i in 0..4 {
+            recs.push(rec(
+                t + 8 + i,
+                Op::Write,
+                (g * 16 + 8 + i) * 256 * KIB,
+                32 * KIB,
+            ));
+        }
+        recs.push(rec(t + 12, Op::Flush, 0, 0));
+    }
+    let src = MemorySource::new("pattern", recs.clone());
+    let opts = ReplayOptions {
+        mode: TimingMode::Realtime,
+        passes: 1,
+        warmup: false,
+        ..Default::default()
+    };
+    let mut ev = Events::default();
+    let srcs: [&dyn TraceSource; 1] = [&src];
+    let r = replayer::run_suite(&srcs, Some(&dir.path().join("s.bin")), &opts, &mut ev).unwrap();
+    let t = &r.traces[0];
+    let pass = &t.passes[0];
+    assert_eq!(ev.0.len(), recs.len());
+    assert!(ev
+        .0
+        .iter()
+        .all(|e| e.result >= 0 && e.result as u64 == e.len));
+
+    let data: Vec<&IoEvent> = ev.0.iter().filter(|e| e.op.carries_data()).collect();
+    let busy_ns = union_ns(&data);
+    let bytes: u64 = data.iter().map(|e| e.len).sum();
+    assert_eq!(bytes, 10 * (8 * 64 + 4 * 32) * KIB);
+    assert_eq!(pass.read_bytes + pass.write_bytes, bytes);
+    let access_us = data
+        .iter()
+        .map(|e| (e.complete_ns - e.submit_ns) as f64)
+        .sum::<f64>()
+        / data.len() as f64
+        / 1e3;
+    let bandwidth = bytes as f64 / (busy_ns as f64 / 1e9) / 1e6;
+    let first = ev.0.iter().map(|e| e.submit_ns).min().unwrap();
+    let last = ev.0.iter().map(|e| e.complete_ns).max().unwrap();
+
+    close(pass.busy_s, busy_ns as f64 / 1e9, "busy time");
+    close(pass.bandwidth_mb_s, bandwidth, "bandwidth");
+    close(pass.access_time_us, access_us, "access time");
+    close(
+        pass.playback_s,
+        (last - first) as f64 / 1e9,
+        "playback time",
+    );
+    close(pass.score, (bandwidth / (access_us / 1e6)).sqrt(), "score");
+    close(t.score, pass.score, "trace score over one pass");
+    // The idle between groups is not busy time.
+    assert!(
+        pass.busy_s < 0.5 * pass.playback_s,
+        "busy {} vs playback {}",
+        pass.busy_s,
+        pass.playback_s
+    );
+    assert!(pass.playback_s > 0.18);
+
+    // Percentiles from the HDR histogram agree with the sorted latencies (3 significant digits).
+    let mut reads: Vec<u64> = data
+        .iter()
+        .filter(|e| e.op == Op::Read)
+        .map(|e| e.complete_ns - e.submit_ns)
+        .collect();
+    reads.sort();
+    let lat = &t.latency_us["read"];
+    let max_us = *reads.last().unwrap() as f64 / 1e3;
+    assert!(
+        (lat.max - max_us).abs() <= max_us * 0.002,
+        "max {} vs {}",
+        lat.max,
+        max_us
+    );
+    let median_us = reads[(reads.len() - 1) / 2] as f64 / 1e3;
+    assert!(
+        (lat.p50 - median_us).abs() <= median_us * 0.01 + 0.01,
+        "p50 {} vs {}",
+        lat.p50,
+        median_us
+    );
+    assert_eq!(pass.ops["flush"].count, 10);
+    assert_eq!(pass.ops["read"].count, 80);
+    assert_eq!(pass.ops["write"].count, 40);
+}
+
+#[test]
+fn suite_figures_are_geometric_means_of_trace_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let small: Vec<IoRecord> = (0..300u64)
+        .map(|i| rec(i, Op::Read, (i % 50) * 64 * KIB, 4 * KIB))
+        .collect();
+    let large: Vec<IoRecord> = (0..100u64)
+        .map(|i| rec(i, Op::Write, (i % 20) * MIB, 256 * KIB))
+        .collect();
+    let a = MemorySource::new("small", small);
+    let b = MemorySource::new("large", large);
+    let opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        passes: 2,
+        ..Default::default()
+    };
+    let srcs: [&dyn TraceSource; 2] = [&a, &b];
+    let r = replayer::run_suite(
+        &srcs,
+        Some(&dir.path().join("s.bin")),
+        &opts,
+        &mut Events::default(),
+    )
+    .unwrap();
+    assert_eq!(r.traces.len(), 2);
+    for t in &r.traces {
+        assert_eq!(t.passes.len(), 2);
+        assert!(t.warmup.is_some());
+        let mean = (t.passes[0].score + t.passes[1].score) / 2.0;
+        close(t.score, mean, "trace score is the mean over passes");
+        assert!(t.score_spread.min <= t.score && t.score <= t.score_spread.max);
+    }
+    let s = r.suite.unwrap();
+    close(
+        s.score,
+        (r.traces[0].score * r.traces[1].score).sqrt(),
+        "suite score",
+    );
+    close(
+        s.bandwidth_mb_s,
+        (r.traces[0].bandwidth_mb_s * r.traces[1].bandwidth_mb_s).sqrt(),
+        "suite bandwidth",
+    );
+    close(
+        s.access_time_us,
+        (r.traces[0].access_time_us * r.traces[1].access_time_us).sqrt(),
+        "suite access time",
+    );
+}

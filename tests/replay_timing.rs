@@ -1,0 +1,215 @@
+//! Timing and dependencies, through the library (per-I/O events) on a
+//! scratch file: realtime keeps the trace's pacing, compressed removes idle,
+//! --idle-cap and --time-scale change playback as they should, and no I/O is
+//! issued before the ones it depends on have completed.
+
+mod replay_util;
+
+use replay_util::*;
+use replayer::{IoEvent, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
+use std::path::Path;
+use trace_format::{IoRecord, Op};
+
+#[derive(Default)]
+struct Events(Vec<IoEvent>);
+
+impl Observer for Events {
+    fn wants_io_events(&self) -> bool {
+        true
+    }
+    fn io_completed(&mut self, e: &IoEvent) {
+        self.0.push(*e);
+    }
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+fn one_pass(mode: TimingMode) -> ReplayOptions {
+    ReplayOptions {
+        mode,
+        passes: 1,
+        warmup: false,
+        ..Default::default()
+    }
+}
+
+/// Replays `recs` once onto a scratch file in `dir`; the playback time (s) and the events.
+fn play(dir: &Path, recs: Vec<IoRecord>, opts: &ReplayOptions) -> (f64, Vec<IoEvent>) {
+    let src = MemorySource::new("t", recs);
+    let mut ev = Events::default();
+    let srcs: [&dyn TraceSource; 1] = [&src];
+    let r = replayer::run_suite(&srcs, Some(&dir.join("scratch.bin")), opts, &mut ev).unwrap();
+    ev.0.sort_by_key(|e| e.index);
+    (r.traces[0].playback_s, ev.0)
+}
+
+/// Five bursts of four 4 KiB reads, 200 ms apart: 0.8 s, of which ~all idle.
+fn bursts() -> Vec<IoRecord> {
+    let mut v = Vec::new();
+    for b in 0..5u64 {
+        for i in 0..4u64 {
+            v.push(rec(
+                b * 200_000 + i * 10,
+                Op::Read,
+                (b * 4 + i) * 256 * KIB,
+                4 * KIB,
+            ));
+        }
+    }
+    v
+}
+
+#[test]
+fn realtime_keeps_idle_and_compressed_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rt, ev) = play(dir.path(), bursts(), &one_pass(TimingMode::Realtime));
+    assert!(
+        (0.79..0.9).contains(&rt),
+        "realtime playback {rt} s, trace 0.8 s"
+    );
+    // Never early: each I/O submitted at or after its offset in the trace.
+    let recs = bursts();
+    for e in &ev {
+        let due = recs[e.index as usize].time.0;
+        assert!(
+            e.submit_ns >= due,
+            "I/O {} submitted at {} ns, due at {due} ns",
+            e.index,
+            e.submit_ns
+        );
+        assert!(
+            e.submit_ns < due + 20_000_000,
+            "I/O {} over 20 ms late",
+            e.index
+        );
+    }
+    let (cp, _) = play(dir.path(), bursts(), &one_pass(TimingMode::Compressed));
+    assert!(
+        cp < 0.08,
+        "compressed playback {cp} s should be far below 0.8 s"
+    );
+}
+
+#[test]
+fn idle_cap_and_time_scale_shorten_playback_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let capped = ReplayOptions {
+        idle_cap: Some(trace_format::Nanos::from_micros(50_000)),
+        ..one_pass(TimingMode::Realtime)
+    };
+    let (p, _) = play(dir.path(), bursts(), &capped);
+    // four gaps of ~200 ms capped to 50 ms each
+    assert!(
+        (0.195..0.27).contains(&p),
+        "idle-capped playback {p} s, expected ~0.2 s"
+    );
+    let fast = ReplayOptions {
+        time_scale: 2.0,
+        ..one_pass(TimingMode::Realtime)
+    };
+    let (p, _) = play(dir.path(), bursts(), &fast);
+    assert!(
+        (0.395..0.47).contains(&p),
+        "2x playback {p} s, expected ~0.4 s"
+    );
+    let slow = ReplayOptions {
+        time_scale: 0.5,
+        ..one_pass(TimingMode::Realtime)
+    };
+    let (p, _) = play(dir.path(), bursts(), &slow);
+    assert!(
+        (1.595..1.7).contains(&p),
+        "0.5x playback {p} s, expected ~1.6 s"
+    );
+}
+
+/// Checks every dependency: an I/O whose original issue time is at or after
+/// another's original completion is submitted only after that one completed.
+fn assert_dependencies_kept(recs: &[IoRecord], ev: &[IoEvent]) -> usize {
+    let mut checked = 0;
+    for i in ev {
+        let ti = recs[i.index as usize].time;
+        for j in ev {
+            let Some(cj) = recs[j.index as usize].completion() else {
+                continue;
+            };
+            if j.index < i.index && cj <= ti {
+                assert!(
+                    i.submit_ns >= j.complete_ns,
+                    "I/O {} submitted at {} before I/O {} (a dependency) completed at {}",
+                    i.index,
+                    i.submit_ns,
+                    j.index,
+                    j.complete_ns
+                );
+                checked += 1;
+            }
+        }
+    }
+    checked
+}
+
+/// The most I/Os in flight at once.
+fn max_in_flight(ev: &[IoEvent]) -> usize {
+    let mut points: Vec<(u64, i32)> = ev
+        .iter()
+        .flat_map(|e| [(e.submit_ns, 1), (e.complete_ns, -1)])
+        .collect();
+    // completions before submissions at the same instant
+    points.sort();
+    let (mut cur, mut max) = (0i32, 0i32);
+    for (_, d) in points {
+        cur += d;
+        max = max.max(cur);
+    }
+    max as usize
+}
+
+#[test]
+fn dependencies_hold_in_both_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    // One I/O every 100 µs; most complete after 50 µs (so the next depends on
+    // them), every third after 150 µs (so the next overlaps it and only the
+    // one after depends on it).
+    let mut recs = Vec::new();
+    for i in 0..150u64 {
+        let r = rec(i * 100, Op::Read, (i % 40) * 512 * KIB, 16 * KIB);
+        recs.push(with_latency(r, if i % 3 == 0 { 150 } else { 50 }));
+    }
+    for mode in [TimingMode::Compressed, TimingMode::Realtime] {
+        let (_, ev) = play(dir.path(), recs.clone(), &one_pass(mode));
+        assert_eq!(ev.len(), recs.len());
+        let n = assert_dependencies_kept(&recs, &ev);
+        assert!(n > 1000, "only {n} dependencies checked");
+    }
+}
+
+#[test]
+fn independent_io_runs_concurrently_up_to_the_queue_depth() {
+    let dir = tempfile::tempdir().unwrap();
+    // All 200 overlap in the original (10 ms latency each): no dependencies.
+    let recs: Vec<IoRecord> = (0..200u64)
+        .map(|i| with_latency(rec(i, Op::Read, (i % 64) * 256 * KIB, 4 * KIB), 10_000))
+        .collect();
+    let (_, ev) = play(dir.path(), recs.clone(), &one_pass(TimingMode::Compressed));
+    assert_eq!(
+        max_in_flight(&ev),
+        32,
+        "QD 32 should be filled and never exceeded"
+    );
+    // No completion times: original order, capped by --queue-depth.
+    let plain: Vec<IoRecord> = recs
+        .iter()
+        .map(|r| IoRecord {
+            latency: None,
+            ..*r
+        })
+        .collect();
+    let qd4 = ReplayOptions {
+        queue_depth: 4,
+        ..one_pass(TimingMode::Compressed)
+    };
+    let (_, ev) = play(dir.path(), plain, &qd4);
+    assert_eq!(max_in_flight(&ev), 4);
+}
