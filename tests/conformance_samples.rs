@@ -13,10 +13,11 @@ use std::collections::BTreeMap;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
+type LooksLikeFn = fn(&[u8]) -> bool;
 type ParseFn = fn(&mut dyn std::io::BufRead, &str, &mut dyn Sink) -> Result<(), ConvertError>;
 
 /// (name, looks_like, parse) of the formats under test.
-const FORMATS: [(&str, fn(&[u8]) -> bool, ParseFn); 5] = [
+const FORMATS: [(&str, LooksLikeFn, ParseFn); 5] = [
     ("msr", recorder::msr::looks_like, recorder::msr::parse),
     ("xperf", recorder::xperf::looks_like, recorder::xperf::parse),
     ("wpa", recorder::wpa::looks_like, recorder::wpa::parse),
@@ -206,6 +207,32 @@ fn independent_count(format: &str, text: &str) -> Tally {
     tally
 }
 
+/// Converts `path` to a `.tmt` with auto-detection, reads it back and tallies
+/// its records.
+fn converted_tally(path: &Path, format: &str) -> Tally {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sample.tmt");
+    let report = recorder::convert::convert(
+        &[path.to_path_buf()],
+        &out,
+        &recorder::convert::ConvertOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        report.format.name(),
+        format,
+        "{}: detected format",
+        path.display()
+    );
+    let trace = trace_format::TraceFile::open(&out).unwrap();
+    let mut tally = Tally::new();
+    for record in trace.records() {
+        let record = record.unwrap();
+        add(&mut tally, record.op.name(), 1, record.len.0);
+    }
+    tally
+}
+
 #[test]
 fn samples_parse_and_match_an_independent_count() {
     let Some(files) = sample_files() else {
@@ -262,6 +289,11 @@ fn samples_parse_and_match_an_independent_count() {
             "{shown} ({name}): parser vs independent count"
         );
         println!("{shown} ({name}): {:?}", sink.tally);
+        assert_eq!(
+            converted_tally(path, name),
+            expected,
+            "{shown}: .tmt vs independent count"
+        );
         checked += 1;
     }
     assert!(

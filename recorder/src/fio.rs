@@ -28,8 +28,7 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, head_lines, nanos_from, parse_u64, report_bad, report_too_long, show,
-    LineReader,
+    check_extent, head_lines, nanos_from, parse_u64, report_bad, report_too_long, show, LineReader,
 };
 use crate::sink::Sink;
 use std::collections::HashMap;
@@ -41,10 +40,7 @@ const V3_HEADER: &[u8] = b"fio version 3 iolog";
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
-    head_lines(head, 1)
-        .next()
-        .and_then(version_of)
-        .is_some()
+    head_lines(head, 1).next().and_then(version_of).is_some()
 }
 
 fn version_of(line: &[u8]) -> Option<u8> {
@@ -178,8 +174,8 @@ fn parse_line(
             if state.files.contains_key(name) {
                 sink.note("fio file added again");
             } else {
-                let index = u32::try_from(state.files.len())
-                    .map_err(|_| "too many files".to_string())?;
+                let index =
+                    u32::try_from(state.files.len()).map_err(|_| "too many files".to_string())?;
                 state.files.insert(name.to_vec(), index);
                 sink.note("fio file add");
             }
@@ -284,11 +280,14 @@ mod tests {
                 (9, Nanos(10_771_000), Op::Flush, 1, 0, 0),
             ]
         );
+        assert_eq!(out.notes.iter().filter(|n| *n == "fio file add").count(), 2);
         assert_eq!(
-            out.notes.iter().filter(|n| *n == "fio file add").count(),
+            out.notes
+                .iter()
+                .filter(|n| *n == "fio file open/close")
+                .count(),
             2
         );
-        assert_eq!(out.notes.iter().filter(|n| *n == "fio file open/close").count(), 2);
     }
 
     #[test]
@@ -381,7 +380,9 @@ mod tests {
     fn missing_header_is_an_error_even_when_skipping() {
         let mut sink = crate::line_input::testing::Collect::skipping();
         let mut input: &[u8] = b"/f add\n/f read 0 1\n";
-        let err = parse(&mut input, "x.log", &mut sink).unwrap_err().to_string();
+        let err = parse(&mut input, "x.log", &mut sink)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("x.log:1"), "{err}");
         assert!(err.contains("not a fio iolog"), "{err}");
     }

@@ -190,7 +190,10 @@ impl<'l, const N: usize> Fields<'l, N> {
 
 /// One field and what follows its separator (`None` at the end of the line).
 fn split_one(s: &[u8], separator: u8) -> (&[u8], Option<&[u8]>) {
-    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
     let body = &s[start..];
     if body.first() == Some(&b'"') {
         // Find the closing quote (a `""` pair is an escaped quote).
@@ -396,7 +399,13 @@ fn parse_exponent(
 ) -> Result<u64, String> {
     let text: String = body
         .iter()
-        .map(|&b| if b == style.decimal { '.' } else { char::from(b) })
+        .map(|&b| {
+            if b == style.decimal {
+                '.'
+            } else {
+                char::from(b)
+            }
+        })
         .collect();
     let value: f64 = text
         .parse()
@@ -604,7 +613,9 @@ mod tests {
         assert!(parse_u64(b"18446744073709551616", "x")
             .unwrap_err()
             .contains("too large"));
-        assert!(parse_u64(b"-5", "size").unwrap_err().contains("negative size"));
+        assert!(parse_u64(b"-5", "size")
+            .unwrap_err()
+            .contains("negative size"));
         assert!(parse_u64(b"", "size").unwrap_err().contains("missing"));
         assert!(parse_u64(b"12a", "size").is_err());
         assert_eq!(parse_hex_u64(b"0x00000000000001FF", "o"), Ok(511));
@@ -629,12 +640,18 @@ mod tests {
         assert_eq!(parse_fixed(b"16.384", "s", 0, de), Ok(16_384));
         assert_eq!(parse_fixed(b"1,234,567.5", "s", 1, en), Ok(12_345_675));
         assert!(parse_fixed(b"1.5", "s", 0, de).is_err(), "bad grouping");
-        assert!(parse_fixed(b"1234.567", "s", 0, de).is_err(), "bad grouping");
+        assert!(
+            parse_fixed(b"1234.567", "s", 0, de).is_err(),
+            "bad grouping"
+        );
         assert!(parse_fixed(b"12.3456", "s", 0, de).is_err(), "bad grouping");
         assert_eq!(parse_fixed(b"0.0000005", "t", 6, NumberStyle::PLAIN), Ok(1));
         assert_eq!(parse_fixed(b".5", "t", 1, NumberStyle::PLAIN), Ok(5));
         assert_eq!(parse_fixed(b"3", "t", 3, NumberStyle::PLAIN), Ok(3000));
-        assert_eq!(parse_fixed(b"1.5e-3", "t", 9, NumberStyle::PLAIN), Ok(1_500_000));
+        assert_eq!(
+            parse_fixed(b"1.5e-3", "t", 9, NumberStyle::PLAIN),
+            Ok(1_500_000)
+        );
         assert!(parse_fixed(b"1e300", "t", 9, NumberStyle::PLAIN)
             .unwrap_err()
             .contains("too large"));

@@ -99,8 +99,12 @@ mod tests {
     #[test]
     fn detects_spc_only() {
         assert!(looks_like(SAMPLE));
-        assert!(!looks_like(b"128166372003061629,web,1,Read,3154152960,32768,18741\n"));
-        assert!(!looks_like(b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"));
+        assert!(!looks_like(
+            b"128166372003061629,web,1,Read,3154152960,32768,18741\n"
+        ));
+        assert!(!looks_like(
+            b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"
+        ));
         assert!(!looks_like(b"fio version 2 iolog\n"));
         assert!(!looks_like(b"11413000 0 657728 16 1\n"));
         assert!(!looks_like(b"IO Type;Priority\n"));

@@ -27,8 +27,8 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad,
-    report_too_long, show, Fields, LineReader, NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad, report_too_long,
+    show, Fields, LineReader, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -140,9 +140,7 @@ impl Layout {
         let mut pid = None;
         for index in 0..columns.len().min(MAX_COLUMNS) {
             let (name, unit) = split_name(columns.get(index));
-            let time = || {
-                time_scale(unit).map(|scale| TimeColumn { index, scale })
-            };
+            let time = || time_scale(unit).map(|scale| TimeColumn { index, scale });
             match name.as_str() {
                 "io type" => io_type = Some(index),
                 "init time" => init = time(),
@@ -181,7 +179,12 @@ impl Layout {
         parse_fixed(field, what, 0, self.style)
     }
 
-    fn time(&self, fields: &Fields<'_, MAX_COLUMNS>, column: TimeColumn, what: &str) -> Result<Nanos, String> {
+    fn time(
+        &self,
+        fields: &Fields<'_, MAX_COLUMNS>,
+        column: TimeColumn,
+        what: &str,
+    ) -> Result<Nanos, String> {
         let ns = parse_fixed(fields.get(column.index), what, column.scale, self.style)?;
         check_time(what, Nanos(ns))
     }
@@ -265,7 +268,11 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
         PidColumn::NameAndId(i) => {
             let f = fields.get(i).strip_suffix(b")")?;
             let open = f.iter().rposition(|&b| b == b'(')?;
-            std::str::from_utf8(&f[open + 1..]).ok()?.trim().parse().ok()
+            std::str::from_utf8(&f[open + 1..])
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
         }
     });
     Ok(Row {
@@ -412,15 +419,52 @@ Trim;Normal;System;6,0;6,1;1,0;1,0;4.096;0x0;0xFFF;0;0;1;1\r\n",
         let got: Vec<(Op, Nanos, Option<Nanos>, u64, u64, u32)> = out
             .ios
             .iter()
-            .map(|(_, io)| (io.op, io.time, io.latency, io.offset.0, io.len.0, io.device.minor))
+            .map(|(_, io)| {
+                (
+                    io.op,
+                    io.time,
+                    io.latency,
+                    io.offset.0,
+                    io.len.0,
+                    io.device.minor,
+                )
+            })
             .collect();
         assert_eq!(
             got,
             vec![
-                (Op::Read, Nanos(1_079_943_800), Some(Nanos(87_200)), 0, 512, 1),
-                (Op::Read, Nanos(1_080_116_400), Some(Nanos(159_200)), 0x400, 16384, 1),
-                (Op::Flush, Nanos(1_718_822_100), Some(Nanos(1_795_900)), 0, 0, 2),
-                (Op::Write, Nanos(5_077_557_500), Some(Nanos(189_800)), 0x2210E54000, 4096, 1),
+                (
+                    Op::Read,
+                    Nanos(1_079_943_800),
+                    Some(Nanos(87_200)),
+                    0,
+                    512,
+                    1
+                ),
+                (
+                    Op::Read,
+                    Nanos(1_080_116_400),
+                    Some(Nanos(159_200)),
+                    0x400,
+                    16384,
+                    1
+                ),
+                (
+                    Op::Flush,
+                    Nanos(1_718_822_100),
+                    Some(Nanos(1_795_900)),
+                    0,
+                    0,
+                    2
+                ),
+                (
+                    Op::Write,
+                    Nanos(5_077_557_500),
+                    Some(Nanos(189_800)),
+                    0x2210E54000,
+                    4096,
+                    1
+                ),
             ]
         );
         assert_eq!(out.ios[0].0, 2, "line numbers count the header");
@@ -429,7 +473,8 @@ Trim;Normal;System;6,0;6,1;1,0;1,0;4.096;0x0;0xFFF;0;0;1;1\r\n",
 
     #[test]
     fn english_locale_any_column_order_and_pid() {
-        let input = b"Disk,Count,Size (B),IO Type,Process,Init Time (ms),Min Offset,Complete Time (ms)\n\
+        let input =
+            b"Disk,Count,Size (B),IO Type,Process,Init Time (ms),Min Offset,Complete Time (ms)\n\
 0,1,\"16,384\",Write,svchost.exe (1234),\"1,500.25\",8192,\"1,501.25\"\n\
 3,1,512,read,Idle (0),0.5,0x200,0.75\n";
         let out = run(parse, input);
@@ -516,7 +561,9 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
     fn header_problems_stop_even_when_skipping() {
         let mut sink = crate::line_input::testing::Collect::skipping();
         let mut input: &[u8] = b"IO Type;Init Time (s);Size (B)\nRead;1,0;512\n";
-        let err = parse(&mut input, "w.csv", &mut sink).unwrap_err().to_string();
+        let err = parse(&mut input, "w.csv", &mut sink)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("w.csv:1"), "{err}");
         assert!(err.contains("Min Offset"), "{err}");
         let (_, result) = run_strict(parse, b"");
@@ -525,7 +572,8 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
 
     #[test]
     fn latin1_micro_sign_in_header_is_microseconds() {
-        let input = b"IO Type;Init Time (s);IO Time (\xB5s);Size (B);Min Offset\nRead;1,0;2,5;512;0x0\n";
+        let input =
+            b"IO Type;Init Time (s);IO Time (\xB5s);Size (B);Min Offset\nRead;1,0;2,5;512;0x0\n";
         let out = run(parse, input);
         assert_eq!(out.ios[0].1.latency, Some(Nanos(2_500)));
     }

@@ -187,7 +187,11 @@ fn parse_disk_event(
     let pid = layout.process.and_then(|i| {
         let p = f.get(i).strip_suffix(b")")?;
         let open = p.iter().rposition(|&b| b == b'(')?;
-        std::str::from_utf8(&p[open + 1..]).ok()?.trim().parse().ok()
+        std::str::from_utf8(&p[open + 1..])
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
     });
     let started_before = completed < elapsed;
     let op = match kind {
@@ -319,22 +323,62 @@ EndHeader
         );
         let out = run(parse, &input);
         assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u64, Op, Nanos, Option<Nanos>, u64, u64, u32, Option<u32>)> = out
+        type Row = (u64, Op, Nanos, Option<Nanos>, u64, u64, u32, Option<u32>);
+        let got: Vec<Row> = out
             .ios
             .iter()
             .map(|(l, io)| {
-                (*l, io.op, io.time, io.latency, io.offset.0, io.len.0, io.device.minor, io.pid)
+                (
+                    *l,
+                    io.op,
+                    io.time,
+                    io.latency,
+                    io.offset.0,
+                    io.len.0,
+                    io.device.minor,
+                    io.pid,
+                )
             })
             .collect();
         assert_eq!(
             got,
             vec![
-                (8, Op::Read, Nanos(99_600_000), Some(Nanos(400_000)), 0x1000, 0x2000, 1, Some(4)),
-                (9, Op::Write, Nanos(99_000_000), Some(Nanos(1_500_000)), 0xffff0000, 0x1000, 0, Some(880)),
-                (10, Op::Flush, Nanos(100_750_000), Some(Nanos(250_000)), 0, 0, 1, Some(4)),
+                (
+                    8,
+                    Op::Read,
+                    Nanos(99_600_000),
+                    Some(Nanos(400_000)),
+                    0x1000,
+                    0x2000,
+                    1,
+                    Some(4)
+                ),
+                (
+                    9,
+                    Op::Write,
+                    Nanos(99_000_000),
+                    Some(Nanos(1_500_000)),
+                    0xffff0000,
+                    0x1000,
+                    0,
+                    Some(880)
+                ),
+                (
+                    10,
+                    Op::Flush,
+                    Nanos(100_750_000),
+                    Some(Nanos(250_000)),
+                    0,
+                    0,
+                    1,
+                    Some(4)
+                ),
             ]
         );
-        assert_eq!(out.notes, vec!["xperf disk init event", "xperf other event"]);
+        assert_eq!(
+            out.notes,
+            vec!["xperf disk init event", "xperf other event"]
+        );
     }
 
     #[test]
@@ -344,11 +388,20 @@ EndHeader
         let out = run(parse, input);
         assert!(out.bad.is_empty(), "{:?}", out.bad);
         let r = out.ios[0].1;
-        assert_eq!((r.op, r.offset.0, r.len.0, r.device.minor), (Op::Read, 0x018f0b8000, 0x1000, 0));
-        assert_eq!((r.time, r.latency), (Nanos(8_329_000), Some(Nanos(283_000))));
+        assert_eq!(
+            (r.op, r.offset.0, r.len.0, r.device.minor),
+            (Op::Read, 0x018f0b8000, 0x1000, 0)
+        );
+        assert_eq!(
+            (r.time, r.latency),
+            (Nanos(8_329_000), Some(Nanos(283_000)))
+        );
         assert_eq!(r.pid, Some(3984));
         let f = out.ios[1].1;
-        assert_eq!((f.op, f.device.minor, f.time), (Op::Flush, 2, Nanos(8_900_000)));
+        assert_eq!(
+            (f.op, f.device.minor, f.time),
+            (Op::Flush, 2, Nanos(8_900_000))
+        );
     }
 
     #[test]
