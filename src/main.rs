@@ -29,6 +29,8 @@ enum Command {
     Export(cmd::export::ExportArgs),
     /// Replay traces against a drive (or a scratch file) and score it.
     Replay(cmd::replay::ReplayArgs),
+    /// Trace one block device live through tracefs (for a duration, a command's life, or until Ctrl-C) into a .tmt trace.
+    Capture(cmd::capture::CaptureArgs),
 }
 
 fn main() {
@@ -38,6 +40,7 @@ fn main() {
         Command::Info(a) => cmd::info::run(a),
         Command::Export(a) => cmd::export::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Capture(a) => cmd::capture::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

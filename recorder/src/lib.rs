@@ -22,6 +22,7 @@ mod line_input;
 
 pub mod blkparse;
 pub mod blktrace;
+pub mod capture;
 pub mod fio;
 pub mod msr;
 pub mod spc;

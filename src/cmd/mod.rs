@@ -1,5 +1,6 @@
 //! One module per subcommand: its arguments and its printing.
 
+pub mod capture;
 pub mod convert;
 pub mod export;
 pub mod info;

@@ -1,0 +1,1430 @@
+//! Live capture (`tracemark capture`): traces one block device through the
+//! kernel's tracefs and streams the events into a `.tmt`.
+//!
+//! How it works:
+//! - tracefs is mounted at `/sys/kernel/tracing` if it is not (and unmounted at
+//!   the end);
+//! - a private tracing instance `instances/tracemark-<pid>` gets its own ring
+//!   buffer, `trace_clock` `mono`, and the `block_rq_issue`, `block_rq_complete`
+//!   and `block_rq_requeue` events with a kernel-side `filter` on the device;
+//!   removing the instance at the end undoes all of it and never disturbs the
+//!   global tracer. Without instance support the top level is used and every
+//!   file written there is restored;
+//! - `trace_pipe` is read while the capture runs (non-blocking, polled), each
+//!   line parsed by [`crate::tracefs::parse_line`] and fed through the
+//!   [`Normaliser`] into a [`TraceWriter`]: memory stays flat however long the
+//!   capture runs;
+//! - it stops when the duration has passed, the command it started has exited,
+//!   or on SIGINT/SIGTERM; tracing is then switched off, the pipe drained, the
+//!   per-CPU buffer statistics read for lost events, and the trace renamed into
+//!   place. Every setting is restored by guards, also on errors and panics.
+//!
+//! Partitions: block request events name the whole disk and give disk sectors.
+//! Capturing a partition filters the disk's events to the partition's sector
+//! range (kernel-side) and maps offsets into the partition, so the trace looks
+//! as if the partition were a disk. Cache flushes carry no sector and cannot be
+//! attributed to a partition; every flush of the disk is kept.
+//!
+//! Clocks: the instance uses the `mono` trace clock (CLOCK_MONOTONIC), so a
+//! trace time maps to wall-clock time with one offset measured at the start.
+//! The text of `trace_pipe` gives microseconds, so latencies and issue times
+//! have microsecond resolution.
+
+use crate::error::ConvertError;
+use crate::event::{BlockEvent, Location, SourceIo};
+use crate::normalize::{EventChoice, NormaliseOptions, Normaliser, RecordSink};
+use crate::sink::Sink;
+use crate::tracefs;
+use std::cell::Cell;
+use std::ffi::{CString, OsString};
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use trace_format::{
+    Bytes, DeviceId, DeviceInfo, IoRecord, IssueEvent, Nanos, Summary, TraceHeader, TraceWriter,
+    WriterOptions,
+};
+
+/// Where tracefs is (or gets) mounted.
+pub const TRACEFS_ROOT: &str = "/sys/kernel/tracing";
+
+/// Default per-CPU ring buffer: large enough that a reader which keeps up
+/// loses nothing to bursts of a busy NVMe drive.
+pub const DEFAULT_BUFFER_MIB: u64 = 64;
+
+/// Block events the capture enables (the last is optional on old kernels).
+const EVENTS: [&str; 3] = ["block_rq_issue", "block_rq_complete", "block_rq_requeue"];
+
+/// Name the parser's locations use for the live stream.
+const PIPE_NAME: &str = "trace_pipe";
+
+/// Longest line accepted from `trace_pipe`; a longer one is bad input.
+const MAX_LINE: usize = 64 * 1024;
+
+/// How long the main loop waits for data before checking its stop conditions.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Note keys a capture stores in the trace.
+pub mod note {
+    pub const LOST_OVERRUN: &str = "lost events (ring buffer overrun)";
+    pub const LOST_DROPPED: &str = "lost events (dropped, ring buffer full)";
+    pub const OUTSIDE_PARTITION: &str =
+        "capture: I/O of the whole disk outside the partition (not kept)";
+}
+
+/// Why a capture could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    #[error("capture needs root to use tracefs; run it with sudo")]
+    NotRoot,
+    #[error("tracefs is not available: {0}")]
+    NoTracefs(String),
+    #[error("{}: {reason}", path.display())]
+    Device { path: PathBuf, reason: String },
+    #[error("{}: {source}", path.display())]
+    Tracefs {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start `{command}`: {source}")]
+    Command {
+        command: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
+}
+
+fn tracefs_error(path: &Path, source: io::Error) -> CaptureError {
+    CaptureError::Tracefs {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What to capture and where to write it.
+#[derive(Debug, Clone)]
+pub struct CaptureOptions {
+    /// The block device (`/dev/sdb`, `/dev/nvme0n1p2`).
+    pub device: PathBuf,
+    /// The trace to write.
+    pub output: PathBuf,
+    /// Stop after this long (`None`: when the command exits, or on Ctrl-C).
+    pub duration: Option<Duration>,
+    /// Program and arguments to run while tracing (empty: none).
+    pub command: Vec<OsString>,
+    /// Per-CPU ring buffer size in KiB.
+    pub buffer_kb_per_cpu: u64,
+    /// Trace name (default: the device name).
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub category: Option<String>,
+    pub writer: WriterOptions,
+}
+
+impl CaptureOptions {
+    pub fn new(device: impl Into<PathBuf>, output: impl Into<PathBuf>) -> CaptureOptions {
+        CaptureOptions {
+            device: device.into(),
+            output: output.into(),
+            duration: None,
+            command: Vec::new(),
+            buffer_kb_per_cpu: DEFAULT_BUFFER_MIB * 1024,
+            name: None,
+            description: None,
+            category: None,
+            writer: WriterOptions::default(),
+        }
+    }
+}
+
+/// Why the capture stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    Duration,
+    CommandExited,
+    /// SIGINT or SIGTERM.
+    Interrupted,
+}
+
+/// Events the kernel lost, from the per-CPU buffer statistics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LostEvents {
+    /// Overwritten before they were read (`overrun` + `commit overrun`).
+    pub overrun: u64,
+    /// Not recorded because the buffer was full (`dropped events`).
+    pub dropped: u64,
+}
+
+impl LostEvents {
+    pub fn total(&self) -> u64 {
+        self.overrun.saturating_add(self.dropped)
+    }
+}
+
+/// What a capture did.
+#[derive(Debug, Clone)]
+pub struct CaptureReport {
+    pub output: PathBuf,
+    pub device: TracedDevice,
+    pub summary: Summary,
+    /// From tracing on to tracing off.
+    pub traced_for: Duration,
+    pub stop: StopReason,
+    pub lost: LostEvents,
+    /// Exit code of the command (128 + signal number when a signal ended it).
+    pub command_status: Option<i32>,
+    /// Whether a private tracing instance was used (else the top level).
+    pub used_instance: bool,
+    /// Lines of `trace_pipe` that could not be parsed (kept as examples).
+    pub skipped_lines: u64,
+    pub notes: Vec<(String, u64)>,
+    /// Things the user should know (a smaller buffer, a cleanup that failed).
+    pub messages: Vec<String>,
+}
+
+/// The traced device, as resolved from its path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedDevice {
+    /// The device asked for (a disk or a partition).
+    pub info: DeviceInfo,
+    /// The disk whose request events are traced (the device itself, or the
+    /// disk holding the partition).
+    pub disk: DeviceId,
+    /// For a partition: its first sector and length on the disk, in bytes.
+    pub partition: Option<(Bytes, Bytes)>,
+}
+
+fn sysfs_string(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn sysfs_u64(path: &Path) -> Option<u64> {
+    sysfs_string(path).and_then(|s| s.parse().ok())
+}
+
+fn parse_dev(s: &str) -> Option<DeviceId> {
+    let (major, minor) = s.trim().split_once(':')?;
+    Some(DeviceId {
+        major: major.parse().ok()?,
+        minor: minor.parse().ok()?,
+    })
+}
+
+/// Resolves a block device path into what the capture needs from sysfs.
+pub fn resolve_device(path: &Path) -> Result<TracedDevice, CaptureError> {
+    let bad = |reason: String| CaptureError::Device {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let meta = fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if !meta.file_type().is_block_device() {
+        return Err(bad("not a block device".into()));
+    }
+    let rdev = meta.rdev();
+    let id = DeviceId {
+        major: libc::major(rdev),
+        minor: libc::minor(rdev),
+    };
+    let sys = fs::canonicalize(format!("/sys/dev/block/{id}"))
+        .map_err(|e| bad(format!("no sysfs entry /sys/dev/block/{id} ({e})")))?;
+    let name = sys
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let sectors = sysfs_u64(&sys.join("size"));
+    let size = sectors.and_then(|s| s.checked_mul(512)).map(Bytes);
+    let is_partition = sys.join("partition").exists();
+    let (disk_dir, disk, partition) = if is_partition {
+        let disk_dir = sys
+            .parent()
+            .ok_or_else(|| bad("partition without a parent disk in sysfs".into()))?
+            .to_path_buf();
+        let disk = sysfs_string(&disk_dir.join("dev"))
+            .and_then(|d| parse_dev(&d))
+            .ok_or_else(|| bad(format!("cannot read {}/dev", disk_dir.display())))?;
+        let start = sysfs_u64(&sys.join("start"))
+            .and_then(|s| s.checked_mul(512))
+            .ok_or_else(|| bad(format!("cannot read {}/start", sys.display())))?;
+        let len = size.ok_or_else(|| bad(format!("cannot read {}/size", sys.display())))?;
+        (disk_dir, disk, Some((Bytes(start), len)))
+    } else {
+        (sys.clone(), id, None)
+    };
+    if !disk_dir.join("mq").exists() {
+        let disk_name = disk_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().to_string())
+            .unwrap_or_default();
+        return Err(bad(format!(
+            "{disk_name} is a bio-based device (no request queue, like zram, device-mapper \
+             or md): the kernel reports no request events for it; capture the disk under it"
+        )));
+    }
+    let logical_block_size =
+        sysfs_u64(&disk_dir.join("queue/logical_block_size")).and_then(|n| u32::try_from(n).ok());
+    let model = sysfs_string(&disk_dir.join("device/model")).filter(|m| !m.is_empty());
+    Ok(TracedDevice {
+        info: DeviceInfo {
+            id,
+            name,
+            size,
+            logical_block_size,
+            model,
+        },
+        disk,
+        partition,
+    })
+}
+
+/// The kernel's `dev_t` encoding used in block event fields (`MAJOR << 20 | MINOR`).
+pub fn kernel_dev_t(id: DeviceId) -> u64 {
+    (u64::from(id.major) << 20) | u64::from(id.minor & 0xf_ffff)
+}
+
+/// The event filter that keeps the traced device's requests.
+pub fn event_filter(device: &TracedDevice) -> String {
+    let dev = kernel_dev_t(device.disk);
+    match device.partition {
+        None => format!("dev == {dev}"),
+        Some((start, len)) => {
+            let first = start.0 / 512;
+            let end = (start.0 + len.0) / 512;
+            // Flushes have no sector (nr_sector 0): keep them all.
+            format!("dev == {dev} && ((sector >= {first} && sector < {end}) || nr_sector == 0)")
+        }
+    }
+}
+
+/// The message for a user who is not root.
+pub fn check_root() -> Result<(), CaptureError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(CaptureError::NotRoot);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// tracefs: mount, instance, settings
+
+/// Unmounts tracefs on drop if this capture mounted it.
+struct TracefsMount {
+    root: PathBuf,
+    mounted_here: bool,
+}
+
+impl TracefsMount {
+    fn ensure(root: &Path) -> Result<TracefsMount, CaptureError> {
+        if root.join("trace").exists() {
+            return Ok(TracefsMount {
+                root: root.to_path_buf(),
+                mounted_here: false,
+            });
+        }
+        let filesystems = fs::read_to_string("/proc/filesystems").unwrap_or_default();
+        if !filesystems
+            .lines()
+            .any(|l| l.trim_end().ends_with("tracefs"))
+        {
+            return Err(CaptureError::NoTracefs(
+                "this kernel has no tracefs (it needs CONFIG_TRACING)".into(),
+            ));
+        }
+        if !root.is_dir() {
+            return Err(CaptureError::NoTracefs(format!(
+                "{} does not exist",
+                root.display()
+            )));
+        }
+        let target = CString::new(root.as_os_str().as_bytes())
+            .map_err(|_| CaptureError::Usage("tracefs path contains a NUL byte".into()))?;
+        // SAFETY: all pointers are valid NUL-terminated strings; data is null.
+        let rc = unsafe {
+            libc::mount(
+                c"nodev".as_ptr(),
+                target.as_ptr(),
+                c"tracefs".as_ptr(),
+                0,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(CaptureError::NoTracefs(format!(
+                "mounting tracefs at {} failed: {}",
+                root.display(),
+                io::Error::last_os_error()
+            )));
+        }
+        Ok(TracefsMount {
+            root: root.to_path_buf(),
+            mounted_here: true,
+        })
+    }
+
+    /// Unmounts (once); returns a message if that failed.
+    fn release(&mut self) -> Option<String> {
+        if !std::mem::take(&mut self.mounted_here) {
+            return None;
+        }
+        let target = CString::new(self.root.as_os_str().as_bytes()).ok()?;
+        // SAFETY: valid NUL-terminated path.
+        let rc = unsafe { libc::umount2(target.as_ptr(), 0) };
+        (rc != 0).then(|| {
+            format!(
+                "could not unmount tracefs at {} (mounted by the capture): {}",
+                self.root.display(),
+                io::Error::last_os_error()
+            )
+        })
+    }
+}
+
+impl Drop for TracefsMount {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
+/// The tracing directory the capture works in: a private instance (removed on
+/// release) or the top level (every written file restored on release).
+struct TraceDir {
+    dir: PathBuf,
+    instance: bool,
+    /// Top level only: (file, value to write back), in the order written.
+    restore: Vec<(PathBuf, String)>,
+    released: bool,
+}
+
+/// What to write back to a tracing file to restore what reading it returned.
+fn restore_value(file: &Path, old: &str) -> String {
+    let old = old.trim();
+    let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    match name {
+        // `[local] global counter ...`: the bracketed one is in use.
+        "trace_clock" => old
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+            .unwrap_or("local")
+            .to_string(),
+        // `1410` or `7 (expanded: 1410)`.
+        "buffer_size_kb" => old.split_whitespace().next().unwrap_or("1410").to_string(),
+        // `none` means no filter; `0` clears one.
+        "filter" if old == "none" || old.is_empty() => "0".to_string(),
+        _ => old.to_string(),
+    }
+}
+
+impl TraceDir {
+    /// Creates the instance `tracemark-<pid>`, or falls back to the top level.
+    fn open(root: &Path, messages: &mut Vec<String>) -> Result<TraceDir, CaptureError> {
+        let instances = root.join("instances");
+        if instances.is_dir() {
+            let pid = std::process::id();
+            let mut last_error = None;
+            for n in 0..8 {
+                let name = if n == 0 {
+                    format!("tracemark-{pid}")
+                } else {
+                    format!("tracemark-{pid}-{n}")
+                };
+                let dir = instances.join(name);
+                match fs::create_dir(&dir) {
+                    Ok(()) => {
+                        return Ok(TraceDir {
+                            dir,
+                            instance: true,
+                            restore: Vec::new(),
+                            released: false,
+                        })
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => {
+                        last_error = Some(e);
+                        break;
+                    }
+                }
+            }
+            messages.push(format!(
+                "could not create a tracing instance in {} ({}); using the top-level \
+                 tracer and restoring its settings afterwards",
+                instances.display(),
+                last_error.map_or_else(|| "name taken".to_string(), |e| e.to_string())
+            ));
+        } else {
+            messages.push(
+                "this kernel has no tracing instances; using the top-level tracer and \
+                 restoring its settings afterwards"
+                    .into(),
+            );
+        }
+        Ok(TraceDir {
+            dir: root.to_path_buf(),
+            instance: false,
+            restore: Vec::new(),
+            released: false,
+        })
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.join(file)
+    }
+
+    /// Writes `value` to `file`, remembering the old value at the top level.
+    fn set(&mut self, file: &str, value: &str) -> Result<(), CaptureError> {
+        let path = self.path(file);
+        if !self.instance {
+            let old = fs::read_to_string(&path).map_err(|e| tracefs_error(&path, e))?;
+            self.restore
+                .push((path.clone(), restore_value(&path, &old)));
+        }
+        write_setting(&path, value)
+    }
+
+    /// Undoes everything (once); returns messages for what failed.
+    fn release(&mut self) -> Vec<String> {
+        if std::mem::replace(&mut self.released, true) {
+            return Vec::new();
+        }
+        let mut failed = Vec::new();
+        if self.instance {
+            // Disable first: an instance with enabled events can still be
+            // removed, but this keeps the kernel's work minimal if it cannot.
+            let _ = write_setting(&self.path("tracing_on"), "0");
+            if let Err(e) = fs::remove_dir(&self.dir) {
+                failed.push(format!(
+                    "could not remove the tracing instance {}: {e}",
+                    self.dir.display()
+                ));
+            }
+        } else {
+            while let Some((path, value)) = self.restore.pop() {
+                if let Err(e) = write_setting(&path, &value) {
+                    failed.push(format!(
+                        "could not restore {} to `{value}`: {e}",
+                        path.display()
+                    ));
+                }
+            }
+        }
+        failed
+    }
+}
+
+impl Drop for TraceDir {
+    fn drop(&mut self) {
+        let _ = self.release();
+    }
+}
+
+fn write_setting(path: &Path, value: &str) -> Result<(), CaptureError> {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(path)
+        .map_err(|e| tracefs_error(path, e))?;
+    f.write_all(value.as_bytes())
+        .map_err(|e| tracefs_error(path, e))
+}
+
+/// Sums `overrun`, `commit overrun` and `dropped events` over the CPUs.
+fn read_lost(dir: &Path) -> LostEvents {
+    let mut lost = LostEvents::default();
+    let Ok(cpus) = fs::read_dir(dir.join("per_cpu")) else {
+        return lost;
+    };
+    for cpu in cpus.flatten() {
+        let Ok(stats) = fs::read_to_string(cpu.path().join("stats")) else {
+            continue;
+        };
+        for line in stats.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            let Ok(n) = value.trim().parse::<u64>() else {
+                continue;
+            };
+            match key.trim() {
+                "overrun" | "commit overrun" => lost.overrun = lost.overrun.saturating_add(n),
+                "dropped events" => lost.dropped = lost.dropped.saturating_add(n),
+                _ => {}
+            }
+        }
+    }
+    lost
+}
+
+/// Per-CPU buffer size that fits: at most a quarter of the available memory
+/// over all CPUs.
+fn fitting_buffer_kb(wanted_kb: u64, cpus: u64, messages: &mut Vec<String>) -> u64 {
+    let available_kb = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemAvailable:"))
+                .and_then(|v| v.split_whitespace().next())
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(u64::MAX);
+    let cap = (available_kb / 4) / cpus.max(1);
+    if wanted_kb > cap {
+        let kb = cap.max(1024);
+        messages.push(format!(
+            "using a {} MiB per-CPU trace buffer instead of {} MiB: {} CPUs would need more \
+             than a quarter of the available memory",
+            kb / 1024,
+            wanted_kb / 1024,
+            cpus
+        ));
+        kb
+    } else {
+        wanted_kb
+    }
+}
+
+fn online_cpus() -> u64 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
+// ---------------------------------------------------------------------------
+// signals
+
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn request_stop(_signal: libc::c_int) {
+    STOP_REQUESTED.store(true, Ordering::SeqCst);
+}
+
+/// SIGINT and SIGTERM set a flag (the main loop then stops, drains and
+/// restores) instead of killing the process; the old handlers come back on drop.
+struct StopSignals {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl StopSignals {
+    fn install() -> Result<StopSignals, CaptureError> {
+        STOP_REQUESTED.store(false, Ordering::SeqCst);
+        let mut guard = StopSignals { old: Vec::new() };
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                // No SA_RESTART: a signal wakes the poll at once.
+                action.sa_flags = 0;
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut old) != 0 {
+                    return Err(CaptureError::Usage(format!(
+                        "cannot install a signal handler: {}",
+                        io::Error::last_os_error()
+                    )));
+                }
+                guard.old.push((signal, old));
+            }
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for StopSignals {
+    fn drop(&mut self) {
+        for (signal, old) in self.old.drain(..).rev() {
+            // SAFETY: restores a sigaction previously returned by the kernel.
+            unsafe {
+                libc::sigaction(signal, &old, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// the stream
+
+/// Reads `trace_pipe` without blocking and hands out complete lines.
+struct PipeReader {
+    file: File,
+    path: PathBuf,
+    pending: Vec<u8>,
+    chunk: Vec<u8>,
+    line: u64,
+    /// Discarding the rest of an over-long line.
+    skipping_long: bool,
+}
+
+/// What one read of the pipe found.
+#[derive(Debug, PartialEq, Eq)]
+enum PipeRead {
+    Data,
+    Empty,
+}
+
+impl PipeReader {
+    fn open(path: PathBuf) -> Result<PipeReader, CaptureError> {
+        let file = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&path)
+            .map_err(|e| tracefs_error(&path, e))?;
+        Ok(PipeReader {
+            file,
+            path,
+            pending: Vec::with_capacity(2 * MAX_LINE),
+            chunk: vec![0; 256 * 1024],
+            line: 0,
+            skipping_long: false,
+        })
+    }
+
+    /// Waits up to `timeout` for data (or a signal).
+    fn wait(&self, timeout: Duration) {
+        let mut fd = libc::pollfd {
+            fd: self.file.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd. The result does not matter: the caller reads
+        // (non-blocking) either way.
+        unsafe {
+            libc::poll(&mut fd, 1, ms);
+        }
+    }
+
+    /// Reads what is available and passes each complete line to `on_line`.
+    fn read_once(
+        &mut self,
+        on_line: &mut dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError>,
+    ) -> Result<PipeRead, CaptureError> {
+        let n = loop {
+            match self.file.read(&mut self.chunk) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(PipeRead::Empty),
+                Err(e) => return Err(tracefs_error(&self.path, e)),
+            }
+        };
+        if n == 0 {
+            return Ok(PipeRead::Empty);
+        }
+        let data = self.chunk.get(..n).unwrap_or(&[]);
+        let mut rest = data;
+        while let Some(nl) = rest.iter().position(|&b| b == b'\n') {
+            let (head, tail) = rest.split_at(nl);
+            rest = tail.get(1..).unwrap_or(&[]);
+            if self.skipping_long {
+                self.skipping_long = false;
+                continue;
+            }
+            self.line += 1;
+            let result = if self.pending.is_empty() {
+                deliver_bytes(self.line, head, on_line)
+            } else {
+                self.pending.extend_from_slice(head);
+                let r = deliver_bytes(self.line, &self.pending, on_line);
+                self.pending.clear();
+                r
+            };
+            result?;
+        }
+        if !self.skipping_long {
+            self.pending.extend_from_slice(rest);
+            if self.pending.len() > MAX_LINE {
+                self.line += 1;
+                self.pending.clear();
+                self.skipping_long = true;
+                on_line(self.line, Err("line longer than 64 KiB"))?;
+            }
+        }
+        Ok(PipeRead::Data)
+    }
+}
+
+fn deliver_bytes(
+    line: u64,
+    bytes: &[u8],
+    on_line: &mut dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError>,
+) -> Result<(), ConvertError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => on_line(line, Ok(text)),
+        Err(_) => on_line(line, Err("not UTF-8 text")),
+    }
+}
+
+/// Sits between the parser and the normaliser: maps a partition's events into
+/// the partition and remembers the first event time (the trace start).
+struct CaptureView<'n> {
+    inner: &'n mut dyn Sink,
+    /// (disk, partition, first byte, end byte).
+    partition: Option<(DeviceId, DeviceId, u64, u64)>,
+    first_time: Rc<Cell<Option<Nanos>>>,
+}
+
+impl CaptureView<'_> {
+    /// The event as seen on the partition, or `None` when outside it.
+    fn map(&self, mut e: BlockEvent) -> Option<BlockEvent> {
+        let Some((disk, part, start, end)) = self.partition else {
+            return Some(e);
+        };
+        if e.device != disk {
+            return Some(e);
+        }
+        let starts_inside = e.offset.0 >= start && e.offset.0 < end;
+        if e.len.0 > 0 {
+            // Data outside the partition was issued to the whole disk.
+            let ends_inside = e.offset.0.checked_add(e.len.0).is_some_and(|x| x <= end);
+            if !(starts_inside && ends_inside) {
+                return None;
+            }
+        }
+        // A flush has no meaningful sector; it is kept as it is.
+        if starts_inside {
+            e.offset = Bytes(e.offset.0 - start);
+        }
+        e.device = part;
+        Some(e)
+    }
+}
+
+impl Sink for CaptureView<'_> {
+    fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
+        if self.first_time.get().is_none() {
+            self.first_time.set(Some(event.time));
+        }
+        match self.map(event) {
+            Some(e) => self.inner.event(at, e),
+            None => {
+                self.inner.note(note::OUTSIDE_PARTITION);
+                Ok(())
+            }
+        }
+    }
+
+    fn io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
+        self.inner.io(at, io)
+    }
+
+    fn bad_input(
+        &mut self,
+        at: Location<'_>,
+        content: &str,
+        reason: &str,
+    ) -> Result<(), ConvertError> {
+        self.inner.bad_input(at, content, reason)
+    }
+
+    fn note(&mut self, key: &str) {
+        self.inner.note(key)
+    }
+}
+
+/// Writes records into the `.tmt` once the issue event is known; the header's
+/// start time is then taken from the first event.
+struct CaptureOutput {
+    header: TraceHeader,
+    file: Option<BufWriter<File>>,
+    writer: Option<TraceWriter<BufWriter<File>>>,
+    options: WriterOptions,
+    first_time: Rc<Cell<Option<Nanos>>>,
+    clock: ClockOffset,
+}
+
+impl RecordSink for CaptureOutput {
+    fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
+        self.header.issue_event = issue_event;
+        self.header.capture_start_unix_ns = Some(self.clock.unix_ns(self.first_time.get()));
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
+        self.writer = Some(TraceWriter::with_options(file, &self.header, self.options)?);
+        Ok(())
+    }
+
+    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
+        let writer = self
+            .writer
+            .as_mut()
+            .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
+        writer.push(&record)?;
+        Ok(())
+    }
+}
+
+/// Maps trace-clock times to wall-clock time.
+#[derive(Debug, Clone, Copy)]
+struct ClockOffset {
+    /// Unix ns minus trace-clock ns, when the trace clock is CLOCK_MONOTONIC.
+    mono_to_unix: Option<i128>,
+    /// Wall-clock time when tracing started (the fallback).
+    start_unix_ns: i64,
+}
+
+fn clock_ns(clock: libc::clockid_t) -> i128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid timespec pointer.
+    unsafe {
+        libc::clock_gettime(clock, &mut ts);
+    }
+    i128::from(ts.tv_sec) * 1_000_000_000 + i128::from(ts.tv_nsec)
+}
+
+impl ClockOffset {
+    fn measure(mono: bool) -> ClockOffset {
+        let before = clock_ns(libc::CLOCK_MONOTONIC);
+        let wall = clock_ns(libc::CLOCK_REALTIME);
+        let after = clock_ns(libc::CLOCK_MONOTONIC);
+        let mid = before + (after - before) / 2;
+        ClockOffset {
+            mono_to_unix: mono.then_some(wall - mid),
+            start_unix_ns: i64::try_from(wall).unwrap_or(i64::MAX),
+        }
+    }
+
+    fn unix_ns(&self, trace_time: Option<Nanos>) -> i64 {
+        match (self.mono_to_unix, trace_time) {
+            (Some(offset), Some(t)) => {
+                i64::try_from(i128::from(t.0) + offset).unwrap_or(self.start_unix_ns)
+            }
+            _ => self.start_unix_ns,
+        }
+    }
+}
+
+/// Removes the temporary output unless the capture succeeded.
+struct TempGuard {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Kills nothing: a command still running when the capture ends is waited for,
+/// after the trace is written (its exit status still matters).
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+fn uname() -> (Option<String>, Option<String>) {
+    // SAFETY: a zeroed utsname is valid output space for uname.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return (None, None);
+    }
+    let field = |f: &[libc::c_char]| {
+        let bytes: Vec<u8> = f
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Some(String::from_utf8_lossy(&bytes).to_string()).filter(|s| !s.is_empty())
+    };
+    (field(&u.nodename), field(&u.release))
+}
+
+/// Default output name: `<device name>-<YYYYmmdd-HHMMSS>.tmt` in local time.
+pub fn default_output(device: &Path) -> PathBuf {
+    let name = device
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_else(|| "capture".into());
+    // SAFETY: time(NULL) and localtime_r with valid pointers.
+    let stamp = unsafe {
+        let now = libc::time(std::ptr::null_mut());
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            String::from("unknown-time")
+        } else {
+            format!(
+                "{:04}{:02}{:02}-{:02}{:02}{:02}",
+                tm.tm_year + 1900,
+                tm.tm_mon + 1,
+                tm.tm_mday,
+                tm.tm_hour,
+                tm.tm_min,
+                tm.tm_sec
+            )
+        }
+    };
+    PathBuf::from(format!("{name}-{stamp}.tmt"))
+}
+
+/// Runs a capture: sets tracing up, starts the command, streams events into the
+/// trace until a stop condition, restores everything, writes the trace.
+/// `on_started` is called once tracing is on (before the command starts).
+pub fn capture(
+    opts: &CaptureOptions,
+    on_started: &mut dyn FnMut(&TracedDevice),
+) -> Result<CaptureReport, CaptureError> {
+    check_root()?;
+    if opts.buffer_kb_per_cpu == 0 {
+        return Err(CaptureError::Usage(
+            "the trace buffer size must be at least 1 MiB".into(),
+        ));
+    }
+    let device = resolve_device(&opts.device)?;
+    let mut messages = Vec::new();
+
+    // The output first: a capture that cannot be written is not started.
+    let output = &opts.output;
+    let file_name = output
+        .file_name()
+        .ok_or_else(|| CaptureError::Usage(format!("{} is not a file name", output.display())))?;
+    let out_dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let temp = out_dir.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    ));
+    let out_file = File::create(&temp).map_err(|e| CaptureError::Output {
+        path: temp.clone(),
+        source: e,
+    })?;
+    let mut temp_guard = TempGuard {
+        path: temp.clone(),
+        keep: false,
+    };
+
+    let signals = StopSignals::install()?;
+    let root = Path::new(TRACEFS_ROOT);
+    let mut mount = TracefsMount::ensure(root)?;
+    let events_dir = root.join("events/block");
+    if !events_dir.join(EVENTS[0]).is_dir() {
+        return Err(CaptureError::NoTracefs(format!(
+            "{} is missing: this kernel has no block trace events",
+            events_dir.join(EVENTS[0]).display()
+        )));
+    }
+    let mut dir = TraceDir::open(root, &mut messages)?;
+    let lost_before = if dir.instance {
+        LostEvents::default()
+    } else {
+        read_lost(&dir.dir)
+    };
+
+    // Configure with tracing off.
+    dir.set("tracing_on", "0")?;
+    let mono = match dir.set("trace_clock", "mono") {
+        Ok(()) => true,
+        Err(_) => {
+            messages.push(
+                "the `mono` trace clock is unavailable; the start time is approximate".into(),
+            );
+            false
+        }
+    };
+    let buffer_kb = fitting_buffer_kb(opts.buffer_kb_per_cpu, online_cpus(), &mut messages);
+    dir.set("buffer_size_kb", &buffer_kb.to_string())?;
+    let filter = event_filter(&device);
+    let mut enabled = 0;
+    for (i, event) in EVENTS.iter().enumerate() {
+        let event_dir = format!("events/block/{event}");
+        if !dir.path(&event_dir).is_dir() {
+            if i < 2 {
+                return Err(CaptureError::NoTracefs(format!(
+                    "{} is missing: this kernel has no block request events",
+                    dir.path(&event_dir).display()
+                )));
+            }
+            continue;
+        }
+        dir.set(&format!("{event_dir}/filter"), &filter)?;
+        dir.set(&format!("{event_dir}/enable"), "1")?;
+        enabled += 1;
+    }
+    // Empty the buffer (a new instance's is empty; the top level's may not be).
+    if !dir.instance {
+        write_setting(&dir.path("trace"), "")?;
+    }
+    let mut pipe = PipeReader::open(dir.path("trace_pipe"))?;
+
+    let (host, kernel) = uname();
+    let mut header = TraceHeader::new(
+        opts.name
+            .clone()
+            .unwrap_or_else(|| device.info.name.clone()),
+        "capture",
+    );
+    header.description = opts.description.clone().unwrap_or_default();
+    header.category = opts.category.clone().unwrap_or_default();
+    header.source_files = vec![opts.device.display().to_string()];
+    header.capture_host = host;
+    header.capture_kernel = kernel;
+    header.original_device = Some(device.info.clone());
+    header.issue_event = IssueEvent::Issue;
+
+    let first_time = Rc::new(Cell::new(None));
+    let clock = ClockOffset::measure(mono);
+    let mut out = CaptureOutput {
+        header,
+        file: Some(BufWriter::with_capacity(1 << 20, out_file)),
+        writer: None,
+        options: opts.writer,
+        first_time: first_time.clone(),
+        clock,
+    };
+    let mut normaliser = Normaliser::new(
+        NormaliseOptions {
+            event: Some(EventChoice::Issue),
+            skip_bad: true,
+            ..NormaliseOptions::default()
+        },
+        &mut out,
+    );
+    let partition = device.partition.map(|(start, len)| {
+        (
+            device.disk,
+            device.info.id,
+            start.0,
+            start.0.saturating_add(len.0),
+        )
+    });
+    let mut view = CaptureView {
+        inner: &mut normaliser,
+        partition,
+        first_time,
+    };
+    let mut on_line = |line: u64, text: Result<&str, &str>| -> Result<(), ConvertError> {
+        let at = Location::line(PIPE_NAME, line);
+        match text {
+            Ok(text) => match tracefs::parse_line(text) {
+                Ok(parsed) => tracefs::deliver(parsed, at, &mut view),
+                Err(reason) => view.bad_input(at, text, &reason),
+            },
+            Err(reason) => view.bad_input(at, "", reason),
+        }
+    };
+
+    dir.set("tracing_on", "1")?;
+    let started = Instant::now();
+    on_started(&device);
+    let mut child: Option<Child> =
+        match opts.command.split_first() {
+            None => None,
+            Some((program, args)) => {
+                Some(Command::new(program).args(args).spawn().map_err(|e| {
+                    CaptureError::Command {
+                        command: program.to_string_lossy().to_string(),
+                        source: e,
+                    }
+                })?)
+            }
+        };
+    let mut command_status = None;
+    let deadline = opts.duration.map(|d| started + d);
+
+    let stop = loop {
+        // Read what is there, checking the stop conditions at least every
+        // poll interval even under a steady stream.
+        let slice_end = Instant::now() + POLL_INTERVAL;
+        let mut got_data = false;
+        while pipe.read_once(&mut on_line)? == PipeRead::Data {
+            got_data = true;
+            if Instant::now() >= slice_end || STOP_REQUESTED.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        if STOP_REQUESTED.load(Ordering::SeqCst) {
+            break StopReason::Interrupted;
+        }
+        if let Some(c) = child.as_mut() {
+            match c.try_wait() {
+                Ok(Some(status)) => {
+                    command_status = Some(exit_code(status));
+                    child = None;
+                    break StopReason::CommandExited;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    return Err(CaptureError::Command {
+                        command: opts
+                            .command
+                            .first()
+                            .map(|p| p.to_string_lossy().to_string())
+                            .unwrap_or_default(),
+                        source: e,
+                    })
+                }
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            break StopReason::Duration;
+        }
+        if !got_data {
+            let wait = deadline.map_or(POLL_INTERVAL, |d| {
+                d.saturating_duration_since(Instant::now())
+                    .min(POLL_INTERVAL)
+            });
+            pipe.wait(wait);
+        }
+    };
+
+    // An interrupted command is told too (a terminal's Ctrl-C reaches it
+    // anyway; a SIGINT sent to the capture alone does not).
+    if stop == StopReason::Interrupted {
+        if let Some(c) = child.as_ref() {
+            if let Ok(pid) = libc::pid_t::try_from(c.id()) {
+                // SAFETY: signals our own child, which has not been reaped.
+                unsafe {
+                    libc::kill(pid, libc::SIGINT);
+                }
+            }
+        }
+    }
+
+    // Stop tracing, then drain what the buffer still holds.
+    write_setting(&dir.path("tracing_on"), "0")?;
+    let traced_for = started.elapsed();
+    for _ in 0..2 {
+        while pipe.read_once(&mut on_line)? == PipeRead::Data {}
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let lost_after = read_lost(&dir.dir);
+    let lost = LostEvents {
+        overrun: lost_after.overrun.saturating_sub(lost_before.overrun),
+        dropped: lost_after.dropped.saturating_sub(lost_before.dropped),
+    };
+    drop(pipe);
+
+    if enabled < EVENTS.len() {
+        messages.push(
+            "this kernel has no block_rq_requeue event; requeued requests may count twice".into(),
+        );
+    }
+    let mut outcome = normaliser.finish()?;
+    outcome
+        .tail
+        .notes
+        .push((note::LOST_OVERRUN.to_string(), lost.overrun));
+    outcome
+        .tail
+        .notes
+        .push((note::LOST_DROPPED.to_string(), lost.dropped));
+    let writer = out
+        .writer
+        .take()
+        .ok_or_else(|| CaptureError::Usage("the trace was never started".into()))?;
+    outcome.tail.capture_start_unix_ns = out.header.capture_start_unix_ns;
+    let (buffered, summary) = writer.finish(&outcome.tail).map_err(ConvertError::from)?;
+    let file = buffered.into_inner().map_err(|e| CaptureError::Output {
+        path: temp.clone(),
+        source: e.into_error(),
+    })?;
+    file.sync_all().map_err(|e| CaptureError::Output {
+        path: temp.clone(),
+        source: e,
+    })?;
+    drop(file);
+    fs::rename(&temp, output).map_err(|e| CaptureError::Output {
+        path: output.clone(),
+        source: e,
+    })?;
+    temp_guard.keep = true;
+
+    // Restore tracing and signals, then wait for a command still running.
+    messages.extend(dir.release());
+    let used_instance = dir.instance;
+    drop(dir);
+    messages.extend(mount.release());
+    drop(signals);
+    if let Some(mut c) = child.take() {
+        if let Ok(status) = c.wait() {
+            command_status = Some(exit_code(status));
+        }
+    }
+    messages.extend(outcome.messages);
+    Ok(CaptureReport {
+        output: output.clone(),
+        device,
+        summary,
+        traced_for,
+        stop,
+        lost,
+        command_status,
+        used_instance,
+        skipped_lines: outcome.tail.skipped.count,
+        notes: outcome.tail.notes,
+        messages,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_format::Flags;
+
+    #[test]
+    fn dev_t_encoding_matches_the_kernel() {
+        assert_eq!(kernel_dev_t(DeviceId { major: 7, minor: 0 }), 7 << 20);
+        assert_eq!(
+            kernel_dev_t(DeviceId {
+                major: 259,
+                minor: 3
+            }),
+            (259 << 20) | 3
+        );
+    }
+
+    fn device(partition: Option<(Bytes, Bytes)>) -> TracedDevice {
+        TracedDevice {
+            info: DeviceInfo {
+                id: DeviceId { major: 8, minor: 1 },
+                ..DeviceInfo::default()
+            },
+            disk: DeviceId { major: 8, minor: 0 },
+            partition,
+        }
+    }
+
+    #[test]
+    fn filters() {
+        assert_eq!(event_filter(&device(None)), "dev == 8388608");
+        assert_eq!(
+            event_filter(&device(Some((Bytes(2048 * 512), Bytes(1000 * 512))))),
+            "dev == 8388608 && ((sector >= 2048 && sector < 3048) || nr_sector == 0)"
+        );
+    }
+
+    #[test]
+    fn restore_values() {
+        let p = |s: &str| PathBuf::from(format!("/x/{s}"));
+        assert_eq!(
+            restore_value(&p("trace_clock"), "local global [mono] boot\n"),
+            "mono"
+        );
+        assert_eq!(
+            restore_value(&p("buffer_size_kb"), "7 (expanded: 1410)\n"),
+            "7"
+        );
+        assert_eq!(restore_value(&p("filter"), "none\n"), "0");
+        assert_eq!(restore_value(&p("filter"), "dev == 5\n"), "dev == 5");
+        assert_eq!(restore_value(&p("tracing_on"), "1\n"), "1");
+    }
+
+    #[test]
+    fn not_root_message() {
+        assert_eq!(
+            CaptureError::NotRoot.to_string(),
+            "capture needs root to use tracefs; run it with sudo"
+        );
+    }
+
+    fn event(device: DeviceId, offset: u64, len: u64) -> BlockEvent {
+        BlockEvent {
+            time: Nanos(1),
+            device,
+            action: crate::event::Action::Issue,
+            op: trace_format::Op::Read,
+            flags: Flags::default(),
+            offset: Bytes(offset),
+            len: Bytes(len),
+            pid: None,
+            error: 0,
+        }
+    }
+
+    #[test]
+    fn partition_mapping() {
+        let disk = DeviceId { major: 8, minor: 0 };
+        let part = DeviceId { major: 8, minor: 1 };
+        let mut sink: Vec<IoRecord> = Vec::new();
+        let mut n = Normaliser::new(NormaliseOptions::default(), &mut sink);
+        let view = CaptureView {
+            inner: &mut n,
+            partition: Some((disk, part, 1 << 20, 2 << 20)),
+            first_time: Rc::new(Cell::new(None)),
+        };
+        let e = view.map(event(disk, (1 << 20) + 4096, 4096)).unwrap();
+        assert_eq!((e.device, e.offset), (part, Bytes(4096)));
+        assert!(view.map(event(disk, 0, 4096)).is_none());
+        assert!(view.map(event(disk, (2 << 20) - 4096, 8192)).is_none());
+        // A flush (no data) belongs to the partition, whatever its sector.
+        let e = view.map(event(disk, u64::MAX - 511, 0)).unwrap();
+        assert_eq!(e.device, part);
+    }
+
+    #[test]
+    fn stats_parse() {
+        let dir = tempfile::tempdir().unwrap();
+        for (cpu, text) in [
+            (
+                0,
+                "entries: 5\noverrun: 3\ncommit overrun: 1\nbytes: 9\ndropped events: 0\n",
+            ),
+            (
+                1,
+                "entries: 5\noverrun: 0\ncommit overrun: 0\ndropped events: 7\n",
+            ),
+        ] {
+            let d = dir.path().join(format!("per_cpu/cpu{cpu}"));
+            fs::create_dir_all(&d).unwrap();
+            fs::write(d.join("stats"), text).unwrap();
+        }
+        assert_eq!(
+            read_lost(dir.path()),
+            LostEvents {
+                overrun: 4,
+                dropped: 7
+            }
+        );
+    }
+
+    #[test]
+    fn pipe_lines_are_split_across_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p");
+        let long = "x".repeat(MAX_LINE + 10);
+        fs::write(&path, format!("a\nbc\n{long}\nd\n\u{0}\u{ff}\n")).unwrap();
+        let mut r = PipeReader::open(path).unwrap();
+        r.chunk = vec![0; 3];
+        let mut seen = Vec::new();
+        let mut on = |n: u64, t: Result<&str, &str>| {
+            seen.push((n, t.map(str::to_string).map_err(str::to_string)));
+            Ok(())
+        };
+        while r.read_once(&mut on).unwrap() == PipeRead::Data {}
+        assert_eq!(seen.first(), Some(&(1, Ok("a".to_string()))));
+        assert_eq!(seen.get(1), Some(&(2, Ok("bc".to_string()))));
+        assert_eq!(
+            seen.get(2),
+            Some(&(3, Err("line longer than 64 KiB".to_string())))
+        );
+        assert_eq!(seen.get(3), Some(&(4, Ok("d".to_string()))));
+        assert_eq!(seen.get(4), Some(&(5, Err("not UTF-8 text".to_string()))));
+        assert_eq!(seen.len(), 5);
+    }
+}
