@@ -358,3 +358,37 @@ fn several_text_files_are_one_capture() {
     assert_eq!(trace.header().source_files.len(), 2);
     assert_eq!(trace.header().name, "part1");
 }
+
+#[test]
+fn blktrace_set_given_by_prefix_or_files_is_one_capture() {
+    let dir = Path::new("/work/shared/samples/blktrace-binary");
+    let prefix = dir.join("isotopp__blktrace_to_influx__keks");
+    let mut files: Vec<PathBuf> = (0..8)
+        .map(|cpu| dir.join(format!("isotopp__blktrace_to_influx__keks.blktrace.{cpu}")))
+        .collect();
+    if !files.iter().all(|f| f.is_file()) {
+        eprintln!("SKIP blktrace_set_given_by_prefix_or_files_is_one_capture: samples absent");
+        return;
+    }
+    let out = tempfile::tempdir().unwrap();
+    let by_prefix = convert(
+        &[prefix],
+        &out.path().join("a.tmt"),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    files.reverse();
+    let by_files = convert(
+        &files,
+        &out.path().join("b.tmt"),
+        &ConvertOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(by_prefix.format, Format::Blktrace);
+    assert_eq!(by_files.format, Format::Blktrace);
+    assert!(by_prefix.summary.ios > 0);
+    assert_eq!(by_prefix.summary, by_files.summary);
+    let (trace, _) = read_back(&out.path().join("a.tmt"));
+    assert_eq!(trace.header().name, "isotopp__blktrace_to_influx__keks");
+    assert_eq!(trace.header().source_format, "blktrace");
+}

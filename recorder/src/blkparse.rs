@@ -146,12 +146,14 @@ pub fn deliver(parsed: Parsed, at: Location<'_>, sink: &mut dyn Sink) -> Result<
 
 /// Splits off the first whitespace-separated token.
 pub(crate) fn token(s: &str) -> Option<(&str, &str)> {
-    let s = s.trim_start();
-    if s.is_empty() {
-        return None;
-    }
-    let end = s.find(|c: char| c.is_ascii_whitespace()).unwrap_or(s.len());
-    Some((&s[..end], &s[end..]))
+    let bytes = s.as_bytes();
+    let start = bytes.iter().position(|b| !b.is_ascii_whitespace())?;
+    let end = bytes[start..]
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .map_or(bytes.len(), |p| start + p);
+    // Both ends are at ASCII bytes (or the end), so on char boundaries.
+    Some((s.get(start..end)?, s.get(end..)?))
 }
 
 /// `MAJ,MIN`.
@@ -196,21 +198,36 @@ struct Extent {
 }
 
 fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, String> {
-    let mut text = String::new();
-    let mut depth = 0usize;
-    for c in before.chars() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth = depth.checked_sub(1).ok_or("unbalanced `)`")?,
-            _ if depth == 0 => text.push(c),
-            _ => {}
+    let stripped;
+    let text = if before.contains(['(', ')']) {
+        let mut kept = String::with_capacity(before.len());
+        let mut depth = 0usize;
+        for c in before.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.checked_sub(1).ok_or("unbalanced `)`")?,
+                _ if depth == 0 => kept.push(c),
+                _ => {}
+            }
         }
+        if depth != 0 {
+            return Err("unbalanced `(`".into());
+        }
+        stripped = kept;
+        stripped.as_str()
+    } else {
+        before
+    };
+    let mut words = text.split_ascii_whitespace();
+    let mut parts: [&str; 4] = [""; 4];
+    let mut count = 0;
+    for w in words.by_ref() {
+        if let Some(slot) = parts.get_mut(count) {
+            *slot = w;
+        }
+        count += 1;
     }
-    if depth != 0 {
-        return Err("unbalanced `(`".into());
-    }
-    let parts: Vec<&str> = text.split_whitespace().collect();
-    match parts.as_slice() {
+    match parts.get(..count.min(4)).unwrap_or(&[]) {
         [] => Ok(Extent {
             sector: None,
             lone_number: false,
