@@ -1,0 +1,57 @@
+# Shared helpers for the bench/ scripts (sourced, not run).
+
+# Absolute path of the repository root.
+BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TRACEMARK=$BENCH_ROOT/target/release/tracemark
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# need TOOL [APT-PACKAGE]: stop with an install hint when TOOL is missing.
+need() {
+    command -v "$1" >/dev/null 2>&1 || die "$1 is not installed (apt-get install -y ${2:-$1})"
+}
+
+need_root() { [ "$(id -u)" -eq 0 ] || die "needs root"; }
+
+# Builds the release binary (quietly) so every script measures the current tree.
+build_tracemark() {
+    (cd "$BENCH_ROOT" && cargo build --release -q) || die "cargo build --release failed"
+    [ -x "$TRACEMARK" ] || die "no $TRACEMARK after the build"
+}
+
+# median NUMBERS...: the median (mean of the two middle values for an even count).
+median() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
+        if (NR == 0) { print "nan"; exit }
+        if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# ratio A B: A / B to 3 decimals.
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
+
+# Mounts tracefs when it is not mounted; TRACEFS_MOUNTED_HERE=1 says to unmount it.
+TRACEFS=/sys/kernel/tracing
+TRACEFS_MOUNTED_HERE=0
+ensure_tracefs() {
+    if [ ! -e "$TRACEFS/trace" ]; then
+        mount -t tracefs nodev "$TRACEFS" || die "cannot mount tracefs on $TRACEFS"
+        TRACEFS_MOUNTED_HERE=1
+    fi
+}
+release_tracefs() {
+    if [ "$TRACEFS_MOUNTED_HERE" = 1 ]; then
+        umount "$TRACEFS" 2>/dev/null || true
+        TRACEFS_MOUNTED_HERE=0
+    fi
+}
+
+# Generates a blktrace binary file of at least RECORDS records (one per-CPU file,
+# OUT.blktrace.0) by repeating the shared sample capture with shifted times, the
+# way bench/blktrace_speed.sh does. Usage: make_blktrace OUT_BASENAME RECORDS.
+BLKTRACE_SAMPLE=${BLKTRACE_SAMPLE:-/work/shared/samples/blktrace-binary/takeoverjp__blktrace_viewer__sample.blktrace.0}
+make_blktrace() {
+    [ -f "$BLKTRACE_SAMPLE" ] || die "no source capture $BLKTRACE_SAMPLE (set BLKTRACE_SAMPLE to a little-endian v7 NAME.blktrace.0)"
+    (cd "$BENCH_ROOT" && cargo build -q --release -p recorder --example blktrace_speed) || die "building the blktrace_speed example failed"
+    "$BENCH_ROOT/target/release/examples/blktrace_speed" make "$BLKTRACE_SAMPLE" "$1.blktrace.0" "$2" >/dev/null \
+        || die "generating $1.blktrace.0 failed"
+}

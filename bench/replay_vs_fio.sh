@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# tracemark replay against fio on /dev/zram0 (issue 3), same device, same run.
+#
+#   usage: bash bench/replay_vs_fio.sh [RUNS]        (root; RUNS defaults to 5)
+#
+# (a) compressed replay of a 4 KiB random 70/30 read/write trace against fio
+#     replaying the same I/O (the exported iolog, replay_no_stall=1, io_uring,
+#     iodepth 32, direct): IOPS ratio.
+# (b) back-to-back 4 KiB random reads at QD1 and QD32: tracemark compressed
+#     replay against fio's own io_uring engine (randread): IOPS ratio.
+# (c) realtime fidelity at 20,000 IOPS (50 us spacing, 70/30): tracemark
+#     realtime against fio's timed iolog replay; issue lateness measured from
+#     outside with tracefs block_bio_queue (zram is bio-based: block_rq_issue
+#     never fires for it) and bench/lateness.py.
+# Each is run RUNS times (alternating tracemark and fio); medians are printed.
+# Sizes can be changed with IOS_A, IOS_B1, IOS_B32, IOS_C, SPAN_MIB.
+# zram0 is used as found when it has a size (and left so); when its disksize is
+# 0 the script sizes it (2 GiB) and resets it at the end.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+RUNS=${1:-5}
+case $RUNS in ''|*[!0-9]*) die "usage: bash bench/replay_vs_fio.sh [RUNS]";; esac
+IOS_A=${IOS_A:-1000000}
+IOS_B1=${IOS_B1:-300000}
+IOS_B32=${IOS_B32:-1000000}
+IOS_C=${IOS_C:-100000}
+SPAN_MIB=${SPAN_MIB:-512}
+DEV=/dev/zram0
+
+need_root
+need fio
+need python3
+need flock util-linux
+build_tracemark
+
+# One user of zram0 at a time among the bench scripts.
+exec 9>/tmp/tracemark-bench-zram0.lock
+flock -w 600 9 || die "another benchmark holds /tmp/tracemark-bench-zram0.lock"
+
+ZRAM_SIZED_HERE=0
+WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
+INSTANCE=""
+cleanup() {
+    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
+        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
+        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
+        rmdir "$INSTANCE" 2>/dev/null || true
+    fi
+    release_tracefs
+    [ "$ZRAM_SIZED_HERE" = 1 ] && echo 1 > /sys/block/zram0/reset 2>/dev/null || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ ! -b "$DEV" ]; then
+    command -v modprobe >/dev/null && modprobe zram || true
+fi
+[ -b "$DEV" ] || die "$DEV does not exist (modprobe zram)"
+grep -q "^$DEV " /proc/mounts && die "$DEV is mounted; refusing to write to it"
+[ -z "$(ls /sys/block/zram0/holders)" ] || die "$DEV has holders; refusing to write to it"
+if [ "$(cat /sys/block/zram0/disksize)" = 0 ]; then
+    echo 2G > /sys/block/zram0/disksize
+    ZRAM_SIZED_HERE=1
+fi
+size=$(cat /sys/block/zram0/disksize)
+[ "$size" -ge $((SPAN_MIB << 20)) ] || die "$DEV holds $size bytes, less than SPAN_MIB=$SPAN_MIB MiB"
+DEVNUM=$(cat /sys/block/zram0/dev)
+
+echo "# replay_vs_fio: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
+echo "# filling the first $SPAN_MIB MiB of $DEV with random data"
+dd if=/dev/urandom of="$DEV" bs=1M count="$SPAN_MIB" oflag=direct status=none
+
+# Traces: a fio v3 iolog generated here, converted to .tmt; fio replays the
+# iolog that tracemark exports from that .tmt, so both play the same records.
+make_trace() { # NAME IOS READ_PCT [IOPS]
+    python3 "$BENCH_ROOT/bench/gen_iolog.py" "$WORK/$1.src.iolog" "$2" "$SPAN_MIB" "$3" ${4:+"$4"}
+    "$TRACEMARK" convert "$WORK/$1.src.iolog" -o "$WORK/$1.tmt" --name "$1" -q
+    "$TRACEMARK" export "$WORK/$1.tmt" --to fio --fio-file "$DEV" -o "$WORK/$1.iolog"
+}
+make_trace mix "$IOS_A" 70
+make_trace rr1 "$IOS_B1" 100
+make_trace rr32 "$IOS_B32" 100
+make_trace rt "$IOS_C" 70 20000
+"$TRACEMARK" export "$WORK/rt.tmt" --to csv -o "$WORK/rt.csv"
+
+TM_REPLAY=("$TRACEMARK" replay --target "$DEV" --allow-write --mapping identity --passes 1 --no-warmup)
+FIO_COMMON=(--direct=1 --ioengine=io_uring --output-format=json)
+
+tm_iops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["iops"])' "$1"; }
+fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
+fio_ios() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["total_ios"]+j["write"]["total_ios"])' "$1"; }
+
+run_tm() { # OUT.json TRACE MODE QD
+    "${TM_REPLAY[@]}" "$2" --mode "$3" --queue-depth "$4" --json "$1" >/dev/null
+}
+run_fio_replay() { # OUT.json IOLOG [extra fio args]
+    local out=$1 log=$2; shift 2
+    fio --name=replay --read_iolog="$log" --replay_redirect="$DEV" --iodepth=32 "${FIO_COMMON[@]}" "$@" > "$out"
+}
+run_fio_randread() { # OUT.json QD IOS
+    fio --name=randread --filename="$DEV" --rw=randread --bs=4k --iodepth="$2" --size="${SPAN_MIB}M" \
+        --io_size=$(($3 * 4))k --norandommap --randrepeat=0 "${FIO_COMMON[@]}" > "$1"
+}
+
+declare -A R   # R[key]="v1 v2 ..."
+add() { R[$1]="${R[$1]:-} $2"; }
+
+# Which path the kernel took: io_uring requests punted to io-wq workers
+# (io_uring_queue_async_work) out of all submitted (io_uring_submit_req),
+# counted once per engine with perf, outside the timed runs.
+punts() { # LABEL CMD...
+    local label=$1; shift
+    if ! command -v perf >/dev/null; then echo "$label: perf not installed, io-wq path not checked"; return; fi
+    ensure_tracefs
+    perf stat -x, -e io_uring:io_uring_queue_async_work,io_uring:io_uring_submit_req -o "$WORK/perf.txt" -- "$@" >/dev/null 2>&1 \
+        || { echo "$label: perf stat failed"; return; }
+    awk -F, -v l="$label" '/queue_async_work/ { a = $1 } /submit_req/ { s = $1 }
+        END { printf "%s: %s of %s io_uring submissions punted to io-wq workers\n", l, a, s }' "$WORK/perf.txt"
+}
+echo "# io_uring path (perf stat, one untimed run each):"
+punts "tracemark compressed QD32" "${TM_REPLAY[@]}" "$WORK/rr32.tmt" --mode compressed --queue-depth 32
+punts "fio io_uring randread QD32" fio --name=randread --filename="$DEV" --rw=randread --bs=4k --iodepth=32 --size="${SPAN_MIB}M" --io_size=$((IOS_B32 * 4))k --norandommap --randrepeat=0 "${FIO_COMMON[@]}"
+
+# Tracing for (c): a private tracefs instance so other tracing users are not disturbed.
+ensure_tracefs
+INSTANCE=$TRACEFS/instances/tracemark-bench-$$
+mkdir "$INSTANCE"
+echo 65536 > "$INSTANCE/buffer_size_kb"
+maj=${DEVNUM%%:*}; min=${DEVNUM##*:}
+echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/block_bio_queue/filter"
+echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
+traced() { # NAME CMD... : runs CMD with the device traced into $WORK/NAME.trace
+    local name=$1; shift
+    echo > "$INSTANCE/trace"
+    echo 1 > "$INSTANCE/tracing_on"
+    "$@"
+    echo 0 > "$INSTANCE/tracing_on"
+    cat "$INSTANCE/trace" > "$WORK/$name.trace"
+    local lost
+    lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
+    [ "$lost" = 0 ] || echo "warning: $lost tracefs events overrun in $name" >&2
+}
+late() { # NAME -> "p50 p99 same_offset_share observed"
+    python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/rt.csv" "$WORK/$1.trace" "$DEVNUM" > "$WORK/$1.late.json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); l=d["lateness_us"]; g=d["interarrival_error_us"]; print(l["p50"], l["p99"], g["p50"], g["p99"], d["observed"], d["same_offset_share"], d["achieved_s"])' "$WORK/$1.late.json"
+}
+
+for run in $(seq 1 "$RUNS"); do
+    echo "# run $run/$RUNS"
+    # (a)
+    run_tm "$WORK/a.tm.json" "$WORK/mix.tmt" compressed 32
+    run_fio_replay "$WORK/a.fio.json" "$WORK/mix.iolog" --replay_no_stall=1
+    [ "$(fio_ios "$WORK/a.fio.json")" = "$IOS_A" ] || echo "warning: fio replayed $(fio_ios "$WORK/a.fio.json") of $IOS_A I/Os" >&2
+    add a_tm "$(tm_iops "$WORK/a.tm.json")"; add a_fio "$(fio_iops "$WORK/a.fio.json")"
+    # (b)
+    for qd in 1 32; do
+        n=$([ $qd = 1 ] && echo "$IOS_B1" || echo "$IOS_B32")
+        run_tm "$WORK/b.tm.json" "$WORK/rr$qd.tmt" compressed "$qd"
+        run_fio_randread "$WORK/b.fio.json" "$qd" "$n"
+        add "b${qd}_tm" "$(tm_iops "$WORK/b.tm.json")"; add "b${qd}_fio" "$(fio_iops "$WORK/b.fio.json")"
+    done
+    # (c)
+    traced c_tm run_tm "$WORK/c.tm.json" "$WORK/rt.tmt" realtime 32
+    traced c_fio run_fio_replay "$WORK/c.fio.json" "$WORK/rt.iolog"
+    read -r p50 p99 g50 g99 seen same ach < <(late c_tm)
+    add c_tm_p50 "$p50"; add c_tm_p99 "$p99"; add c_tm_g50 "$g50"; add c_tm_g99 "$g99"; add c_tm_dur "$ach"
+    echo "  tracemark realtime: observed $seen I/Os, same offset share $same"
+    add c_tm_self_p50 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["fidelity"]["lateness_us"]["p50"])' "$WORK/c.tm.json")"
+    add c_tm_self_p99 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["fidelity"]["lateness_us"]["p99"])' "$WORK/c.tm.json")"
+    read -r p50 p99 g50 g99 seen same ach < <(late c_fio)
+    add c_fio_p50 "$p50"; add c_fio_p99 "$p99"; add c_fio_g50 "$g50"; add c_fio_g99 "$g99"; add c_fio_dur "$ach"
+    echo "  fio timed replay: observed $seen I/Os, same offset share $same"
+    for k in a_tm a_fio b1_tm b1_fio b32_tm b32_fio c_tm_p50 c_tm_p99 c_fio_p50 c_fio_p99; do
+        printf '  %-10s %s\n' "$k" "${R[$k]##* }"
+    done
+done
+
+m() { median ${R[$1]}; }
+echo
+echo "## Medians of $RUNS runs (per-run values in brackets)"
+echo
+echo "| benchmark | tracemark | fio | tracemark / fio |"
+echo "|---|---|---|---|"
+printf '| (a) compressed replay, 4 KiB 70/30 random, QD32, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_A" "$(m a_tm)" "$(m a_fio)" "$(ratio "$(m a_tm)" "$(m a_fio)")"
+printf '| (b) 4 KiB random reads QD1, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_B1" "$(m b1_tm)" "$(m b1_fio)" "$(ratio "$(m b1_tm)" "$(m b1_fio)")"
+printf '| (b) 4 KiB random reads QD32, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_B32" "$(m b32_tm)" "$(m b32_fio)" "$(ratio "$(m b32_tm)" "$(m b32_fio)")"
+printf '| (c) realtime 20k IOPS, issue lateness p50 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_p50)" "$(m c_fio_p50)" "$(ratio "$(m c_tm_p50)" "$(m c_fio_p50)")"
+printf '| (c) realtime 20k IOPS, issue lateness p99 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_p99)" "$(m c_fio_p99)" "$(ratio "$(m c_tm_p99)" "$(m c_fio_p99)")"
+printf '| (c) inter-arrival error p50 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_g50)" "$(m c_fio_g50)" "$(ratio "$(m c_tm_g50)" "$(m c_fio_g50)")"
+printf '| (c) inter-arrival error p99 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_g99)" "$(m c_fio_g99)" "$(ratio "$(m c_tm_g99)" "$(m c_fio_g99)")"
+printf '| (c) achieved duration of a %.2f s schedule (s, tracefs) | %.3f | %.3f | |\n' "$(python3 -c "print(($IOS_C-1)/20000)")" "$(m c_tm_dur)" "$(m c_fio_dur)"
+printf '| (c) tracemark'"'"'s own lateness p50 / p99 (us, --json) | %.1f / %.1f | | |\n' "$(m c_tm_self_p50)" "$(m c_tm_self_p99)"
+echo
+for k in a_tm a_fio b1_tm b1_fio b32_tm b32_fio c_tm_p50 c_tm_p99 c_fio_p50 c_fio_p99 c_tm_g99 c_fio_g99; do
+    echo "- $k:${R[$k]}"
+done
