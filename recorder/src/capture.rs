@@ -138,6 +138,9 @@ pub struct CaptureOptions {
     pub description: Option<String>,
     pub category: Option<String>,
     pub writer: WriterOptions,
+    /// Use a private tracing instance when the kernel has them (the default);
+    /// `false` forces the top-level fallback (for testing its restore).
+    pub use_instance: bool,
 }
 
 impl CaptureOptions {
@@ -152,6 +155,7 @@ impl CaptureOptions {
             description: None,
             category: None,
             writer: WriterOptions::default(),
+            use_instance: true,
         }
     }
 }
@@ -425,8 +429,15 @@ fn restore_value(file: &Path, old: &str) -> String {
             .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
             .unwrap_or("local")
             .to_string(),
-        // `1410` or `7 (expanded: 1410)`.
-        "buffer_size_kb" => old.split_whitespace().next().unwrap_or("1410").to_string(),
+        // `1410`, or `7 (expanded: 1410)` before first use: once written the
+        // buffer is expanded, so the expanded size is what comes back.
+        "buffer_size_kb" => old
+            .split_once("(expanded:")
+            .and_then(|(_, e)| e.trim().strip_suffix(')'))
+            .or_else(|| old.split_whitespace().next())
+            .unwrap_or("1410")
+            .trim()
+            .to_string(),
         // `none` means no filter; `0` clears one.
         "filter" if old == "none" || old.is_empty() => "0".to_string(),
         _ => old.to_string(),
@@ -435,9 +446,15 @@ fn restore_value(file: &Path, old: &str) -> String {
 
 impl TraceDir {
     /// Creates the instance `tracemark-<pid>`, or falls back to the top level.
-    fn open(root: &Path, messages: &mut Vec<String>) -> Result<TraceDir, CaptureError> {
+    fn open(
+        root: &Path,
+        use_instance: bool,
+        messages: &mut Vec<String>,
+    ) -> Result<TraceDir, CaptureError> {
         let instances = root.join("instances");
-        if instances.is_dir() {
+        if !use_instance {
+            messages.push("using the top-level tracer (asked for)".into());
+        } else if instances.is_dir() {
             let pid = std::process::id();
             let mut last_error = None;
             for n in 0..8 {
@@ -1029,7 +1046,7 @@ pub fn capture(
             events_dir.join(EVENTS[0]).display()
         )));
     }
-    let mut dir = TraceDir::open(root, &mut messages)?;
+    let mut dir = TraceDir::open(root, opts.use_instance, &mut messages)?;
     let lost_before = if dir.instance {
         LostEvents::default()
     } else {
@@ -1328,8 +1345,9 @@ mod tests {
         );
         assert_eq!(
             restore_value(&p("buffer_size_kb"), "7 (expanded: 1410)\n"),
-            "7"
+            "1410"
         );
+        assert_eq!(restore_value(&p("buffer_size_kb"), "2048\n"), "2048");
         assert_eq!(restore_value(&p("filter"), "none\n"), "0");
         assert_eq!(restore_value(&p("filter"), "dev == 5\n"), "dev == 5");
         assert_eq!(restore_value(&p("tracing_on"), "1\n"), "1");
@@ -1408,7 +1426,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("p");
         let long = "x".repeat(MAX_LINE + 10);
-        fs::write(&path, format!("a\nbc\n{long}\nd\n\u{0}\u{ff}\n")).unwrap();
+        let mut content = format!("a\nbc\n{long}\nd\n").into_bytes();
+        content.extend_from_slice(b"\x00\xff\n");
+        fs::write(&path, content).unwrap();
         let mut r = PipeReader::open(path).unwrap();
         r.chunk = vec![0; 3];
         let mut seen = Vec::new();

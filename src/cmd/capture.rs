@@ -51,6 +51,10 @@ pub struct CaptureArgs {
     /// zstd level of the trace's chunks (1-22).
     #[arg(long, default_value_t = WriterOptions::default().zstd_level)]
     pub level: i32,
+    /// Use the top-level tracer instead of a private instance (restoring
+    /// every file it writes); for testing that fallback.
+    #[arg(long, hide = true)]
+    pub no_instance: bool,
     /// Print only warnings and errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -81,6 +85,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.name = args.name.clone();
     opts.description = args.description.clone();
     opts.category = args.category.clone();
+    opts.use_instance = !args.no_instance;
     opts.writer = WriterOptions {
         zstd_level: args.level,
         ..WriterOptions::default()

@@ -171,3 +171,81 @@ impl Drop for TraceSetting {
         let _ = fs::write(&self.path, value);
     }
 }
+
+impl TraceSetting {
+    /// Like `set`, for files whose read-back text cannot be written back as it
+    /// is (`trace_clock` reads `[local] global ...`, `filter` reads `none`):
+    /// `restore` is written on drop.
+    pub fn set_restoring(
+        path: impl Into<PathBuf>,
+        value: &str,
+        restore: &str,
+    ) -> std::io::Result<TraceSetting> {
+        let path = path.into();
+        fs::write(&path, value)?;
+        Ok(TraceSetting {
+            path,
+            old: restore.to_string(),
+        })
+    }
+}
+
+impl LoopDevice {
+    /// A `size_mib` loop device (direct I/O) whose MBR holds one partition of
+    /// `sectors` 512-byte sectors from `start_sector`; returns the device and
+    /// the partition's node (`/dev/loopNp1`), waiting for the node to appear.
+    pub fn with_partition(
+        dir: &Path,
+        size_mib: u64,
+        start_sector: u32,
+        sectors: u32,
+    ) -> std::io::Result<(LoopDevice, PathBuf)> {
+        let image = dir.join(format!("loop-part-{}.img", std::process::id()));
+        let mut mbr = [0u8; 512];
+        let entry = &mut mbr[446..462];
+        entry[1..4].copy_from_slice(&[0xfe, 0xff, 0xff]);
+        entry[4] = 0x83;
+        entry[5..8].copy_from_slice(&[0xfe, 0xff, 0xff]);
+        entry[8..12].copy_from_slice(&start_sector.to_le_bytes());
+        entry[12..16].copy_from_slice(&sectors.to_le_bytes());
+        mbr[510] = 0x55;
+        mbr[511] = 0xaa;
+        fs::write(&image, mbr)?;
+        fs::OpenOptions::new()
+            .write(true)
+            .open(&image)?
+            .set_len(size_mib << 20)?;
+        let out = Command::new("losetup")
+            .args(["-f", "--show", "-P", "--direct-io=on"])
+            .arg(&image)
+            .output()?;
+        if !out.status.success() {
+            let _ = fs::remove_file(&image);
+            return Err(std::io::Error::other(format!(
+                "losetup -P failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            )));
+        }
+        let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim().to_string());
+        let dev = LoopDevice { path, image };
+        let part = PathBuf::from(format!("{}p1", dev.path.display()));
+        for attempt in 0..100 {
+            if part.exists() {
+                return Ok((dev, part));
+            }
+            if attempt == 10 {
+                // Kernels without the MBR parser (CONFIG_MSDOS_PARTITION off)
+                // find no partition: add it explicitly (BLKPG).
+                let _ = Command::new("addpart")
+                    .arg(&dev.path)
+                    .args(["1", &start_sector.to_string(), &sectors.to_string()])
+                    .status();
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Err(std::io::Error::other(format!(
+            "{} did not appear",
+            part.display()
+        )))
+    }
+}

@@ -1,0 +1,431 @@
+//! `tracemark capture` end to end: a known dd workload on a loop device is
+//! captured I/O by I/O, other devices stay out, and every tracing setting is
+//! the same afterwards (normal end, failing command, SIGINT, top-level
+//! fallback). Needs root (CI runs as root).
+
+mod common;
+
+use common::{require_root, tracemark, LoopDevice, TraceSetting, TracefsLock};
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use trace_format::{IoRecord, Op, TraceFile};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * 1024;
+
+/// The tracing state a capture must leave as it found it.
+fn snapshot(root: &Path) -> BTreeMap<String, String> {
+    let mut state = BTreeMap::new();
+    let mut read = |rel: &str| {
+        let text = fs::read_to_string(root.join(rel)).unwrap_or_else(|e| format!("<{e}>"));
+        state.insert(rel.to_string(), text);
+    };
+    for file in [
+        "current_tracer",
+        "tracing_on",
+        "set_event",
+        "buffer_size_kb",
+        "trace_clock",
+        "buffer_percent",
+        "options/overwrite",
+    ] {
+        read(file);
+    }
+    let mut events: Vec<String> = fs::read_dir(root.join("events/block"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    events.sort();
+    for e in events {
+        read(&format!("events/block/{e}/enable"));
+        read(&format!("events/block/{e}/filter"));
+    }
+    let mut instances: Vec<String> = fs::read_dir(root.join("instances"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    instances.sort();
+    state.insert("instances/".into(), instances.join(","));
+    state
+}
+
+fn assert_restored(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
+    for (k, v) in before {
+        assert_eq!(Some(v), after.get(k), "tracing file {k} changed");
+    }
+    assert_eq!(before.len(), after.len());
+}
+
+fn records(path: &Path) -> Vec<IoRecord> {
+    let trace = TraceFile::open(path).unwrap();
+    trace.records().map(|r| r.unwrap()).collect()
+}
+
+fn unix_ns_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64
+}
+
+/// One dd with O_DIRECT: `count` I/Os of `bs` bytes from byte `offset`.
+fn dd(dev: &Path, op: Op, offset: u64, bs: u64, count: u64) -> String {
+    assert_eq!(offset % bs, 0);
+    let block = offset / bs;
+    match op {
+        Op::Write => format!(
+            "dd if=/dev/urandom of={} bs={bs} seek={block} count={count} oflag=direct conv=notrunc status=none",
+            dev.display()
+        ),
+        _ => format!(
+            "dd if={} of=/dev/null bs={bs} skip={block} count={count} iflag=direct status=none",
+            dev.display()
+        ),
+    }
+}
+
+#[test]
+fn capture_records_every_io_of_a_known_workload_once() {
+    if !require_root("capture_records_every_io_of_a_known_workload_once") {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let other_dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    let other = LoopDevice::new(other_dir.path(), 64).unwrap();
+    let before = snapshot(&lock.root);
+
+    // (op, offset, size, count): run in this order, one I/O at a time.
+    let plan: [(Op, u64, u64, u64); 6] = [
+        (Op::Write, 5 * MIB, 4 * KIB, 1),
+        (Op::Write, 8 * MIB, 128 * KIB, 1),
+        (Op::Write, 20 * MIB, 16 * KIB, 3),
+        (Op::Read, 4 * MIB, 64 * KIB, 1),
+        (Op::Read, 30 * MIB, 8 * KIB, 2),
+        (Op::Read, 12 * MIB, 128 * KIB, 1),
+    ];
+    let mut script = Vec::new();
+    let mut expected = Vec::new();
+    for &(op, offset, bs, count) in &plan {
+        script.push(dd(&dev.path, op, offset, bs, count));
+        for i in 0..count {
+            expected.push((op, offset + i * bs, bs));
+        }
+    }
+    // I/O on another device while tracing: must not appear.
+    script.insert(2, dd(&other.path, Op::Write, 36 * MIB, 12 * KIB, 1));
+    script.push(dd(&other.path, Op::Read, 36 * MIB, 12 * KIB, 1));
+
+    let out = dir.path().join("t.tmt");
+    let started = unix_ns_now();
+    let run = tracemark()
+        .args(["capture", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .args(["--name", "dd-mix", "--category", "test", "--"])
+        .args(["sh", "-c", &script.join(" && ")])
+        .output()
+        .unwrap();
+    let ended = unix_ns_now();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "capture failed: {stdout}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("{} I/Os", expected.len())),
+        "{stdout}"
+    );
+    assert!(stdout.contains("lost events: 0"), "{stdout}");
+    assert_restored(&before, &snapshot(&lock.root));
+
+    let trace = TraceFile::open(&out).unwrap();
+    let h = trace.header();
+    assert_eq!(h.source_format, "capture");
+    assert_eq!(h.name, "dd-mix");
+    assert_eq!(h.category, "test");
+    let (major, minor) = dev.dev_id();
+    let info = h.original_device.clone().unwrap();
+    assert_eq!((info.id.major, info.id.minor), (major, minor));
+    assert_eq!(info.name, dev.name());
+    assert_eq!(info.size.map(|b| b.0), Some(64 * MIB));
+    assert!(info.logical_block_size.is_some());
+    assert!(h.capture_host.is_some() && h.capture_kernel.is_some());
+    let start = h.capture_start_unix_ns.unwrap();
+    assert!(
+        start >= started && start <= ended,
+        "capture start {start} not within the run [{started}, {ended}]"
+    );
+    let devices = &trace.footer().tail.devices;
+    assert_eq!(devices.len(), 1, "{devices:?}");
+    assert_eq!((devices[0].id.major, devices[0].id.minor), (major, minor));
+    let notes = &trace.footer().tail.notes;
+    for key in [
+        "lost events (ring buffer overrun)",
+        "lost events (dropped, ring buffer full)",
+    ] {
+        assert!(
+            notes.iter().any(|(k, n)| k == key && *n == 0),
+            "{key} missing: {notes:?}"
+        );
+    }
+
+    // Every planned I/O exactly once, in the order dd issued them, each with
+    // a latency; nothing else.
+    let recs = records(&out);
+    let got: Vec<(Op, u64, u64)> = recs.iter().map(|r| (r.op, r.offset.0, r.len.0)).collect();
+    assert_eq!(got, expected, "records differ from the workload");
+    for r in &recs {
+        assert_eq!(r.device, 0);
+        let lat = r.latency.expect("latency missing");
+        assert!(lat.0 > 0 && lat.0 < 5_000_000_000, "latency {lat:?}");
+    }
+    assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+    drop(lock);
+}
+
+#[test]
+fn failing_command_exit_status_is_passed_on_and_settings_restored() {
+    if !require_root("failing_command_exit_status_is_passed_on_and_settings_restored") {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    let before = snapshot(&lock.root);
+    let out = dir.path().join("t.tmt");
+    let script = format!("{} && exit 3", dd(&dev.path, Op::Write, MIB, 4 * KIB, 1));
+    let run = tracemark()
+        .args(["capture", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_restored(&before, &snapshot(&lock.root));
+    let got: Vec<(Op, u64, u64)> = records(&out)
+        .iter()
+        .map(|r| (r.op, r.offset.0, r.len.0))
+        .collect();
+    assert_eq!(got, vec![(Op::Write, MIB, 4 * KIB)]);
+
+    // A command that cannot start: an error, nothing left behind.
+    let out2 = dir.path().join("t2.tmt");
+    let run = tracemark()
+        .args(["capture", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out2)
+        .args(["--", "/nonexistent/program"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("cannot start `/nonexistent/program`"),
+        "{stderr}"
+    );
+    assert!(!out2.exists());
+    assert_eq!(
+        fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .count(),
+        0,
+        "temporary output left behind"
+    );
+    assert_restored(&before, &snapshot(&lock.root));
+    drop(lock);
+}
+
+#[test]
+fn sigint_ends_a_timed_capture_promptly_with_the_trace_written() {
+    if !require_root("sigint_ends_a_timed_capture_promptly_with_the_trace_written") {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    let before = snapshot(&lock.root);
+    let out = dir.path().join("t.tmt");
+    let mut child = tracemark()
+        .args(["capture", "--duration", "30s", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Tracing is on once it says so.
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.contains("tracing"), "{first}");
+    let st = std::process::Command::new("sh")
+        .args(["-c", &dd(&dev.path, Op::Read, 2 * MIB, 32 * KIB, 1)])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(1000));
+    let sent = Instant::now();
+    // SAFETY: signals our own child process.
+    unsafe {
+        libc::kill(child.id() as libc::pid_t, libc::SIGINT);
+    }
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if sent.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("capture did not stop within 10 s of SIGINT");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let took = sent.elapsed();
+    assert!(took < Duration::from_secs(3), "stopping took {took:?}");
+    assert!(status.success(), "{status:?}");
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    assert!(stdout.contains("interrupted"), "{stdout}");
+    assert_restored(&before, &snapshot(&lock.root));
+    let got: Vec<(Op, u64, u64)> = records(&out)
+        .iter()
+        .map(|r| (r.op, r.offset.0, r.len.0))
+        .collect();
+    assert_eq!(got, vec![(Op::Read, 2 * MIB, 32 * KIB)]);
+    drop(lock);
+}
+
+#[test]
+fn top_level_fallback_restores_every_file_it_wrote() {
+    if !require_root("top_level_fallback_restores_every_file_it_wrote") {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let root = lock.root.clone();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    // Non-default settings the capture must bring back.
+    let _clock = TraceSetting::set_restoring(root.join("trace_clock"), "global", "local").unwrap();
+    let _on = TraceSetting::set(root.join("tracing_on"), "0").unwrap();
+    let _filter = TraceSetting::set_restoring(
+        root.join("events/block/block_rq_complete/filter"),
+        "nr_sector > 1",
+        "0",
+    )
+    .unwrap();
+    let before = snapshot(&root);
+    let out = dir.path().join("t.tmt");
+    let script = format!(
+        "{} && {}",
+        dd(&dev.path, Op::Write, 3 * MIB, 8 * KIB, 1),
+        dd(&dev.path, Op::Read, 3 * MIB, 8 * KIB, 1)
+    );
+    let run = tracemark()
+        .args(["capture", "--no-instance", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_restored(&before, &snapshot(&root));
+    let recs = records(&out);
+    let got: Vec<(Op, u64, u64)> = recs.iter().map(|r| (r.op, r.offset.0, r.len.0)).collect();
+    assert_eq!(
+        got,
+        vec![(Op::Write, 3 * MIB, 8 * KIB), (Op::Read, 3 * MIB, 8 * KIB)]
+    );
+    assert!(recs.iter().all(|r| r.latency.is_some()));
+    drop(lock);
+}
+
+#[test]
+fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
+    if !require_root("partition_capture_keeps_the_partition_and_maps_offsets_into_it") {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Partition 1: 16 MiB from sector 8192 (4 MiB) of a 32 MiB disk.
+    let (disk, part) = LoopDevice::with_partition(dir.path(), 32, 8192, 32768).unwrap();
+    let before = snapshot(&lock.root);
+    let script = [
+        dd(&part, Op::Write, MIB, 4 * KIB, 1),
+        // Whole-disk I/O before and after the partition: not the partition's.
+        dd(&disk.path, Op::Write, MIB, 4 * KIB, 1),
+        dd(&disk.path, Op::Read, 24 * MIB, 16 * KIB, 1),
+        dd(&part, Op::Read, 2 * MIB, 8 * KIB, 1),
+    ]
+    .join(" && ");
+    let out = dir.path().join("p.tmt");
+    let run = tracemark()
+        .args(["capture", "--device"])
+        .arg(&part)
+        .arg("-o")
+        .arg(&out)
+        .args(["--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_restored(&before, &snapshot(&lock.root));
+    let trace = TraceFile::open(&out).unwrap();
+    let info = trace.header().original_device.clone().unwrap();
+    assert_eq!(info.name, format!("{}p1", disk.name()));
+    assert_eq!(info.size.map(|b| b.0), Some(16 * MIB));
+    let got: Vec<(Op, u64, u64)> = records(&out)
+        .iter()
+        .map(|r| (r.op, r.offset.0, r.len.0))
+        .collect();
+    assert_eq!(
+        got,
+        vec![(Op::Write, MIB, 4 * KIB), (Op::Read, 2 * MIB, 8 * KIB)]
+    );
+    drop(lock);
+}
+
+#[test]
+fn capture_refuses_what_it_cannot_trace() {
+    // No root needed: these fail before tracefs is touched (or say root is
+    // needed, which is also a clear refusal).
+    let run = tracemark()
+        .args(["capture", "--device", "/dev/null", "-o", "/tmp/never.tmt"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        stderr.contains("/dev/null: not a block device")
+            || stderr.contains("capture needs root to use tracefs; run it with sudo"),
+        "{stderr}"
+    );
+    assert!(!Path::new("/tmp/never.tmt").exists());
+}
