@@ -676,6 +676,10 @@ impl Drop for StopSignals {
 // ---------------------------------------------------------------------------
 // the stream
 
+/// Receives each line of the pipe: its number and its text, or why it is no
+/// text.
+type LineHandler<'h> = dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError> + 'h;
+
 /// Reads `trace_pipe` without blocking and hands out complete lines.
 struct PipeReader {
     file: File,
@@ -727,10 +731,7 @@ impl PipeReader {
     }
 
     /// Reads what is available and passes each complete line to `on_line`.
-    fn read_once(
-        &mut self,
-        on_line: &mut dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError>,
-    ) -> Result<PipeRead, CaptureError> {
+    fn read_once(&mut self, on_line: &mut LineHandler<'_>) -> Result<PipeRead, CaptureError> {
         let n = loop {
             match self.file.read(&mut self.chunk) {
                 Ok(n) => break n,
@@ -778,7 +779,7 @@ impl PipeReader {
 fn deliver_bytes(
     line: u64,
     bytes: &[u8],
-    on_line: &mut dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError>,
+    on_line: &mut LineHandler<'_>,
 ) -> Result<(), ConvertError> {
     match std::str::from_utf8(bytes) {
         Ok(text) => on_line(line, Ok(text)),
