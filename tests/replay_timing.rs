@@ -65,7 +65,7 @@ fn realtime_keeps_idle_and_compressed_removes_it() {
     let dir = tempfile::tempdir().unwrap();
     let (rt, ev) = play(dir.path(), bursts(), &one_pass(TimingMode::Realtime));
     assert!(
-        (0.79..0.9).contains(&rt),
+        (0.79..1.0).contains(&rt),
         "realtime playback {rt} s, trace 0.8 s"
     );
     // Never early: each I/O submitted at or after its offset in the trace.
@@ -101,7 +101,7 @@ fn idle_cap_and_time_scale_shorten_playback_as_asked() {
     let (p, _) = play(dir.path(), bursts(), &capped);
     // four gaps of ~200 ms capped to 50 ms each
     assert!(
-        (0.195..0.27).contains(&p),
+        (0.195..0.3).contains(&p),
         "idle-capped playback {p} s, expected ~0.2 s"
     );
     let fast = ReplayOptions {
@@ -110,7 +110,7 @@ fn idle_cap_and_time_scale_shorten_playback_as_asked() {
     };
     let (p, _) = play(dir.path(), bursts(), &fast);
     assert!(
-        (0.395..0.47).contains(&p),
+        (0.395..0.5).contains(&p),
         "2x playback {p} s, expected ~0.4 s"
     );
     let slow = ReplayOptions {
@@ -119,7 +119,7 @@ fn idle_cap_and_time_scale_shorten_playback_as_asked() {
     };
     let (p, _) = play(dir.path(), bursts(), &slow);
     assert!(
-        (1.595..1.7).contains(&p),
+        (1.595..1.8).contains(&p),
         "0.5x playback {p} s, expected ~1.6 s"
     );
 }

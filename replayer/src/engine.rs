@@ -46,7 +46,7 @@ use trace_format::Op;
 /// `_IO(0x12, 0)`: the block layer's asynchronous discard command.
 const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
 /// The last stretch before a deadline is spun, not slept.
-const SPIN_NS: u64 = 60_000;
+const SPIN_NS: u64 = 50_000;
 /// Most completions between two progress callbacks.
 const PROGRESS_EVERY: u64 = 4096;
 
@@ -178,6 +178,26 @@ impl<'t> Engine<'t> {
         observer: &mut dyn Observer,
     ) -> Result<PassOutcome, ReplayError> {
         observer.pass_started(trace, kind, scan.ios);
+        // Records are decoded a chunk at a time; a decoder thread keeps that
+        // pause away from the issuing loop.
+        std::thread::scope(|scope| {
+            let (mut records, producer) = crate::source::prefetch(source);
+            scope.spawn(producer);
+            self.replay_records(trace, &mut records, scan, map, opts, kind, observer)
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn replay_records(
+        &mut self,
+        trace: &str,
+        records: &mut dyn Iterator<Item = Result<trace_format::IoRecord, ReplayError>>,
+        scan: &TraceScan,
+        map: &AddressMap,
+        opts: &ReplayOptions,
+        kind: PassKind,
+        observer: &mut dyn Observer,
+    ) -> Result<PassOutcome, ReplayError> {
         let realtime = opts.mode == TimingMode::Realtime;
         let open_loop = realtime && opts.open_loop;
         let deps = scan.has_completions() && !open_loop;
@@ -191,7 +211,6 @@ impl<'t> Engine<'t> {
         let mut pass = Pass::new(self.queue_depth, kind == PassKind::Warmup, log_events);
         pass.original_duration_ns = scan.original_duration.0;
 
-        let mut records = source.records();
         let mut pending: Option<Pending> = None;
         let mut index = 0u64;
         let mut blocked = false;

@@ -8,7 +8,7 @@ use trace_format::{IoRecord, TraceFile};
 pub type RecordIter<'a> = Box<dyn Iterator<Item = Result<IoRecord, ReplayError>> + 'a>;
 
 /// A trace the replayer can play: a name and a way to stream its records.
-pub trait TraceSource {
+pub trait TraceSource: Sync {
     fn name(&self) -> &str;
     /// The file it came from, if any (for the result file).
     fn path(&self) -> Option<&Path> {
@@ -91,4 +91,105 @@ impl TraceSource for MemorySource {
     fn records(&self) -> RecordIter<'_> {
         Box::new(self.records.iter().copied().map(Ok))
     }
+}
+
+/// Records per batch handed from the decoder thread to the engine.
+const PREFETCH_BATCH: usize = 4096;
+/// Batches the decoder may run ahead.
+const PREFETCH_DEPTH: usize = 8;
+
+enum Batch {
+    Records(Vec<IoRecord>),
+    Failed(ReplayError),
+}
+
+/// The engine's side of a prefetching reader: an iterator over batches that a
+/// decoder thread fills. Batch vectors go back to the decoder for reuse, so
+/// the steady state allocates nothing.
+pub struct Prefetched {
+    rx: std::sync::mpsc::Receiver<Batch>,
+    recycle: std::sync::mpsc::SyncSender<Vec<IoRecord>>,
+    current: Vec<IoRecord>,
+    pos: usize,
+    finished: bool,
+}
+
+impl Iterator for Prefetched {
+    type Item = Result<IoRecord, ReplayError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(r) = self.current.get(self.pos) {
+                self.pos += 1;
+                return Some(Ok(*r));
+            }
+            if self.finished {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(Batch::Records(v)) => {
+                    let old = std::mem::replace(&mut self.current, v);
+                    let _ = self.recycle.try_send(old);
+                    self.pos = 0;
+                }
+                Ok(Batch::Failed(e)) => {
+                    self.finished = true;
+                    return Some(Err(e));
+                }
+                Err(_) => {
+                    self.finished = true;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Splits reading `source` into an iterator for the engine and a closure to
+/// run on a decoder thread (it ends when the records do or the iterator is
+/// dropped).
+pub fn prefetch(source: &dyn TraceSource) -> (Prefetched, impl FnOnce() + Send + '_) {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(PREFETCH_DEPTH);
+    let (recycle, reuse) = std::sync::mpsc::sync_channel::<Vec<IoRecord>>(PREFETCH_DEPTH + 2);
+    let producer = move || {
+        let mut records = source.records();
+        loop {
+            let mut batch = reuse
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(PREFETCH_BATCH));
+            batch.clear();
+            let mut failure = None;
+            while batch.len() < PREFETCH_BATCH {
+                match records.next() {
+                    Some(Ok(r)) => batch.push(r),
+                    Some(Err(e)) => {
+                        failure = Some(e);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            let end = batch.len() < PREFETCH_BATCH;
+            if !batch.is_empty() && tx.send(Batch::Records(batch)).is_err() {
+                return;
+            }
+            if let Some(e) = failure {
+                let _ = tx.send(Batch::Failed(e));
+                return;
+            }
+            if end {
+                return;
+            }
+        }
+    };
+    (
+        Prefetched {
+            rx,
+            recycle,
+            current: Vec::new(),
+            pos: 0,
+            finished: false,
+        },
+        producer,
+    )
 }
