@@ -92,8 +92,9 @@ tm_iops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tra
 fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
 fio_ios() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["total_ios"]+j["write"]["total_ios"])' "$1"; }
 
-run_tm() { # OUT.json TRACE MODE QD
-    "${TM_REPLAY[@]}" "$2" --mode "$3" --queue-depth "$4" --json "$1" >/dev/null
+run_tm() { # OUT.json TRACE MODE QD [more tracemark args]
+    local out=$1 trace=$2 mode=$3 qd=$4; shift 4
+    "${TM_REPLAY[@]}" "$trace" --mode "$mode" --queue-depth "$qd" --json "$out" "$@" >/dev/null
 }
 run_fio_replay() { # OUT.json IOLOG [extra fio args]
     local out=$1 log=$2; shift 2
@@ -149,17 +150,29 @@ late() { # NAME -> "p50 p99 same_offset_share observed"
 
 for run in $(seq 1 "$RUNS"); do
     echo "# run $run/$RUNS"
-    # (a)
-    run_tm "$WORK/a.tm.json" "$WORK/mix.tmt" compressed 32
-    run_fio_replay "$WORK/a.fio.json" "$WORK/mix.iolog" --replay_no_stall=1
+    # (a) (odd runs start with tracemark, even runs with fio)
+    if [ $((run % 2)) = 1 ]; then
+        run_tm "$WORK/a.tm.json" "$WORK/mix.tmt" compressed 32
+        run_fio_replay "$WORK/a.fio.json" "$WORK/mix.iolog" --replay_no_stall=1
+    else
+        run_fio_replay "$WORK/a.fio.json" "$WORK/mix.iolog" --replay_no_stall=1
+        run_tm "$WORK/a.tm.json" "$WORK/mix.tmt" compressed 32
+    fi
     [ "$(fio_ios "$WORK/a.fio.json")" = "$IOS_A" ] || echo "warning: fio replayed $(fio_ios "$WORK/a.fio.json") of $IOS_A I/Os" >&2
     add a_tm "$(tm_iops "$WORK/a.tm.json")"; add a_fio "$(fio_iops "$WORK/a.fio.json")"
+    add a_r "$(ratio "${R[a_tm]##* }" "${R[a_fio]##* }")"
     # (b)
     for qd in 1 32; do
         n=$([ $qd = 1 ] && echo "$IOS_B1" || echo "$IOS_B32")
-        run_tm "$WORK/b.tm.json" "$WORK/rr$qd.tmt" compressed "$qd"
-        run_fio_randread "$WORK/b.fio.json" "$qd" "$n"
+        if [ $((run % 2)) = 1 ]; then
+            run_tm "$WORK/b.tm.json" "$WORK/rr$qd.tmt" compressed "$qd"
+            run_fio_randread "$WORK/b.fio.json" "$qd" "$n"
+        else
+            run_fio_randread "$WORK/b.fio.json" "$qd" "$n"
+            run_tm "$WORK/b.tm.json" "$WORK/rr$qd.tmt" compressed "$qd"
+        fi
         add "b${qd}_tm" "$(tm_iops "$WORK/b.tm.json")"; add "b${qd}_fio" "$(fio_iops "$WORK/b.fio.json")"
+        add "b${qd}_r" "$(ratio "${R[b${qd}_tm]##* }" "${R[b${qd}_fio]##* }")"
     done
     # (c)
     traced c_tm run_tm "$WORK/c.tm.json" "$WORK/rt.tmt" realtime 32
@@ -172,27 +185,40 @@ for run in $(seq 1 "$RUNS"); do
     read -r p50 p99 g50 g99 seen same ach < <(late c_fio)
     add c_fio_p50 "$p50"; add c_fio_p99 "$p99"; add c_fio_g50 "$g50"; add c_fio_g99 "$g99"; add c_fio_dur "$ach"
     echo "  fio timed replay: observed $seen I/Os, same offset share $same"
-    for k in a_tm a_fio b1_tm b1_fio b32_tm b32_fio c_tm_p50 c_tm_p99 c_fio_p50 c_fio_p99; do
+    # tracemark --open-loop: the original absolute schedule, no closed-loop shift.
+    traced c_ol run_tm "$WORK/c.ol.json" "$WORK/rt.tmt" realtime 32 --open-loop
+    read -r p50 p99 g50 g99 seen same ach < <(late c_ol)
+    add c_ol_p50 "$p50"; add c_ol_p99 "$p99"; add c_ol_g50 "$g50"; add c_ol_g99 "$g99"; add c_ol_dur "$ach"
+    for k in a_tm a_fio b1_tm b1_fio b32_tm b32_fio c_tm_p50 c_tm_p99 c_ol_p50 c_ol_p99 c_fio_p50 c_fio_p99; do
         printf '  %-10s %s\n' "$k" "${R[$k]##* }"
     done
 done
 
 m() { median ${R[$1]}; }
 echo
-echo "## Medians of $RUNS runs (per-run values in brackets)"
+echo "## Medians of $RUNS runs (per-run values below)"
 echo
-echo "| benchmark | tracemark | fio | tracemark / fio |"
-echo "|---|---|---|---|"
-printf '| (a) compressed replay, 4 KiB 70/30 random, QD32, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_A" "$(m a_tm)" "$(m a_fio)" "$(ratio "$(m a_tm)" "$(m a_fio)")"
-printf '| (b) 4 KiB random reads QD1, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_B1" "$(m b1_tm)" "$(m b1_fio)" "$(ratio "$(m b1_tm)" "$(m b1_fio)")"
-printf '| (b) 4 KiB random reads QD32, %d I/Os (IOPS) | %.0f | %.0f | %s |\n' "$IOS_B32" "$(m b32_tm)" "$(m b32_fio)" "$(ratio "$(m b32_tm)" "$(m b32_fio)")"
-printf '| (c) realtime 20k IOPS, issue lateness p50 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_p50)" "$(m c_fio_p50)" "$(ratio "$(m c_tm_p50)" "$(m c_fio_p50)")"
-printf '| (c) realtime 20k IOPS, issue lateness p99 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_p99)" "$(m c_fio_p99)" "$(ratio "$(m c_tm_p99)" "$(m c_fio_p99)")"
-printf '| (c) inter-arrival error p50 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_g50)" "$(m c_fio_g50)" "$(ratio "$(m c_tm_g50)" "$(m c_fio_g50)")"
-printf '| (c) inter-arrival error p99 (us, tracefs) | %.1f | %.1f | %s |\n' "$(m c_tm_g99)" "$(m c_fio_g99)" "$(ratio "$(m c_tm_g99)" "$(m c_fio_g99)")"
-printf '| (c) achieved duration of a %.2f s schedule (s, tracefs) | %.3f | %.3f | |\n' "$(python3 -c "print(($IOS_C-1)/20000)")" "$(m c_tm_dur)" "$(m c_fio_dur)"
-printf '| (c) tracemark'"'"'s own lateness p50 / p99 (us, --json) | %.1f / %.1f | | |\n' "$(m c_tm_self_p50)" "$(m c_tm_self_p99)"
+echo "| benchmark | tracemark | fio | ratio of medians | median of per-run ratios |"
+echo "|---|---|---|---|---|"
+iops_row() { # KEY LABEL
+    printf '| %s | %.0f | %.0f | %s | %s |\n' "$2" "$(m "$1_tm")" "$(m "$1_fio")" "$(ratio "$(m "$1_tm")" "$(m "$1_fio")")" "$(m "$1_r")"
+}
+iops_row a "(a) compressed replay IOPS, 4 KiB 70/30 random, QD32, $IOS_A I/Os (fio: replay_no_stall)"
+iops_row b1 "(b) IOPS, 4 KiB random reads QD1, $IOS_B1 I/Os (fio: randread)"
+iops_row b32 "(b) IOPS, 4 KiB random reads QD32, $IOS_B32 I/Os (fio: randread)"
 echo
-for k in a_tm a_fio b1_tm b1_fio b32_tm b32_fio c_tm_p50 c_tm_p99 c_fio_p50 c_fio_p99 c_tm_g99 c_fio_g99; do
+echo "(c) realtime at 20,000 IOPS, $IOS_C I/Os, a $(python3 -c "print(($IOS_C-1)/20000)") s schedule; tracefs-measured, us:"
+echo
+echo "| replayer | lateness p50 | lateness p99 | inter-arrival error p50 | inter-arrival error p99 | achieved duration s |"
+echo "|---|---|---|---|---|---|"
+lat_row() { # KEY LABEL
+    printf '| %s | %.0f | %.0f | %.1f | %.1f | %.3f |\n' "$2" "$(m "$1_p50")" "$(m "$1_p99")" "$(m "$1_g50")" "$(m "$1_g99")" "$(m "$1_dur")"
+}
+lat_row c_tm "tracemark --mode realtime (closed loop)"
+lat_row c_ol "tracemark --mode realtime --open-loop"
+lat_row c_fio "fio timed iolog replay"
+printf '\ntracemark'"'"'s own lateness (--json, closed loop) p50 / p99: %.1f / %.1f us\n' "$(m c_tm_self_p50)" "$(m c_tm_self_p99)"
+echo
+for k in a_tm a_fio a_r b1_tm b1_fio b1_r b32_tm b32_fio b32_r c_tm_p50 c_tm_p99 c_ol_p50 c_ol_p99 c_fio_p50 c_fio_p99 c_tm_g99 c_ol_g99 c_fio_g99 c_tm_dur c_ol_dur c_fio_dur; do
     echo "- $k:${R[$k]}"
 done
