@@ -29,6 +29,8 @@ enum Command {
     Export(cmd::export::ExportArgs),
     /// Replay traces against a drive (or a scratch file) and score it.
     Replay(cmd::replay::ReplayArgs),
+    /// Replay the reference suite (traces/suite.toml) and print one score.
+    Suite(cmd::suite::SuiteArgs),
     /// Trace one block device live through tracefs (for a duration, a command's life, or until Ctrl-C) into a .tmt trace.
     Capture(cmd::capture::CaptureArgs),
 }
@@ -40,6 +42,7 @@ fn main() {
         Command::Info(a) => cmd::info::run(a),
         Command::Export(a) => cmd::export::run(a),
         Command::Replay(a) => cmd::replay::run(a),
+        Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),
     };
     match result {

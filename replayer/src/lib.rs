@@ -26,6 +26,7 @@ pub mod report;
 pub mod rng;
 pub mod source;
 pub mod suite;
+pub mod suite_file;
 pub mod target;
 
 pub use engine::{IoEvent, Observer, PassKind};

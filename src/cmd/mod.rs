@@ -5,3 +5,4 @@ pub mod convert;
 pub mod export;
 pub mod info;
 pub mod replay;
+pub mod suite;

@@ -22,6 +22,13 @@ pub struct ReplayArgs {
     /// The traces (.tmt) to replay, in order.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// How to replay: every option of `replay`, shared with `suite`.
+#[derive(Args, Debug)]
+pub struct RunArgs {
     /// A block device or a regular file. Default: ./tracemark-scratch.bin,
     /// created and filled with random data, sized to what the traces touch,
     /// reused by later runs. A file that does not exist is created the same way.
@@ -113,7 +120,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-impl ReplayArgs {
+impl RunArgs {
     pub fn options(&self) -> ReplayOptions {
         ReplayOptions {
             mode: match self.mode {
@@ -140,10 +147,15 @@ impl ReplayArgs {
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
+    replay_paths(&args.traces, &args.run)
+}
+
+/// Replays `traces` as `args` says: the table on stdout, the JSON result where asked.
+pub fn replay_paths(traces: &[PathBuf], args: &RunArgs) -> Result<i32> {
     let opts = args.options();
     opts.validate()?;
-    let mut sources = Vec::with_capacity(args.traces.len());
-    for path in &args.traces {
+    let mut sources = Vec::with_capacity(traces.len());
+    for path in traces {
         sources.push(TmtSource::open(path)?);
     }
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
