@@ -319,6 +319,247 @@ pub struct TraceResult {
     pub latency_us: BTreeMap<String, Percentiles>,
     pub fidelity: Fidelity,
     pub interrupted: bool,
+    /// What was replayed, so results of different versions of a trace are
+    /// not compared as if they were the same (absent in older result files).
+    #[serde(default)]
+    pub trace_id: Option<TraceIdentity>,
+    /// Latency distribution per operation over the scored passes: about 60
+    /// `[quantile, µs]` points from the merged histograms.
+    #[serde(default)]
+    pub latency_cdf_us: BTreeMap<String, Vec<[f64; 2]>>,
+    /// Bandwidth and mean latency over the playback of the last scored pass
+    /// (the warm-up when no scored pass finished).
+    #[serde(default)]
+    pub timeline: Option<Timeline>,
+}
+
+/// A trace's identity as recorded: its records, bytes and duration and a
+/// checksum over every record (FNV-1a 64 of time, op, offset, length and
+/// device), so two results name the same trace only when it is the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceIdentity {
+    pub records: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub duration_ns: u64,
+    /// 16 hex digits.
+    pub checksum: String,
+}
+
+/// FNV-1a 64 over records, fed one record at a time.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordChecksum(u64);
+
+impl Default for RecordChecksum {
+    fn default() -> Self {
+        RecordChecksum(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl RecordChecksum {
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 ^= x as u64;
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    pub fn add(&mut self, r: &trace_format::IoRecord) {
+        self.bytes(&r.time.0.to_le_bytes());
+        self.bytes(&[r.op.code()]);
+        self.bytes(&r.offset.0.to_le_bytes());
+        self.bytes(&r.len.0.to_le_bytes());
+        self.bytes(&r.device.to_le_bytes());
+    }
+
+    pub fn hex(&self) -> String {
+        format!("{:016x}", self.0)
+    }
+}
+
+/// The quantiles of the latency CDF in the result file: every 2% up to 90%,
+/// then finer towards the tail.
+pub const CDF_QUANTILES: [f64; 60] = {
+    let mut q = [0.0; 60];
+    let mut i = 0;
+    while i <= 45 {
+        q[i] = i as f64 * 0.02;
+        i += 1;
+    }
+    let tail = [
+        0.91, 0.92, 0.93, 0.94, 0.95, 0.96, 0.97, 0.98, 0.99, 0.995, 0.998, 0.999, 0.9999, 1.0,
+    ];
+    let mut j = 0;
+    while j < tail.len() {
+        q[46 + j] = tail[j];
+        j += 1;
+    }
+    q
+};
+
+/// `[quantile, µs]` points of a histogram (empty when it is).
+pub fn cdf_points(h: &Histogram<u64>) -> Vec<[f64; 2]> {
+    if h.is_empty() {
+        return Vec::new();
+    }
+    CDF_QUANTILES
+        .iter()
+        .map(|&q| {
+            let ns = if q <= 0.0 {
+                h.min()
+            } else if q >= 1.0 {
+                h.max()
+            } else {
+                h.value_at_quantile(q)
+            };
+            [q, ns as f64 / 1e3]
+        })
+        .collect()
+}
+
+/// Per-interval figures over one pass's playback (intervals of
+/// `interval_s`: 1 s, or a power-of-ten fraction of a second for passes
+/// shorter than 10 s so there are at least 10 points). Each interval counts
+/// the reads and writes that completed in it; bandwidth is their bytes over
+/// the interval (the last one over the part that was played);
+/// `mean_latency_us` is 0 where nothing completed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub interval_s: f64,
+    /// The pass it comes from: 0 for the warm-up, else the scored pass number.
+    pub pass: u32,
+    /// Start of each interval, s since the pass started.
+    pub t_s: Vec<f64>,
+    pub read_mb_s: Vec<f64>,
+    pub write_mb_s: Vec<f64>,
+    pub bandwidth_mb_s: Vec<f64>,
+    /// Reads and writes completed in the interval.
+    pub ios: Vec<u64>,
+    pub mean_latency_us: Vec<f64>,
+}
+
+/// Collects a [`Timeline`] from completions, in memory bounded by the
+/// playback time (fine buckets are merged as the pass goes on).
+#[derive(Debug, Clone)]
+pub struct TimelineBuilder {
+    /// Current bucket width, ns (a power of ten, 1 ms to 1 s).
+    width_ns: u64,
+    buckets: Vec<Bucket>,
+    end_ns: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Bucket {
+    read_bytes: u64,
+    write_bytes: u64,
+    ios: u64,
+    latency_sum_ns: u128,
+}
+
+impl Bucket {
+    fn merge(&mut self, o: &Bucket) {
+        self.read_bytes += o.read_bytes;
+        self.write_bytes += o.write_bytes;
+        self.ios += o.ios;
+        self.latency_sum_ns += o.latency_sum_ns;
+    }
+}
+
+const MS: u64 = 1_000_000;
+const SEC: u64 = 1_000_000_000;
+/// Fine buckets kept before they are merged tenfold.
+const MAX_FINE_BUCKETS: usize = 10_000;
+
+impl Default for TimelineBuilder {
+    fn default() -> Self {
+        TimelineBuilder {
+            width_ns: MS,
+            buckets: Vec::new(),
+            end_ns: 0,
+        }
+    }
+}
+
+impl TimelineBuilder {
+    /// One successful read or write that completed `complete_ns` after the
+    /// pass started.
+    pub fn add(&mut self, op: Op, bytes: u64, latency_ns: u64, complete_ns: u64) {
+        self.end_ns = self.end_ns.max(complete_ns);
+        while self.width_ns < SEC && (complete_ns / self.width_ns) as usize >= MAX_FINE_BUCKETS {
+            self.coarsen();
+        }
+        let i = (complete_ns / self.width_ns) as usize;
+        if self.buckets.len() <= i {
+            self.buckets.resize(i + 1, Bucket::default());
+        }
+        if let Some(b) = self.buckets.get_mut(i) {
+            match op {
+                Op::Read => b.read_bytes += bytes,
+                _ => b.write_bytes += bytes,
+            }
+            b.ios += 1;
+            b.latency_sum_ns += latency_ns as u128;
+        }
+    }
+
+    fn coarsen(&mut self) {
+        let merged = self
+            .buckets
+            .chunks(10)
+            .map(|c| {
+                let mut m = Bucket::default();
+                c.iter().for_each(|b| m.merge(b));
+                m
+            })
+            .collect();
+        self.buckets = merged;
+        self.width_ns *= 10;
+    }
+
+    /// The timeline at the interval the pass's length calls for.
+    pub fn finish(mut self, pass: u32, playback_ns: u64) -> Timeline {
+        let end = self.end_ns.max(playback_ns).max(1);
+        let mut want = SEC;
+        while want > MS && end / want < 10 {
+            want /= 10;
+        }
+        while self.width_ns < want {
+            self.coarsen();
+        }
+        let width_s = self.width_ns as f64 / 1e9;
+        let n = (end.div_ceil(self.width_ns) as usize).max(self.buckets.len());
+        let mut t = Timeline {
+            interval_s: width_s,
+            pass,
+            t_s: Vec::with_capacity(n),
+            read_mb_s: Vec::with_capacity(n),
+            write_mb_s: Vec::with_capacity(n),
+            bandwidth_mb_s: Vec::with_capacity(n),
+            ios: Vec::with_capacity(n),
+            mean_latency_us: Vec::with_capacity(n),
+        };
+        for i in 0..n {
+            let b = self.buckets.get(i).copied().unwrap_or_default();
+            let start = i as u64 * self.width_ns;
+            let span = (end.saturating_sub(start)).min(self.width_ns).max(1);
+            let secs = span as f64 / 1e9;
+            t.t_s.push(start as f64 / 1e9);
+            let (r, w) = (
+                b.read_bytes as f64 / secs / 1e6,
+                b.write_bytes as f64 / secs / 1e6,
+            );
+            t.read_mb_s.push(r);
+            t.write_mb_s.push(w);
+            t.bandwidth_mb_s.push(r + w);
+            t.ios.push(b.ios);
+            t.mean_latency_us.push(if b.ios == 0 {
+                0.0
+            } else {
+                b.latency_sum_ns as f64 / b.ios as f64 / 1e3
+            });
+        }
+        t
+    }
 }
 
 impl TraceResult {
@@ -344,6 +585,7 @@ impl TraceResult {
         let ats = pick(&|m| m.access_time_us);
         let pbs = pick(&|m| m.playback_s);
         let mut latency_us = BTreeMap::new();
+        let mut latency_cdf_us = BTreeMap::new();
         let mut errors = BTreeMap::new();
         for op in Op::ALL {
             let mut h = new_histogram();
@@ -356,6 +598,7 @@ impl TraceResult {
             }
             if let Some(pc) = Percentiles::of(&h, sum) {
                 latency_us.insert(op.name().to_string(), pc);
+                latency_cdf_us.insert(op.name().to_string(), cdf_points(&h));
             }
             if errs > 0 || op.carries_data() {
                 errors.insert(op.name().to_string(), errs);
@@ -396,6 +639,9 @@ impl TraceResult {
                 achieved_s: mean(&pick(&|m| m.fidelity.achieved_s)),
             },
             interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
+            trace_id: None,
+            latency_cdf_us,
+            timeline: None,
         }
     }
 }
@@ -471,6 +717,48 @@ mod tests {
         // 400 MB/s at 100 µs: sqrt(400 / 1e-4) = 2000
         assert!((score(400.0, 100.0) - 2000.0).abs() < 1e-9);
         assert_eq!(score(0.0, 100.0), 0.0);
+    }
+
+    #[test]
+    fn timeline_buckets_by_second_and_by_fraction_for_short_passes() {
+        let mut b = TimelineBuilder::default();
+        // 25 s: 1 MB read completing in each second, 100 µs each.
+        for s in 0..25u64 {
+            b.add(Op::Read, 1_000_000, 100_000, s * SEC + SEC / 2);
+        }
+        b.add(Op::Write, 2_000_000, 300_000, 3 * SEC + 1);
+        let t = b.finish(3, 25 * SEC);
+        assert_eq!(t.interval_s, 1.0);
+        assert_eq!(t.t_s.len(), 25);
+        assert!((t.bandwidth_mb_s[0] - 1.0).abs() < 1e-9);
+        assert!((t.bandwidth_mb_s[3] - 3.0).abs() < 1e-9);
+        assert!((t.write_mb_s[3] - 2.0).abs() < 1e-9);
+        assert!((t.mean_latency_us[3] - 200.0).abs() < 1e-9);
+        assert_eq!(t.ios.iter().sum::<u64>(), 26);
+
+        let mut b = TimelineBuilder::default();
+        for ms in 0..250u64 {
+            b.add(Op::Write, 4096, 50_000, ms * MS);
+        }
+        let t = b.finish(1, 250 * MS);
+        assert!((t.interval_s - 0.01).abs() < 1e-12, "{}", t.interval_s);
+        assert_eq!(t.t_s.len(), 25);
+        assert_eq!(t.ios.iter().sum::<u64>(), 250);
+    }
+
+    #[test]
+    fn cdf_points_are_monotonic_and_end_at_the_max() {
+        let mut h = new_histogram();
+        for v in 1..=1000u64 {
+            h.record(v * 1000).unwrap();
+        }
+        let c = cdf_points(&h);
+        assert_eq!(c.len(), CDF_QUANTILES.len());
+        assert!(c
+            .windows(2)
+            .all(|w| w[0][0] < w[1][0] && w[0][1] <= w[1][1]));
+        assert!((c[c.len() - 1][1] - 1000.0).abs() < 1.0);
+        assert!((c[25][1] - 500.0).abs() < 2.0, "{:?}", c[25]);
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! Running a set of traces against one target: the function behind both
 //! `tracemark replay` and `tracemark suite`.
 
-use crate::engine::{Engine, Observer, PassKind};
+use crate::engine::{Engine, IoEvent, Observer, PassKind};
 use crate::mapping::{AddressMap, TraceScan};
-use crate::metrics::{HostInfo, SuiteResult, SuiteSummary, TargetInfo, ToolInfo, TraceResult};
+use crate::metrics::{
+    HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TargetInfo, TimelineBuilder,
+    ToolInfo, TraceIdentity, TraceResult,
+};
 use crate::options::ReplayOptions;
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind, TargetRequest};
@@ -39,8 +42,25 @@ pub fn run_suite(
 
     // First pass over every trace: extents, sizes, what it needs.
     let mut scans = Vec::with_capacity(traces.len());
+    let mut identities = Vec::with_capacity(traces.len());
     for t in traces {
-        scans.push(TraceScan::scan(t.name(), t.records())?);
+        let mut sum = RecordChecksum::default();
+        let scan = TraceScan::scan(
+            t.name(),
+            t.records().inspect(|r| {
+                if let Ok(r) = r {
+                    sum.add(r)
+                }
+            }),
+        )?;
+        identities.push(TraceIdentity {
+            records: scan.ios,
+            read_bytes: scan.read_bytes,
+            write_bytes: scan.write_bytes,
+            duration_ns: scan.original_duration.0,
+            checksum: sum.hex(),
+        });
+        scans.push(scan);
     }
     let needs_write = !opts.read_only && scans.iter().any(|s| s.writes + s.discards > 0);
     let required_size = scans
@@ -71,7 +91,13 @@ pub fn run_suite(
 
     let mut results = Vec::with_capacity(traces.len());
     let mut interrupted = false;
-    for ((t, scan), map) in traces.iter().zip(&scans).zip(&maps) {
+    let mut observer = TimelineObserver {
+        inner: observer,
+        builder: TimelineBuilder::default(),
+        last: None,
+    };
+    let observer = &mut observer;
+    for (((t, scan), map), identity) in traces.iter().zip(&scans).zip(&maps).zip(identities) {
         if interrupted {
             break;
         }
@@ -96,13 +122,16 @@ pub fn run_suite(
         } else {
             "order"
         };
-        results.push(TraceResult::from_passes(
+        let mut result = TraceResult::from_passes(
             name,
             t.path().map(|p| p.display().to_string()),
             deps,
             warmup.as_ref(),
             &scored,
-        ));
+        );
+        result.trace_id = Some(identity);
+        result.timeline = observer.last.take();
+        results.push(result);
     }
     let suite = SuiteSummary::of(&results);
     Ok(SuiteResult {
@@ -129,6 +158,57 @@ pub fn run_suite(
         interrupted,
         started_unix_s,
     })
+}
+
+/// Passes everything to the caller's observer and builds the per-interval
+/// timeline of each pass from its completions; keeps the last one.
+struct TimelineObserver<'a> {
+    inner: &'a mut dyn Observer,
+    builder: TimelineBuilder,
+    last: Option<crate::metrics::Timeline>,
+}
+
+impl Observer for TimelineObserver<'_> {
+    fn pass_started(&mut self, trace: &str, pass: PassKind, total_ios: u64) {
+        self.builder = TimelineBuilder::default();
+        self.inner.pass_started(trace, pass, total_ios)
+    }
+    fn progress(&mut self, completed_ios: u64) {
+        self.inner.progress(completed_ios)
+    }
+    fn pass_finished(&mut self, trace: &str, pass: PassKind, metrics: &PassMetrics) {
+        let builder = std::mem::take(&mut self.builder);
+        let number = match pass {
+            PassKind::Warmup => 0,
+            PassKind::Scored(n) => n,
+        };
+        // A scored pass replaces the warm-up's timeline; the warm-up only
+        // stands in when no scored pass finishes.
+        if number > 0 || self.last.is_none() {
+            let playback_ns = (metrics.playback_s * 1e9) as u64;
+            self.last = Some(builder.finish(number, playback_ns));
+        }
+        self.inner.pass_finished(trace, pass, metrics)
+    }
+    fn wants_io_events(&self) -> bool {
+        true
+    }
+    fn io_completed(&mut self, e: &IoEvent) {
+        if e.op.carries_data() && e.result >= 0 && e.result as u64 >= e.len {
+            self.builder.add(
+                e.op,
+                e.len,
+                e.complete_ns.saturating_sub(e.submit_ns),
+                e.complete_ns,
+            );
+        }
+        if self.inner.wants_io_events() {
+            self.inner.io_completed(e)
+        }
+    }
+    fn should_stop(&self) -> bool {
+        self.inner.should_stop()
+    }
 }
 
 fn host_info() -> HostInfo {
@@ -239,5 +319,34 @@ mod tests {
             assert_eq!(e.offset, recs[e.index as usize].offset.0);
             assert!(e.submit_ns <= e.complete_ns);
         }
+        // The timeline accounts for every I/O of the (only) scored pass.
+        let tl = t.timeline.as_ref().unwrap();
+        assert_eq!(tl.pass, 1);
+        assert_eq!(tl.ios.iter().sum::<u64>(), 500);
+        assert!(tl.t_s.len() >= 10, "{tl:?}");
+        let moved: f64 = tl
+            .bandwidth_mb_s
+            .iter()
+            .zip(&tl.t_s)
+            .enumerate()
+            .map(|(i, (bw, start))| {
+                let end = tl
+                    .t_s
+                    .get(i + 1)
+                    .copied()
+                    .unwrap_or(t.playback_s.max(*start));
+                bw * (end - start).max(0.0)
+            })
+            .sum();
+        let total_mb = (t.read_bytes + t.write_bytes) as f64 / 1e6;
+        assert!(
+            (moved - total_mb).abs() / total_mb < 0.2,
+            "{moved} vs {total_mb}"
+        );
+        let id = t.trace_id.as_ref().unwrap();
+        assert_eq!(id.records, 500);
+        assert_eq!(id.read_bytes + id.write_bytes, t.read_bytes + t.write_bytes);
+        assert_eq!(id.checksum.len(), 16);
+        assert_eq!(t.latency_cdf_us["read"].len(), 60);
     }
 }
