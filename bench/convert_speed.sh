@@ -56,17 +56,18 @@ ios_txt=$("$TRACEMARK" info txt.tmt --json | python3 -c 'import json,sys; print(
 
 col() { median $(awk -v c="$2" '{ print $c }' "$1.times"); }
 bp_wall=$(col blkparse 1)
+bp_cpu=$(col blkparse 2)
 echo
 echo "## $records blktrace records ($ios I/Os), one core, medians of $RUNS runs"
 echo
-echo "| program | wall s | cpu s | records/s (wall) | I/Os/s (wall) | speed vs blkparse printing the binary |"
-echo "|---|---|---|---|---|---|"
+echo "| program | wall s | cpu s | records/s (wall) | I/Os/s (wall) | speed vs blkparse (wall) | speed vs blkparse (cpu) |"
+echo "|---|---|---|---|---|---|---|"
 row() {
     local w c
     w=$(col "$1" 1); c=$(col "$1" 2)
-    printf '| %s | %.2f | %.2f | %.0f | %.0f | %sx |\n' "$2" "$w" "$c" \
+    printf '| %s | %.2f | %.2f | %.0f | %.0f | %sx | %sx |\n' "$2" "$w" "$c" \
         "$(awk -v n="$records" -v s="$w" 'BEGIN { print n / s }')" \
-        "$(awk -v n="$ios" -v s="$w" 'BEGIN { print n / s }')" "$(ratio "$bp_wall" "$w")"
+        "$(awk -v n="$ios" -v s="$w" 'BEGIN { print n / s }')" "$(ratio "$bp_wall" "$w")" "$(ratio "$bp_cpu" "$c")"
 }
 row tm_bin "tracemark convert, blktrace binary -> .tmt"
 row tm_txt "tracemark convert, blkparse text -> .tmt"

@@ -13,8 +13,10 @@ need() {
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "needs root"; }
 
-# Builds the release binary (quietly) so every script measures the current tree.
+# Builds the release binary (quietly) so every script measures the current tree;
+# BENCH_NO_BUILD=1 measures the binary already in target/release instead.
 build_tracemark() {
+    if [ "${BENCH_NO_BUILD:-0}" = 1 ] && [ -x "$TRACEMARK" ]; then return; fi
     (cd "$BENCH_ROOT" && cargo build --release -q) || die "cargo build --release failed"
     [ -x "$TRACEMARK" ] || die "no $TRACEMARK after the build"
 }
@@ -51,7 +53,9 @@ release_tracefs() {
 BLKTRACE_SAMPLE=${BLKTRACE_SAMPLE:-/work/shared/samples/blktrace-binary/takeoverjp__blktrace_viewer__sample.blktrace.0}
 make_blktrace() {
     [ -f "$BLKTRACE_SAMPLE" ] || die "no source capture $BLKTRACE_SAMPLE (set BLKTRACE_SAMPLE to a little-endian v7 NAME.blktrace.0)"
-    (cd "$BENCH_ROOT" && cargo build -q --release -p recorder --example blktrace_speed) || die "building the blktrace_speed example failed"
+    if [ "${BENCH_NO_BUILD:-0}" != 1 ] || [ ! -x "$BENCH_ROOT/target/release/examples/blktrace_speed" ]; then
+        (cd "$BENCH_ROOT" && cargo build -q --release -p recorder --example blktrace_speed) || die "building the blktrace_speed example failed"
+    fi
     "$BENCH_ROOT/target/release/examples/blktrace_speed" make "$BLKTRACE_SAMPLE" "$1.blktrace.0" "$2" >/dev/null \
         || die "generating $1.blktrace.0 failed"
 }

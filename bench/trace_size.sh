@@ -70,7 +70,10 @@ row() {
     [ "$ios" -gt 0 ] || { echo "$name: no I/Os, skipped" >> "$NOTES"; return; }
     "$TRACEMARK" export "$tmt" --to fio -o "$WORK/x.iolog"
     fio=$(bytes "$WORK/x.iolog"); zf=$(z19 "$WORK/x.iolog")
+    "$TRACEMARK" export "$tmt" --to csv -o "$WORK/x.csv"
+    local zc; zc=$(z19 "$WORK/x.csv")
     best_text=$zf
+    [ "$zc" -lt "$best_text" ] && best_text=$zc
     ztxt="-"
     if [ $# -gt 0 ]; then
         ztxt=""
@@ -87,20 +90,20 @@ row() {
     [ "$d19" != - ] && [ "$d19" -lt "$smallest" ] && smallest=$d19
     local aim="no"
     awk -v s="$smallest" -v n="$ios" -v t="$best_text" 'BEGIN { exit !(s / n < 4 && s < t) }' && aim=yes
-    printf '| %s | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$ios" "$(per "$src_bytes" "$ios")" "$src_kind" \
-        "$(per "$bt_bytes" "$ios")" "$(per "$fio" "$ios")" "$ztxt" "$(per "$zf" "$ios")" "$(per "$d19" "$ios")" "$(per "$dd" "$ios")" "$aim" >> "$ROWS"
+    printf '| %s | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$ios" "$(per "$src_bytes" "$ios")" "$src_kind" \
+        "$(per "$bt_bytes" "$ios")" "$(per "$fio" "$ios")" "$ztxt" "$(per "$zf" "$ios")" "$(per "$zc" "$ios")" "$(per "$d19" "$ios")" "$(per "$dd" "$ios")" "$aim" >> "$ROWS"
     python3 "$BENCH_ROOT/bench/tmt_columns.py" "${tmt19:-$tmt}" 19 | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 c = d["columns_zstd19_alone_bytes_per_io"]
-print("| %s | %s | %s |" % (sys.argv[1], " | ".join("%.2f" % c[k] for k in ["time", "kind", "offset", "length", "latency", "stream", "device"]), "%.2f" % d["stored_payload_bytes_per_io"]))
+print("| %s | %s | %.2f | %.2f |" % (sys.argv[1], " | ".join("%.2f" % c[k] for k in ["time", "kind", "offset", "length", "latency", "stream", "device"]), d["stored_payload_bytes_per_io"], d["file_bytes_per_io"] - d["stored_payload_bytes_per_io"]))
 ' "$name" >> "$COLS"
 }
 
-# convert_both NAME INPUT... : writes $WORK/NAME.tmt (default level) and NAME.19.tmt
+# convert_both STEM LABEL INPUT... : writes $WORK/STEM.tmt (default level) and STEM.19.tmt
 convert_both() {
-    local name=$1; shift
-    "$TRACEMARK" convert "$@" -o "$WORK/$name.tmt" -q 2> "$WORK/err.txt" || { echo "$name: not converted: $(head -1 "$WORK/err.txt")" >> "$NOTES"; return 1; }
+    local name=$1 label=$2; shift 2
+    "$TRACEMARK" convert "$@" -o "$WORK/$name.tmt" -q 2> "$WORK/err.txt" || { echo "$label: not converted: $(head -1 "$WORK/err.txt")" >> "$NOTES"; return 1; }
     "$TRACEMARK" convert "$@" -o "$WORK/$name.19.tmt" --level 19 -q
 }
 
@@ -118,12 +121,12 @@ if [ -d "$SAMPLES" ]; then
     for f in "$SAMPLES"/blkparse/*; do
         [ -f "$f" ] || continue
         n=sample-$(basename "$f")
-        convert_both s "$f" && row "$n" "$WORK/s.tmt" "$WORK/s.19.tmt" "$(bytes "$f")" "blkparse text" - "$f"
+        convert_both s "$n" "$f" && row "$n" "$WORK/s.tmt" "$WORK/s.19.tmt" "$(bytes "$f")" "blkparse text" - "$f"
     done
     for set in $(ls "$SAMPLES"/blktrace-binary/*.blktrace.* 2>/dev/null | sed 's/\.blktrace\.[0-9]*$//' | sort -u); do
         files=("$set".blktrace.*)
         n=sample-$(basename "$set")
-        convert_both s "${files[@]}" || continue
+        convert_both s "$n" "${files[@]}" || continue
         # blkparse's text of the same set, where blkparse accepts it.
         mkdir -p "$WORK/bp"; cp "${files[@]}" "$WORK/bp/"
         texts=()
@@ -138,7 +141,7 @@ if [ -d "$SAMPLES" ]; then
     for f in "$SAMPLES"/fio-iolog/* "$SAMPLES"/windows-etw-wpa/* "$SAMPLES"/cloudphysics-vscsi/* "$SAMPLES"/mqsim-disksim-ascii/*; do
         [ -f "$f" ] || continue
         n=sample-$(basename "$f")
-        convert_both s "$f" && row "$n" "$WORK/s.tmt" "$WORK/s.19.tmt" "$(bytes "$f")" "$(basename "$(dirname "$f")") text" - "$f"
+        convert_both s "$n" "$f" && row "$n" "$WORK/s.tmt" "$WORK/s.19.tmt" "$(bytes "$f")" "$(basename "$(dirname "$f")") text" - "$f"
     done
 else
     echo "no samples folder $SAMPLES" >> "$NOTES"
@@ -162,12 +165,17 @@ if [ "$CAPTURE" = 1 ]; then
         echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/$ev/filter"
         echo 1 > "$INSTANCE/events/block/$ev/enable"
     done
+    # blktrace (relay files in debugfs) alongside, where the kernel allows it.
     if [ ! -d /sys/kernel/debug/block ]; then
-        mount -t debugfs none /sys/kernel/debug && DEBUGFS_MOUNTED_HERE=1
+        mount -t debugfs none /sys/kernel/debug 2>/dev/null && DEBUGFS_MOUNTED_HERE=1
     fi
     mkdir -p "$WORK/bt"
-    blktrace -d "$LOOP" -D "$WORK/bt" -o cap >/dev/null 2>&1 & BTPID=$!
+    blktrace -d "$LOOP" -D "$WORK/bt" -o cap >"$WORK/bt.log" 2>&1 & BTPID=$!
     sleep 1
+    if ! kill -0 "$BTPID" 2>/dev/null; then
+        wait "$BTPID" 2>/dev/null || true; BTPID=""
+        echo "fresh capture: blktrace could not run here ($(grep -m1 -i 'fail\|not' "$WORK/bt.log" || echo 'no reason given')), so no blktrace binary column for it; a blktrace binary costs at least 48 bytes per event (v7), 2-7 events per I/O" >> "$NOTES"
+    fi
     echo 1 > "$INSTANCE/tracing_on"
     mount "$LOOP" "$MNT"
     tar xf "$WORK/src.tar" -C "$MNT"
@@ -177,28 +185,33 @@ if [ "$CAPTURE" = 1 ]; then
     umount "$MNT"
     echo 0 > "$INSTANCE/tracing_on"
     sleep 1
-    kill -INT "$BTPID"; wait "$BTPID" 2>/dev/null || true; BTPID=""
+    if [ -n "$BTPID" ]; then kill -INT "$BTPID" 2>/dev/null || true; wait "$BTPID" 2>/dev/null || true; BTPID=""; fi
     cat "$INSTANCE/trace" > "$WORK/cap.tracefs.txt"
     lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
     [ "$lost" = 0 ] || echo "fresh capture: $lost tracefs events overrun" >> "$NOTES"
-    (cd "$WORK/bt" && blkparse -i cap -o "$WORK/cap.blkparse.txt" >/dev/null 2>&1) || true
-    bt_bytes=$(bytes "$WORK"/bt/cap.blktrace.*)
-    convert_both cap "$WORK/cap.tracefs.txt" && \
-        row "fresh capture: untar $SRC_TREE + sync + read back, tracefs" "$WORK/cap.tmt" "$WORK/cap.19.tmt" "$(bytes "$WORK/cap.tracefs.txt")" "tracefs text" "$bt_bytes" "$WORK/cap.tracefs.txt" "$WORK/cap.blkparse.txt"
-    convert_both capbt "$WORK"/bt/cap.blktrace.* && \
-        row "fresh capture, same I/O via blktrace (Q/D/C...)" "$WORK/capbt.tmt" "$WORK/capbt.19.tmt" "$bt_bytes" "blktrace binary" "$bt_bytes" "$WORK/cap.blkparse.txt" "$WORK/cap.tracefs.txt"
+    if ls "$WORK"/bt/cap.blktrace.* >/dev/null 2>&1; then
+        (cd "$WORK/bt" && blkparse -i cap -o "$WORK/cap.blkparse.txt" >/dev/null 2>&1) || true
+        bt_bytes=$(bytes "$WORK"/bt/cap.blktrace.*)
+        convert_both cap "fresh capture" "$WORK/cap.tracefs.txt" && \
+            row "fresh capture: untar $SRC_TREE + sync + read back, tracefs" "$WORK/cap.tmt" "$WORK/cap.19.tmt" "$(bytes "$WORK/cap.tracefs.txt")" "tracefs text" "$bt_bytes" "$WORK/cap.tracefs.txt" "$WORK/cap.blkparse.txt"
+        convert_both capbt "fresh capture (blktrace)" "$WORK"/bt/cap.blktrace.* && \
+            row "fresh capture, same I/O via blktrace" "$WORK/capbt.tmt" "$WORK/capbt.19.tmt" "$bt_bytes" "blktrace binary" "$bt_bytes" "$WORK/cap.blkparse.txt" "$WORK/cap.tracefs.txt"
+    else
+        convert_both cap "fresh capture" "$WORK/cap.tracefs.txt" && \
+            row "fresh capture: untar $SRC_TREE + sync + read back, tracefs" "$WORK/cap.tmt" "$WORK/cap.19.tmt" "$(bytes "$WORK/cap.tracefs.txt")" "tracefs text" - "$WORK/cap.tracefs.txt"
+    fi
 fi
 
 echo
 echo "## Bytes per I/O"
 echo
-echo "| trace | I/Os | source | blktrace binary | fio iolog | zstd -19 of text forms (source / other) | zstd -19 of fio iolog | .tmt --level 19 | .tmt default level | < 4 B/I/O and < every zstd -19 text |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| trace | I/Os | source | blktrace binary | fio iolog | zstd -19 of text forms (source / other) | zstd -19 of fio iolog | zstd -19 of CSV export (same fields as .tmt) | .tmt --level 19 | .tmt default level | < 4 B/I/O and < every zstd -19 text |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 cat "$ROWS"
 echo
 echo "## Where a .tmt's bytes go (bytes per I/O, each column of each chunk compressed alone with zstd -19; level-19 file)"
 echo
-echo "| trace | time | kind | offset | length | latency | stream | device | stored payload |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| trace | time | kind | offset | length | latency | stream | device | stored payload | header, frames, footer |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 cat "$COLS"
 if [ -s "$NOTES" ]; then echo; sed 's/^/- /' "$NOTES"; fi
