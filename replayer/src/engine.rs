@@ -36,7 +36,7 @@ use crate::buffer::AlignedBuf;
 use crate::clock::{now_ns, sleep_ns};
 use crate::mapping::{AddressMap, TraceScan};
 use crate::metrics::{new_histogram, OpStats, PassMetrics, PassOutcome, Skipped};
-use crate::options::{ReplayOptions, TimingMode};
+use crate::options::{Priority, ReplayOptions, TimingMode};
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
 use crate::ReplayError;
@@ -65,6 +65,8 @@ pub struct IoEvent {
     /// Index of the record in the trace.
     pub index: u64,
     pub op: Op,
+    /// Index of the target it went to (0: the first; see `Target::all`).
+    pub target: u32,
     /// Target offset and length as issued.
     pub offset: u64,
     pub len: u64,
@@ -101,7 +103,8 @@ pub struct Engine<'t> {
     read_bufs: AlignedBuf,
     write_buf: AlignedBuf,
     write_cursor: u64,
-    discard_supported: bool,
+    /// Per target: block device opened for writing, and no "not supported" yet.
+    discard_supported: Vec<bool>,
 }
 
 impl<'t> Engine<'t> {
@@ -150,9 +153,10 @@ impl<'t> Engine<'t> {
         // the ring is dropped first, as declared before them).
         unsafe { ring.submitter().register_buffers(&iovecs) }
             .map_err(ring_err("cannot register buffers"))?;
+        let fds: Vec<i32> = target.all().map(Target::fd).collect();
         ring.submitter()
-            .register_files(&[target.fd()])
-            .map_err(ring_err("cannot register the target"))?;
+            .register_files(&fds)
+            .map_err(ring_err("cannot register the targets"))?;
         Ok(Engine {
             target,
             ring,
@@ -161,7 +165,10 @@ impl<'t> Engine<'t> {
             read_bufs,
             write_buf,
             write_cursor: 0,
-            discard_supported: target.kind == TargetKind::BlockDevice && target.writable,
+            discard_supported: target
+                .all()
+                .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
+                .collect(),
         })
     }
 
@@ -183,6 +190,8 @@ impl<'t> Engine<'t> {
         std::thread::scope(|scope| {
             let (mut records, producer) = crate::source::prefetch(source);
             scope.spawn(producer);
+            // After the spawn: the decoder keeps the normal priority.
+            let _priority = PriorityGuard::apply(opts.priority);
             self.replay_records(trace, &mut records, scan, map, opts, kind, observer)
         })
     }
@@ -208,7 +217,12 @@ impl<'t> Engine<'t> {
             None
         };
         let log_events = observer.wants_io_events();
-        let mut pass = Pass::new(self.queue_depth, kind == PassKind::Warmup, log_events);
+        let mut pass = Pass::new(
+            self.queue_depth,
+            kind == PassKind::Warmup,
+            log_events,
+            self.discard_supported.len(),
+        );
         pass.original_duration_ns = scan.original_duration.0;
 
         let mut pending: Option<Pending> = None;
@@ -249,13 +263,18 @@ impl<'t> Engine<'t> {
                     if i == 0 {
                         first_v = v;
                     }
-                    if let Some(reason) = self.skip_reason(&rec, opts) {
+                    let target = map.target_of(rec.device);
+                    if let Some(reason) = self.skip_reason(&rec, target, opts) {
                         reason(&mut pass.skipped);
                         pass.progress(observer);
                         continue;
                     }
                     let mapped = if rec.op == Op::Flush {
-                        crate::mapping::Mapped { offset: 0, len: 0 }
+                        crate::mapping::Mapped {
+                            target,
+                            offset: 0,
+                            len: 0,
+                        }
                     } else {
                         map.map(rec.device, rec.offset.0, rec.len.0)
                     };
@@ -265,6 +284,7 @@ impl<'t> Engine<'t> {
                         virtual_ns: v,
                         orig_issue: t,
                         orig_completion: rec.completion().map_or(u64::MAX, |c| c.0),
+                        target: mapped.target,
                         offset: mapped.offset,
                         len: mapped.len,
                     };
@@ -327,7 +347,9 @@ impl<'t> Engine<'t> {
             }
             Ok(())
         });
-        self.discard_supported &= pass.discard_supported;
+        for (s, p) in self.discard_supported.iter_mut().zip(&pass.discard_supported) {
+            *s &= *p;
+        }
         if let Some(e) = failure {
             return Err(e);
         }
@@ -341,15 +363,27 @@ impl<'t> Engine<'t> {
     fn skip_reason(
         &self,
         rec: &trace_format::IoRecord,
+        target: u32,
         opts: &ReplayOptions,
     ) -> Option<fn(&mut Skipped)> {
         let writes = !matches!(rec.op, Op::Read);
         if opts.read_only && writes {
             return Some(|s| s.read_only += 1);
         }
+        if opts.skips(rec.op) {
+            // The result has no counter of its own for --skip-ops yet:
+            // discards and write-zeroes go to theirs, the others to
+            // `read_only` (both mean "left out by an option").
+            return Some(match rec.op {
+                Op::Discard => |s| s.discards += 1,
+                Op::WriteZeroes => |s| s.write_zeroes += 1,
+                _ => |s| s.read_only += 1,
+            });
+        }
+        let discards = self.discard_supported.get(target as usize) == Some(&true);
         match rec.op {
             Op::Read | Op::Write if rec.len.0 == 0 => Some(|s| s.empty += 1),
-            Op::Discard if !self.discard_supported || rec.len.0 == 0 => Some(|s| s.discards += 1),
+            Op::Discard if !discards || rec.len.0 == 0 => Some(|s| s.discards += 1),
             Op::WriteZeroes => Some(|s| s.write_zeroes += 1),
             _ => None,
         }
@@ -359,7 +393,7 @@ impl<'t> Engine<'t> {
         let Some(slot) = pass.free.pop() else {
             return Ok(()); // unreachable: checked by the caller
         };
-        let fd = types::Fixed(0);
+        let fd = types::Fixed(p.target);
         let len32 = p.len.min(u32::MAX as u64) as u32;
         let entry = match p.op {
             Op::Read => {
@@ -405,6 +439,7 @@ impl<'t> Engine<'t> {
             *s = Slot {
                 index: p.index,
                 op: p.op,
+                target: p.target,
                 offset: p.offset,
                 len: p.len,
                 sched_ns: sched,
@@ -566,6 +601,72 @@ impl<'t> Engine<'t> {
     }
 }
 
+/// While alive, the calling thread runs under the asked priority; the
+/// previous policy comes back on drop. A refusal (no CAP_SYS_NICE) leaves the
+/// thread as it was: callers check [`realtime_priority_available`] first to
+/// tell the user.
+struct PriorityGuard {
+    previous: Option<(libc::c_int, libc::sched_param)>,
+}
+
+/// The `SCHED_FIFO` priority used by `--priority high`: above every normal
+/// thread, below the kernel's own real-time threads (watchdogs, migration).
+const FIFO_PRIORITY: libc::c_int = 10;
+
+impl PriorityGuard {
+    fn apply(priority: Priority) -> PriorityGuard {
+        if priority == Priority::Normal {
+            return PriorityGuard { previous: None };
+        }
+        // SAFETY: querying and setting the calling thread's (pid 0) policy
+        // with a valid sched_param.
+        unsafe {
+            let policy = libc::sched_getscheduler(0);
+            let mut old = std::mem::zeroed::<libc::sched_param>();
+            if policy < 0 || libc::sched_getparam(0, &mut old) != 0 {
+                return PriorityGuard { previous: None };
+            }
+            let param = libc::sched_param {
+                sched_priority: FIFO_PRIORITY,
+            };
+            if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+                return PriorityGuard { previous: None };
+            }
+            PriorityGuard {
+                previous: Some((policy, old)),
+            }
+        }
+    }
+}
+
+impl Drop for PriorityGuard {
+    fn drop(&mut self) {
+        if let Some((policy, param)) = self.previous.take() {
+            // SAFETY: restoring the calling thread's earlier policy.
+            unsafe {
+                libc::sched_setscheduler(0, policy, &param);
+            }
+        }
+    }
+}
+
+/// Whether this process may run a thread under `SCHED_FIFO` (tried on a
+/// short-lived thread); the error says why not.
+pub fn realtime_priority_available() -> std::io::Result<()> {
+    std::thread::spawn(|| {
+        let param = libc::sched_param {
+            sched_priority: FIFO_PRIORITY,
+        };
+        // SAFETY: setting this short-lived thread's own policy.
+        if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    })
+    .join()
+    .unwrap_or_else(|_| Err(std::io::Error::other("the probe thread failed")))
+}
+
 /// Passes everything through but never asks to stop (for draining).
 struct NeverStop<'a>(&'a mut dyn Observer);
 
@@ -591,6 +692,7 @@ struct Pending {
     virtual_ns: u64,
     orig_issue: u64,
     orig_completion: u64,
+    target: u32,
     offset: u64,
     len: u64,
 }
@@ -599,6 +701,7 @@ struct Pending {
 struct Slot {
     index: u64,
     op: Op,
+    target: u32,
     offset: u64,
     len: u64,
     sched_ns: u64,
@@ -631,15 +734,17 @@ struct Pass {
     warmup: bool,
     interrupted: bool,
     original_duration_ns: u64,
-    discard_supported: bool,
+    /// Per target: no "not supported" answer to a discard in this pass.
+    discard_supported: Vec<bool>,
     log_events: bool,
 }
 
 impl Pass {
-    fn new(queue_depth: u32, warmup: bool, log_events: bool) -> Pass {
+    fn new(queue_depth: u32, warmup: bool, log_events: bool, targets: usize) -> Pass {
         let empty = Slot {
             index: 0,
             op: Op::Read,
+            target: 0,
             offset: 0,
             len: 0,
             sched_ns: 0,
@@ -668,7 +773,7 @@ impl Pass {
             warmup,
             interrupted: false,
             original_duration_ns: 0,
-            discard_supported: true,
+            discard_supported: vec![true; targets],
             log_events,
         }
     }
@@ -743,7 +848,9 @@ impl Pass {
                 libc::EOPNOTSUPP | libc::EINVAL | libc::ENOTTY | libc::ENXIO
             );
         if unsupported {
-            self.discard_supported = false;
+            if let Some(s) = self.discard_supported.get_mut(slot.target as usize) {
+                *s = false;
+            }
             self.skipped.discards += 1;
         } else if let Some(stats) = self.ops.get_mut(slot.op.code() as usize) {
             let latency = now.saturating_sub(slot.submit_ns);
@@ -762,6 +869,7 @@ impl Pass {
             observer.io_completed(&IoEvent {
                 index: slot.index,
                 op: slot.op,
+                target: slot.target,
                 offset: slot.offset,
                 len: slot.len,
                 scheduled_ns: slot.sched_ns.saturating_sub(base),

@@ -13,7 +13,7 @@
 //! offset and are clipped to the target's end.
 
 use crate::ReplayError;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use trace_format::{IoRecord, Nanos, Op};
 
 /// Granularity of the compact map.
@@ -43,6 +43,10 @@ pub struct TraceScan {
     pub max_data_len: u64,
     /// Highest end of any read or write.
     pub max_end: u64,
+    /// Every source device with any record, and its highest read or write end.
+    pub device_max_end: BTreeMap<u16, u64>,
+    /// Largest read or write per source device.
+    pub device_max_len: BTreeMap<u16, u64>,
     regions: BTreeSet<(u16, u64)>,
 }
 
@@ -73,6 +77,7 @@ impl TraceScan {
                 )));
             }
             last_time = rec.time.0;
+            s.device_max_end.entry(rec.device).or_insert(0);
             end_time = end_time.max(rec.completion().unwrap_or(rec.time).0);
             s.ios += 1;
             if rec.latency.is_some() {
@@ -105,6 +110,11 @@ impl TraceScan {
                     .ok_or_else(|| bad("offset + length overflows".into()))?;
                 s.max_data_len = s.max_data_len.max(rec.len.0);
                 s.max_end = s.max_end.max(end.0);
+                if let Some(m) = s.device_max_end.get_mut(&rec.device) {
+                    *m = (*m).max(end.0);
+                }
+                let l = s.device_max_len.entry(rec.device).or_insert(0);
+                *l = (*l).max(rec.len.0);
                 let first = rec.offset.0 / REGION_BYTES;
                 let last = (end.0 - 1) / REGION_BYTES;
                 for region in first..=last {
@@ -130,10 +140,52 @@ impl TraceScan {
 
     /// Target bytes `kind` needs for this trace (the scratch file is sized so).
     pub fn required_bytes(&self, kind: crate::MappingKind) -> u64 {
+        self.required_bytes_for(kind, |_| true)
+    }
+
+    /// Target bytes `kind` needs for the devices `on` selects (those routed
+    /// to one target), not counting any `--target-offset`.
+    pub fn required_bytes_for(&self, kind: crate::MappingKind, on: impl Fn(u16) -> bool) -> u64 {
         match kind {
-            crate::MappingKind::Identity => self.max_end.div_ceil(REGION_BYTES) * REGION_BYTES,
-            crate::MappingKind::Compact | crate::MappingKind::Wrap => self.compact_bytes(),
+            crate::MappingKind::Identity => {
+                let end = self
+                    .device_max_end
+                    .iter()
+                    .filter(|(d, _)| on(**d))
+                    .map(|(_, e)| *e)
+                    .max()
+                    .unwrap_or(0);
+                end.div_ceil(REGION_BYTES) * REGION_BYTES
+            }
+            crate::MappingKind::Compact | crate::MappingKind::Wrap => {
+                self.regions.iter().filter(|(d, _)| on(*d)).count() as u64 * REGION_BYTES
+            }
         }
+    }
+}
+
+/// The part of one target a replay may use: `[start, end)`, in units of its
+/// logical block size (`start` and `end` are multiples of `block`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TargetSpace {
+    pub start: u64,
+    pub end: u64,
+    pub block: u64,
+}
+
+impl TargetSpace {
+    /// The whole of a target of `size` bytes.
+    pub fn whole(size: u64, block: u64) -> TargetSpace {
+        let block = block.max(1);
+        TargetSpace {
+            start: 0,
+            end: size / block * block,
+            block,
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.end.saturating_sub(self.start)
     }
 }
 
@@ -143,28 +195,33 @@ struct Run {
     device: u16,
     first_region: u64,
     regions: u64,
+    /// Absolute offset in the device's target.
     target_start: u64,
 }
 
-/// Trace offset → target offset, aligned to the target's block size and kept
-/// inside the target.
+/// Trace offset → (target, target offset), aligned to the target's block
+/// size and kept inside the target's space.
 #[derive(Debug, Clone)]
 pub struct AddressMap {
     kind: crate::MappingKind,
     runs: Vec<Run>,
-    target_size: u64,
-    block: u64,
+    spaces: Vec<TargetSpace>,
+    /// (source device, index into `spaces`), sorted; devices not listed go to
+    /// target 0.
+    routes: Vec<(u16, u32)>,
 }
 
 /// A mapped request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mapped {
+    /// Index of the target (0: the first).
+    pub target: u32,
     pub offset: u64,
     pub len: u64,
 }
 
 impl AddressMap {
-    /// Builds the map of `scan` onto a target of `target_size` bytes with
+    /// Builds the map of `scan` onto one target of `target_size` bytes with
     /// logical block size `block`; fails when the trace cannot fit.
     pub fn new(
         trace: &str,
@@ -173,95 +230,182 @@ impl AddressMap {
         target_size: u64,
         block: u64,
     ) -> Result<AddressMap, ReplayError> {
-        let block = block.max(1);
-        let max_len = scan.max_data_len.div_ceil(block) * block;
-        if max_len > target_size {
-            return Err(ReplayError::DoesNotFit {
-                trace: trace.into(),
-                reason: format!(
-                    "its largest request ({max_len} bytes) is larger than the target ({target_size} bytes)"
-                ),
-            });
+        AddressMap::with_targets(
+            trace,
+            scan,
+            kind,
+            &[TargetSpace::whole(target_size, block)],
+            &[],
+        )
+    }
+
+    /// Builds the map of `scan` onto several targets: `routes` sends a source
+    /// device to an index of `spaces` (unlisted devices go to the first).
+    /// Fails when the devices routed to a target cannot fit in its space.
+    pub fn with_targets(
+        trace: &str,
+        scan: &TraceScan,
+        kind: crate::MappingKind,
+        spaces: &[TargetSpace],
+        routes: &[(u16, u32)],
+    ) -> Result<AddressMap, ReplayError> {
+        let does_not_fit = |reason: String| ReplayError::DoesNotFit {
+            trace: trace.into(),
+            reason,
+        };
+        if spaces.is_empty() {
+            return Err(does_not_fit("there is no target".into()));
         }
-        let mut runs: Vec<Run> = Vec::new();
+        let mut routes = routes.to_vec();
+        routes.sort_unstable();
+        routes.dedup_by_key(|r| r.0);
+        let mut map = AddressMap {
+            kind,
+            runs: Vec::new(),
+            spaces: spaces.to_vec(),
+            routes,
+        };
+        let mut next: Vec<u64> = spaces.iter().map(|s| s.start).collect();
+        for (index, space) in spaces.iter().enumerate() {
+            let on = |d: u16| map.target_of(d) as usize == index;
+            let devices: Vec<u16> = scan
+                .device_max_end
+                .keys()
+                .copied()
+                .filter(|d| on(*d))
+                .collect();
+            if devices.is_empty() {
+                continue;
+            }
+            let which = if spaces.len() > 1 {
+                format!("target {index} ")
+            } else {
+                String::new()
+            };
+            let size = space.size();
+            let block = space.block.max(1);
+            let largest = devices
+                .iter()
+                .filter_map(|d| scan.device_max_len.get(d))
+                .copied()
+                .max()
+                .unwrap_or(0);
+            let max_len = largest.div_ceil(block) * block;
+            if max_len > size {
+                return Err(does_not_fit(format!(
+                    "its largest request ({max_len} bytes) is larger than the {which}space ({size} bytes)"
+                )));
+            }
+            let need = scan.required_bytes_for(kind, on);
+            match kind {
+                crate::MappingKind::Compact if need > size => {
+                    return Err(does_not_fit(format!(
+                        "it touches {} MiB but the {which}space has {} MiB; use a larger target or --mapping wrap",
+                        need >> 20,
+                        size >> 20
+                    )));
+                }
+                crate::MappingKind::Identity => {
+                    let end = devices
+                        .iter()
+                        .filter_map(|d| scan.device_max_end.get(d))
+                        .copied()
+                        .max()
+                        .unwrap_or(0);
+                    if end > size {
+                        return Err(does_not_fit(format!(
+                            "it reaches offset {end} but the {which}space has {size} bytes; use --mapping compact or wrap"
+                        )));
+                    }
+                }
+                _ => {}
+            }
+        }
         if kind == crate::MappingKind::Compact {
-            let mut next = 0u64;
             for &(device, region) in &scan.regions {
-                match runs.last_mut() {
+                let t = map.target_of(device) as usize;
+                let Some(at) = next.get_mut(t) else { continue };
+                match map.runs.last_mut() {
                     Some(r) if r.device == device && r.first_region + r.regions == region => {
                         r.regions += 1;
                     }
-                    _ => runs.push(Run {
+                    _ => map.runs.push(Run {
                         device,
                         first_region: region,
                         regions: 1,
-                        target_start: next,
+                        target_start: *at,
                     }),
                 }
-                next += REGION_BYTES;
-            }
-            if next > target_size {
-                return Err(ReplayError::DoesNotFit {
-                    trace: trace.into(),
-                    reason: format!(
-                        "it touches {} MiB but the target has {} MiB; use a larger target or --mapping wrap",
-                        next >> 20,
-                        target_size >> 20
-                    ),
-                });
+                *at += REGION_BYTES;
             }
         }
-        if kind == crate::MappingKind::Identity && scan.max_end > target_size {
-            return Err(ReplayError::DoesNotFit {
-                trace: trace.into(),
-                reason: format!(
-                    "it reaches offset {} but the target has {} bytes; use --mapping compact or wrap",
-                    scan.max_end, target_size
-                ),
-            });
-        }
-        Ok(AddressMap {
-            kind,
-            runs,
-            target_size,
-            block,
-        })
+        Ok(map)
+    }
+
+    /// The index of the target `device` is routed to.
+    pub fn target_of(&self, device: u16) -> u32 {
+        self.routes
+            .binary_search_by_key(&device, |r| r.0)
+            .ok()
+            .and_then(|i| self.routes.get(i))
+            .map_or(0, |r| r.1)
     }
 
     /// Maps a request; `len` is rounded up to the block size and the result
-    /// never goes past the target's end.
+    /// never leaves the target's space (`[--target-offset, end)`).
     pub fn map(&self, device: u16, offset: u64, len: u64) -> Mapped {
+        let target = self.target_of(device);
+        let space = self
+            .spaces
+            .get(target as usize)
+            .or(self.spaces.first())
+            .copied()
+            .unwrap_or(TargetSpace {
+                start: 0,
+                end: 0,
+                block: 1,
+            });
+        let size = space.size();
+        let block = space.block.max(1);
         let raw = match self.kind {
-            crate::MappingKind::Identity => offset,
-            crate::MappingKind::Wrap => offset % self.target_size.max(1),
-            crate::MappingKind::Compact => self.compact(device, offset),
+            crate::MappingKind::Identity => space.start.saturating_add(offset),
+            crate::MappingKind::Wrap => space.start + offset % size.max(1),
+            crate::MappingKind::Compact => self.compact(device, offset, space.start),
         };
         let len = len
-            .div_ceil(self.block)
-            .saturating_mul(self.block)
-            .min(self.target_size / self.block * self.block);
-        let mut start = raw / self.block * self.block;
-        if start.saturating_add(len) > self.target_size {
-            start = (self.target_size - len) / self.block * self.block;
+            .div_ceil(block)
+            .saturating_mul(block)
+            .min(size / block * block);
+        let mut start = raw / block * block;
+        if start.saturating_add(len) > space.end {
+            start = space.end.saturating_sub(len) / block * block;
         }
-        Mapped { offset: start, len }
+        Mapped {
+            target,
+            offset: start.max(space.start),
+            len,
+        }
     }
 
-    fn compact(&self, device: u16, offset: u64) -> u64 {
+    /// Compact position of `offset` of `device`; requests outside any run
+    /// (discards, write-zeroes) go to the run at or before them, or to the
+    /// device's first run, or to the start of the space.
+    fn compact(&self, device: u16, offset: u64, space_start: u64) -> u64 {
         let region = offset / REGION_BYTES;
-        // The last run starting at or before (device, region).
         let idx = self
             .runs
             .partition_point(|r| (r.device, r.first_region) <= (device, region));
-        let Some(run) = idx.checked_sub(1).and_then(|i| self.runs.get(i)) else {
-            return self.runs.first().map_or(0, |r| r.target_start);
-        };
-        if run.device != device {
-            // A device with no data I/O of its own: its first run or 0.
-            return run.target_start;
+        if let Some(run) = idx.checked_sub(1).and_then(|i| self.runs.get(i)) {
+            if run.device == device {
+                let within = offset - run.first_region * REGION_BYTES;
+                return run.target_start + within.min(run.regions * REGION_BYTES - 1);
+            }
         }
-        let within = offset - run.first_region * REGION_BYTES;
-        run.target_start + within.min(run.regions * REGION_BYTES - 1)
+        // Before the device's first run: that run's start.
+        match self.runs.get(idx) {
+            Some(run) if run.device == device => run.target_start,
+            _ => space_start,
+        }
     }
 }
 
@@ -308,6 +452,7 @@ mod tests {
         assert_eq!(
             m.map(0, 10 * GIB + 4096, 8192),
             Mapped {
+                target: 0,
                 offset: 2 * REGION_BYTES + 4096,
                 len: 8192
             }
@@ -332,6 +477,7 @@ mod tests {
         assert_eq!(
             id.map(0, (100 << 20) + 513, 1000),
             Mapped {
+                target: 0,
                 offset: (100 << 20) + 512,
                 len: 1024
             }

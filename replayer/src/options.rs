@@ -1,8 +1,9 @@
 //! What a user chooses for a replay.
 
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 use std::time::Duration;
-use trace_format::Nanos;
+use trace_format::{DeviceId, Nanos, Op};
 
 /// How the trace's timing is reproduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,6 +74,96 @@ pub struct ReplayOptions {
     /// With no completion for this long while I/O is in flight, the run fails.
     #[serde(with = "duration_secs")]
     pub io_timeout: Duration,
+    /// Targets after the first (`--target` given several times): trace
+    /// device *i* goes to target *i* (the first target is *0*).
+    #[serde(default)]
+    pub extra_targets: Vec<PathBuf>,
+    /// Explicit device routes (`--device-map SRC=TARGET`); they win over the
+    /// positional rule of `extra_targets`. Devices routed nowhere go to the
+    /// first target.
+    #[serde(default)]
+    pub device_map: Vec<DeviceRoute>,
+    /// Bytes at the start of every target that the replay leaves alone: the
+    /// mapped range is `[target_offset, target end)`. A multiple of each
+    /// target's logical block size.
+    #[serde(default)]
+    pub target_offset: u64,
+    /// Operations not sent to the target (counted as skipped).
+    #[serde(default)]
+    pub skip_ops: Vec<Op>,
+    /// Scheduling priority of the issuing thread during a pass.
+    #[serde(default)]
+    pub priority: Priority,
+}
+
+/// A trace device, as a user names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceSelector {
+    /// `IoRecord::device`: the index into the trace's device table.
+    Index(u16),
+    /// The original device number, as `tracemark info` lists it.
+    Id(DeviceId),
+}
+
+impl std::fmt::Display for DeviceSelector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceSelector::Index(i) => write!(f, "{i}"),
+            DeviceSelector::Id(id) => write!(f, "{id}"),
+        }
+    }
+}
+
+impl std::str::FromStr for DeviceSelector {
+    type Err = String;
+    /// `3` (device index) or `8:16` (MAJ:MIN).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let s = s.trim();
+        if s.contains([':', ',']) {
+            return s.parse().map(DeviceSelector::Id);
+        }
+        s.parse().map(DeviceSelector::Index).map_err(|_| {
+            format!("'{s}' is neither a device index (0, 1, ...) nor a device number (MAJ:MIN)")
+        })
+    }
+}
+
+/// One `--device-map SRC=TARGET`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceRoute {
+    pub source: DeviceSelector,
+    pub target: PathBuf,
+}
+
+impl std::str::FromStr for DeviceRoute {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (src, target) = s
+            .split_once('=')
+            .ok_or_else(|| format!("'{s}' is not SRC=TARGET (e.g. 0=/dev/sdb or 8:16=/dev/sdb)"))?;
+        if target.trim().is_empty() {
+            return Err(format!("'{s}': the target path is empty"));
+        }
+        Ok(DeviceRoute {
+            source: src.parse()?,
+            target: PathBuf::from(target.trim()),
+        })
+    }
+}
+
+/// How the issuing thread is scheduled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    /// The default time-sharing scheduler.
+    #[default]
+    Normal,
+    /// `SCHED_FIFO` (real-time) for the issuing thread during each pass, so
+    /// other work on the machine cannot delay issues; needs root or
+    /// CAP_SYS_NICE. The engine never spins longer than 50 µs at a time and
+    /// sleeps in the kernel otherwise, so the machine stays responsive.
+    High,
 }
 
 impl Default for ReplayOptions {
@@ -90,6 +181,11 @@ impl Default for ReplayOptions {
             allow_buffered: false,
             mapping: MappingKind::Compact,
             io_timeout: Duration::from_secs(60),
+            extra_targets: Vec::new(),
+            device_map: Vec::new(),
+            target_offset: 0,
+            skip_ops: Vec::new(),
+            priority: Priority::Normal,
         }
     }
 }
@@ -115,7 +211,20 @@ impl ReplayOptions {
         if self.mode == TimingMode::Compressed && self.open_loop {
             return bad("--open-loop applies to realtime mode");
         }
+        for (i, a) in self.device_map.iter().enumerate() {
+            if self.device_map[..i].iter().any(|b| b.source == a.source) {
+                return Err(crate::ReplayError::Options(format!(
+                    "--device-map names device {} twice",
+                    a.source
+                )));
+            }
+        }
         Ok(())
+    }
+
+    /// Whether `--skip-ops` leaves `op` out.
+    pub fn skips(&self, op: Op) -> bool {
+        self.skip_ops.contains(&op)
     }
 }
 

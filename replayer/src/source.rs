@@ -16,6 +16,11 @@ pub trait TraceSource: Sync {
     }
     /// Every record, in time order, from the start.
     fn records(&self) -> RecordIter<'_>;
+    /// The trace's device table (`IoRecord::device` indexes it), for
+    /// `--device-map MAJ:MIN=...`; empty when unknown.
+    fn devices(&self) -> Vec<trace_format::DeviceId> {
+        Vec::new()
+    }
 }
 
 /// A `.tmt` trace file.
@@ -55,6 +60,10 @@ impl TraceSource for TmtSource {
 
     fn path(&self) -> Option<&Path> {
         Some(&self.path)
+    }
+
+    fn devices(&self) -> Vec<trace_format::DeviceId> {
+        self.file.footer().tail.devices.iter().map(|d| d.id).collect()
     }
 
     fn records(&self) -> RecordIter<'_> {

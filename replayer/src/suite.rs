@@ -2,14 +2,14 @@
 //! `tracemark replay` and `tracemark suite`.
 
 use crate::engine::{Engine, IoEvent, Observer, PassKind};
-use crate::mapping::{AddressMap, TraceScan};
+use crate::mapping::TraceScan;
 use crate::metrics::{
     HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TargetInfo, TimelineBuilder,
     ToolInfo, TraceIdentity, TraceResult,
 };
 use crate::options::ReplayOptions;
 use crate::source::TraceSource;
-use crate::target::{Target, TargetKind, TargetRequest};
+use crate::target::TargetKind;
 use crate::ReplayError;
 use std::path::Path;
 
@@ -62,30 +62,7 @@ pub fn run_suite(
         });
         scans.push(scan);
     }
-    let needs_write = !opts.read_only && scans.iter().any(|s| s.writes + s.discards > 0);
-    let required_size = scans
-        .iter()
-        .map(|s| s.required_bytes(opts.mapping))
-        .max()
-        .unwrap_or(0)
-        .max(1 << 20);
-    let target = Target::open(&TargetRequest {
-        path: target.map(Path::to_path_buf),
-        required_size,
-        needs_write,
-        allow_write: opts.allow_write,
-        allow_buffered: opts.allow_buffered,
-    })?;
-    let mut maps = Vec::with_capacity(traces.len());
-    for (t, s) in traces.iter().zip(&scans) {
-        maps.push(AddressMap::new(
-            t.name(),
-            s,
-            opts.mapping,
-            target.size,
-            target.logical_block_size,
-        )?);
-    }
+    let (target, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
     let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
     let mut engine = Engine::new(&target, opts.queue_depth, max_len)?;
 

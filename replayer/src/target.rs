@@ -3,8 +3,12 @@
 //! the replay from writing where it must not.
 
 use crate::buffer::AlignedBuf;
+use crate::mapping::{AddressMap, TargetSpace, TraceScan};
+use crate::options::{DeviceSelector, ReplayOptions};
 use crate::rng::WyRand;
+use crate::source::TraceSource;
 use crate::ReplayError;
+use trace_format::Op;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -35,6 +39,9 @@ pub struct Target {
     /// False only when the user allowed buffered I/O and O_DIRECT was refused.
     pub direct: bool,
     pub writable: bool,
+    /// The other targets of a multi-target replay (`--target` given several
+    /// times, `--device-map`), in order: the map's target *i* is `further[i-1]`.
+    pub further: Vec<Target>,
     file: File,
 }
 
@@ -54,6 +61,11 @@ pub struct TargetRequest {
 impl Target {
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
+    }
+
+    /// This target, then the further ones: index *i* is the map's target *i*.
+    pub fn all(&self) -> impl Iterator<Item = &Target> {
+        std::iter::once(self).chain(self.further.iter())
     }
 
     /// Opens (and for files, creates, grows and fills) the target, applying
@@ -82,6 +94,145 @@ impl Target {
             }),
         }
     }
+}
+
+/// Opens every target the options name and builds each trace's address map:
+/// `primary` (the scratch file when `None`), then `opts.extra_targets`, then
+/// the `--device-map` targets not named before. Files are sized to what the
+/// devices routed to them need, plus `opts.target_offset`.
+///
+/// Routing of a trace device: its `--device-map` entry (by index or MAJ:MIN);
+/// else, with several `--target`, the target at its index; else the first.
+pub fn open_targets(
+    primary: Option<&Path>,
+    traces: &[&dyn TraceSource],
+    scans: &[TraceScan],
+    opts: &ReplayOptions,
+) -> Result<(Target, Vec<AddressMap>), ReplayError> {
+    let first = primary
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_NAME));
+    let named: Vec<PathBuf> = std::iter::once(first)
+        .chain(opts.extra_targets.iter().cloned())
+        .collect();
+    let mut unique: Vec<PathBuf> = Vec::new();
+    let mut slot = |p: &Path| -> u32 {
+        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let found = unique
+            .iter()
+            .position(|u| std::fs::canonicalize(u).unwrap_or_else(|_| u.clone()) == key);
+        let i = found.unwrap_or_else(|| {
+            unique.push(p.to_path_buf());
+            unique.len() - 1
+        });
+        i as u32
+    };
+    let named_slots: Vec<u32> = named.iter().map(|p| slot(p)).collect();
+    let route_slots: Vec<u32> = opts.device_map.iter().map(|r| slot(&r.target)).collect();
+
+    // Per trace: (device, target) for every device it uses.
+    let mut routes_per_trace = Vec::with_capacity(traces.len());
+    let mut route_used = vec![false; opts.device_map.len()];
+    for (trace, scan) in traces.iter().zip(scans) {
+        let table = trace.devices();
+        let mut routes = Vec::new();
+        for &device in scan.device_max_end.keys() {
+            let explicit = opts.device_map.iter().position(|r| match r.source {
+                DeviceSelector::Index(i) => i == device,
+                DeviceSelector::Id(id) => table.get(device as usize) == Some(&id),
+            });
+            let target = match explicit {
+                Some(i) => {
+                    if let Some(u) = route_used.get_mut(i) {
+                        *u = true;
+                    }
+                    route_slots.get(i).copied().unwrap_or(0)
+                }
+                None if named.len() > 1 => named_slots.get(device as usize).copied().unwrap_or(0),
+                None => 0,
+            };
+            routes.push((device, target));
+        }
+        routes_per_trace.push(routes);
+    }
+    if let Some(i) = route_used.iter().position(|u| !u) {
+        let r = &opts.device_map[i];
+        return Err(ReplayError::Options(format!(
+            "--device-map {}={}: no trace has device {} (`tracemark info` lists a trace's devices)",
+            r.source,
+            r.target.display(),
+            r.source
+        )));
+    }
+
+    let writes_kept = |s: &TraceScan| {
+        (if opts.skips(Op::Write) { 0 } else { s.writes })
+            + (if opts.skips(Op::Discard) { 0 } else { s.discards })
+    };
+    let needs_write = !opts.read_only && scans.iter().any(|s| writes_kept(s) > 0);
+    let mut targets = Vec::with_capacity(unique.len());
+    for (index, path) in unique.iter().enumerate() {
+        let need = scans
+            .iter()
+            .zip(&routes_per_trace)
+            .map(|(s, routes)| {
+                s.required_bytes_for(opts.mapping, |d| {
+                    routes.iter().any(|&(rd, t)| rd == d && t as usize == index)
+                })
+            })
+            .max()
+            .unwrap_or(0)
+            .max(1 << 20);
+        let target = Target::open(&TargetRequest {
+            path: Some(path.clone()),
+            required_size: need.saturating_add(opts.target_offset),
+            needs_write,
+            allow_write: opts.allow_write,
+            allow_buffered: opts.allow_buffered,
+        })?;
+        if opts.target_offset % target.logical_block_size != 0 {
+            return Err(ReplayError::Options(format!(
+                "--target-offset {} is not a multiple of {}'s logical block size ({} bytes)",
+                opts.target_offset,
+                target.path.display(),
+                target.logical_block_size
+            )));
+        }
+        if opts.target_offset >= target.size {
+            return Err(ReplayError::TargetRefused {
+                path: target.path.clone(),
+                reason: format!(
+                    "--target-offset {} is at or beyond its end ({} bytes)",
+                    opts.target_offset, target.size
+                ),
+            });
+        }
+        targets.push(target);
+    }
+    let spaces: Vec<TargetSpace> = targets
+        .iter()
+        .map(|t| TargetSpace {
+            start: opts.target_offset,
+            end: t.size,
+            block: t.logical_block_size,
+        })
+        .collect();
+    let mut maps = Vec::with_capacity(traces.len());
+    for ((trace, scan), routes) in traces.iter().zip(scans).zip(&routes_per_trace) {
+        maps.push(AddressMap::with_targets(
+            trace.name(),
+            scan,
+            opts.mapping,
+            &spaces,
+            routes,
+        )?);
+    }
+    let mut targets = targets.into_iter();
+    let Some(mut primary) = targets.next() else {
+        return Err(ReplayError::Options("no target".into()));
+    };
+    primary.further = targets.collect();
+    Ok((primary, maps))
 }
 
 fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> ReplayError {
@@ -127,6 +278,7 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
         model: None,
         direct,
         writable: true,
+        further: Vec::new(),
         file,
     })
 }
@@ -231,6 +383,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
         model: device_model(major, minor),
         direct: true,
         writable: writes,
+        further: Vec::new(),
         file,
     })
 }
