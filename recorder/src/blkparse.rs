@@ -70,7 +70,11 @@ pub struct Rwbs {
 
 /// Decodes an RWBS string; `None` when it is not one.
 pub fn parse_rwbs(s: &str) -> Option<Rwbs> {
-    let b = s.as_bytes();
+    parse_rwbs_bytes(s.as_bytes())
+}
+
+/// [`parse_rwbs`] on bytes.
+fn parse_rwbs_bytes(b: &[u8]) -> Option<Rwbs> {
     let mut i = 0;
     let mut flags = Flags::NONE;
     // A leading F is a preflush when another operation letter follows.
@@ -487,6 +491,270 @@ pub fn parse_line(line: &str) -> Result<Parsed, String> {
     parse_action(h.device, h.time, pid, h.action, h.rwbs, rest)
 }
 
+/// A cursor over the bytes of a line, for [`parse_line_fast`].
+struct Scan<'l> {
+    bytes: &'l [u8],
+    pos: usize,
+}
+
+impl<'l> Scan<'l> {
+    fn new(bytes: &'l [u8]) -> Self {
+        Scan { bytes, pos: 0 }
+    }
+
+    fn skip_space(&mut self) {
+        while self
+            .bytes
+            .get(self.pos)
+            .is_some_and(u8::is_ascii_whitespace)
+        {
+            self.pos += 1;
+        }
+    }
+
+    fn at_end(&self) -> bool {
+        self.pos >= self.bytes.len()
+    }
+
+    /// Whether the next byte is whitespace (a token ended).
+    fn at_space(&self) -> bool {
+        self.bytes
+            .get(self.pos)
+            .is_some_and(u8::is_ascii_whitespace)
+    }
+
+    fn eat(&mut self, b: u8) -> bool {
+        if self.bytes.get(self.pos) == Some(&b) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// One to `max` decimal digits (`max` small enough that they cannot
+    /// overflow the caller's type); `None` for none or more.
+    fn digits(&mut self, max: usize) -> Option<u64> {
+        let start = self.pos;
+        let mut value = 0u64;
+        while let Some(&b) = self.bytes.get(self.pos) {
+            if !b.is_ascii_digit() {
+                break;
+            }
+            if self.pos - start == max {
+                return None;
+            }
+            value = value * 10 + u64::from(b - b'0');
+            self.pos += 1;
+        }
+        (self.pos > start).then_some(value)
+    }
+
+    /// Digits then whitespace: a whole numeric token.
+    fn number_token(&mut self, max: usize) -> Option<u64> {
+        self.skip_space();
+        let v = self.digits(max)?;
+        self.at_space().then_some(v)
+    }
+
+    /// A run of non-whitespace bytes (possibly empty).
+    fn word(&mut self) -> &'l [u8] {
+        let start = self.pos;
+        while self
+            .bytes
+            .get(self.pos)
+            .is_some_and(|b| !b.is_ascii_whitespace())
+        {
+            self.pos += 1;
+        }
+        self.bytes.get(start..self.pos).unwrap_or(&[])
+    }
+
+    fn rest(&self) -> &'l [u8] {
+        self.bytes.get(self.pos..).unwrap_or(&[])
+    }
+}
+
+/// Digits that fit a `u32` (at most 9) and a `u64` (at most 19) for sure.
+const U32_DIGITS: usize = 9;
+const U64_DIGITS: usize = 19;
+
+/// `SECTOR + N`, nothing, or with `lone_sector` a lone `SECTOR`, in plain form
+/// (no parentheses, single tokens): `Some(None)` for nothing, `Some(Some(..))`
+/// for an extent, `None` for anything else (the general parser decides).
+fn extent_fast(before: &[u8], lone_sector: bool) -> Option<Option<(u64, u64)>> {
+    let mut sc = Scan::new(before);
+    sc.skip_space();
+    if sc.at_end() {
+        return Some(None);
+    }
+    let sector = sc.number_token(U64_DIGITS)?;
+    sc.skip_space();
+    if lone_sector && sc.at_end() {
+        return Some(Some((sector, 0)));
+    }
+    if !sc.eat(b'+') || !sc.at_space() {
+        return None;
+    }
+    sc.skip_space();
+    let count = sc.digits(U64_DIGITS)?;
+    sc.skip_space();
+    sc.at_end().then_some(Some((sector, count)))
+}
+
+/// Splits at the first `[` and the last `]` after it: `(before, inside)`.
+fn bracket_fast(rest: &[u8]) -> Option<(&[u8], &[u8])> {
+    let open = rest.iter().position(|&b| b == b'[')?;
+    let close = rest
+        .iter()
+        .rposition(|&b| b == b']')
+        .filter(|&c| c > open)?;
+    Some((rest.get(..open)?, rest.get(open + 1..close)?))
+}
+
+/// A completion error: `0` or `-N`, nothing else.
+fn error_fast(inside: &[u8]) -> Option<i32> {
+    let mut sc = Scan::new(inside);
+    let negative = sc.eat(b'-');
+    let v = i32::try_from(sc.digits(U32_DIGITS)?).ok()?;
+    if !sc.at_end() {
+        return None;
+    }
+    Some(if negative { -v } else { v })
+}
+
+/// The common shapes of a blkparse event line, parsed straight from bytes.
+/// Returns what [`parse_line`] returns for the same line whenever that is a
+/// success, and `None` for anything it does not handle (then the general
+/// parser decides, and gives the error if there is one).
+fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
+    let mut sc = Scan::new(line);
+    sc.skip_space();
+    let major = sc.digits(U32_DIGITS)?;
+    if !sc.eat(b',') {
+        return None;
+    }
+    let minor = sc.digits(U32_DIGITS)?;
+    if !sc.at_space() {
+        return None;
+    }
+    let device = DeviceId {
+        major: u32::try_from(major).ok()?,
+        minor: u32::try_from(minor).ok()?,
+    };
+    sc.number_token(U32_DIGITS)?; // CPU
+    sc.number_token(U64_DIGITS)?; // sequence number
+    sc.skip_space();
+    let secs = sc.digits(10)?;
+    if !sc.eat(b'.') {
+        return None;
+    }
+    let frac_start = sc.pos;
+    let frac = sc.digits(9)?;
+    let frac_digits = u32::try_from(sc.pos - frac_start).ok()?;
+    if !sc.at_space() {
+        return None;
+    }
+    let ns = secs * 1_000_000_000 + frac * 10u64.pow(9 - frac_digits);
+    if ns >= 1 << 62 {
+        return None;
+    }
+    let time = Nanos(ns);
+    let pid = u32::try_from(sc.number_token(U32_DIGITS)?).ok()?;
+    let pid = (pid != 0).then_some(pid);
+    sc.skip_space();
+    let action = sc.word();
+    if action.is_empty() || action.len() > 2 || !action.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    sc.skip_space();
+    let rwbs = parse_rwbs_bytes(sc.word())?;
+    let key = match action {
+        b"G" => note::GETRQ,
+        b"I" => note::INSERT,
+        b"P" => note::PLUG,
+        b"U" | b"T" | b"UT" => note::UNPLUG,
+        b"S" => note::SLEEP,
+        b"B" => note::BOUNCE,
+        b"m" => note::MESSAGE,
+        [b'Z', ..] => note::ZONE,
+        b"Q" | b"D" | b"C" | b"M" | b"F" | b"R" | b"A" => "",
+        b"X" => return None,
+        _ => note::UNKNOWN_ACTION,
+    };
+    if !key.is_empty() {
+        return Some(Parsed::Note(key));
+    }
+    sc.skip_space();
+    // A priority word, a passthrough or anything unusual: the general parser.
+    if !sc
+        .bytes
+        .get(sc.pos)
+        .is_some_and(|&b| b.is_ascii_digit() || b == b'[')
+    {
+        return None;
+    }
+    let rest = sc.rest();
+    match action {
+        b"A" => {
+            let arrow = rest.windows(2).position(|w| w == b"<-")?;
+            let extent = extent_fast(rest.get(..arrow)?, true)?;
+            let mut from = Scan::new(rest.get(arrow + 2..)?);
+            from.skip_space();
+            if !from.eat(b'(') {
+                return None;
+            }
+            let major = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
+            if !from.eat(b',') {
+                return None;
+            }
+            let minor = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
+            if !from.eat(b')') {
+                return None;
+            }
+            from.skip_space();
+            let from_sector = from.digits(U64_DIGITS)?;
+            from.skip_space();
+            if !from.at_end() {
+                return None;
+            }
+            let from_offset = from_sector.checked_mul(512)?;
+            match io_event(device, time, pid, Action::Remap, rwbs, extent, 0).ok()? {
+                Parsed::Event(e) => Some(Parsed::Remap(
+                    e,
+                    DeviceId { major, minor },
+                    Bytes(from_offset),
+                )),
+                other => Some(other),
+            }
+        }
+        b"C" | b"R" => {
+            let (before, inside) = bracket_fast(rest)?;
+            let error = error_fast(inside)?;
+            let Some(extent) = extent_fast(before, true)? else {
+                return Some(Parsed::Note(note::PASSTHROUGH));
+            };
+            let kind = if action == b"C" {
+                Action::Complete
+            } else {
+                Action::Requeue
+            };
+            io_event(device, time, pid, kind, rwbs, Some(extent), error).ok()
+        }
+        _ => {
+            let (before, _) = bracket_fast(rest)?;
+            let extent = extent_fast(before, !matches!(action, b"Q" | b"D"))?;
+            let kind = match action {
+                b"Q" => Action::Queue,
+                b"D" => Action::Issue,
+                b"M" => Action::BackMerge,
+                _ => Action::FrontMerge,
+            };
+            io_event(device, time, pid, kind, rwbs, extent, 0).ok()
+        }
+    }
+}
+
 /// Whether a line belongs to blkparse's closing summary or its banner lines.
 fn is_summary_line(t: &str) -> bool {
     const STARTS: [&str; 20] = [
@@ -559,6 +827,10 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             continue;
         }
         let at = Location::line(file, line.number);
+        if let Some(parsed) = parse_line_fast(t.as_bytes()) {
+            deliver(parsed, at, sink)?;
+            continue;
+        }
         match parse_line(t) {
             Ok(parsed) => deliver(parsed, at, sink)?,
             Err(_) if in_summary || is_summary_line(t) => {
@@ -721,6 +993,71 @@ mod tests {
         assert!(e("  8,0 3 1 0.5 697 Q WS 99999999999999999999 + 8 [x]").contains("too large"));
         assert!(e("  8,0 3 1 0.5 697 Q WS 36028797018963968 + 8 [x]").contains("past 2^64"));
         assert!(e("  8,0 3 1 0.5 697 Q QQ 5 + 8 [x]").contains("RWBS"));
+    }
+
+    /// Lines of every shape the fast path handles, and some it leaves alone.
+    const SHAPES: [&str; 16] = [
+        "259,0    0        1     0.000000000 21279  A  RA 2348060440 + 8 <- (259,3) 2345510680",
+        "259,0    0        2     0.000000184 21279  Q  RA 2348060440 + 8 [(null)]",
+        "259,0    0        3     0.000000949 21279  G  RA 2348060440 + 8 [(null)]",
+        "259,0    0        4     0.000001100 21279  P   N [(null)]",
+        "259,0    0        5     0.000001290 21279  U   N [(null)] 1",
+        "  8,16   5        6     1.000031865 18615  D   R 1444645666 + 256 [java]",
+        "  8,16   2    1   9.1  0  C   W 3428327186 + 8 [-5]",
+        "  8,0 1 5 0.000040389 226 D  FWS [jbd2/sda1-8]",
+        "  8,0 1 6 0.000456012 0 C  FWS 0 [0]",
+        "  8,0 1 6 0.000456012 9 D  FWFS 100 + 8 [jbd2]",
+        "  8,0 0 3 0.5 12 M WS 100 + 8 [Web Content]",
+        "  8,0 0 3 0.5 12 F DE 100 + 8 [x]",
+        "  8,0 0 3 0.5 12 R W 100 + 8 [0]",
+        "  8,16   5        0     0.000012990     0  m   N cfq18615S / insert_request",
+        "  8,33   4        2     0.000100000     0  C   N (00 ..) [0]",
+        "  8,0 0 3 0.5 12 X R 100 / 108 [dd]",
+    ];
+
+    #[test]
+    fn fast_path_takes_the_common_lines() {
+        for line in &SHAPES[..13] {
+            let fast = parse_line_fast(line.as_bytes());
+            assert!(fast.is_some(), "{line}");
+            assert_eq!(fast, parse_line(line).ok(), "{line}");
+        }
+    }
+
+    /// The fast path either declines a line or agrees with the general parser,
+    /// on the shapes above mutated at random (bytes replaced, inserted, removed).
+    #[test]
+    fn fast_path_agrees_with_general_parser() {
+        const ALPHABET: &[u8] = b" \t0123456789+-.,()[]<>/ANRWDFSMQCGPUXZEm\x0b";
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut taken = 0;
+        for _ in 0..200_000 {
+            let mut line = SHAPES[next(SHAPES.len())].as_bytes().to_vec();
+            for _ in 0..1 + next(3) {
+                let at = next(line.len() + 1);
+                let b = ALPHABET[next(ALPHABET.len())];
+                match next(3) {
+                    0 if at < line.len() => line[at] = b,
+                    1 => line.insert(at, b),
+                    _ if at < line.len() => {
+                        line.remove(at);
+                    }
+                    _ => {}
+                }
+            }
+            let text = std::str::from_utf8(&line).unwrap().trim();
+            if let Some(fast) = parse_line_fast(text.as_bytes()) {
+                taken += 1;
+                assert_eq!(Ok(fast), parse_line(text), "{text:?}");
+            }
+        }
+        assert!(taken > 10_000, "the fast path took only {taken} lines");
     }
 
     fn convert(
