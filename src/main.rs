@@ -33,6 +33,8 @@ enum Command {
     Suite(cmd::suite::SuiteArgs),
     /// Trace one block device live through tracefs (for a duration, a command's life, or until Ctrl-C) into a .tmt trace.
     Capture(cmd::capture::CaptureArgs),
+    /// Compare result files side by side (ratios to the first); --html writes a report with charts.
+    Compare(cmd::compare::CompareArgs),
 }
 
 fn main() {
@@ -44,6 +46,7 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Compare(a) => cmd::compare::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

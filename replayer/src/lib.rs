@@ -16,8 +16,10 @@
 
 pub mod buffer;
 pub mod clock;
+pub mod compare;
 pub mod engine;
 pub mod error;
+pub mod html;
 pub mod interrupt;
 pub mod mapping;
 pub mod metrics;

@@ -1,6 +1,7 @@
 //! One module per subcommand: its arguments and its printing.
 
 pub mod capture;
+pub mod compare;
 pub mod convert;
 pub mod export;
 pub mod info;

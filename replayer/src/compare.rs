@@ -1,0 +1,541 @@
+//! Side by side: several result files (one per drive or host), one table per
+//! metric with ratios to the first, and everything that makes two results not
+//! comparable (mode, options that change the figures, other versions of a
+//! trace, interrupted runs) named instead of silently mixed.
+
+use crate::metrics::{geometric_mean, SuiteResult, TraceResult};
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+/// Why result files could not be compared.
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: line {line}, column {column}: not a tracemark result file: {reason}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        reason: String,
+    },
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Reads one result file (`tracemark replay/suite --json`).
+pub fn load_result(path: &Path) -> Result<SuiteResult, CompareError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CompareError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        let position = format!(" at line {} column {}", e.line(), e.column());
+        let reason = e.to_string();
+        CompareError::Parse {
+            path: path.to_path_buf(),
+            line: e.line(),
+            column: e.column(),
+            reason: reason
+                .strip_suffix(&position)
+                .unwrap_or(&reason)
+                .to_string(),
+        }
+    })
+}
+
+/// One result in the comparison: a column.
+#[derive(Debug, Clone)]
+pub struct Drive {
+    pub label: String,
+    pub file: PathBuf,
+    pub result: SuiteResult,
+}
+
+/// The figures compared, one table each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    Score,
+    Bandwidth,
+    AccessTime,
+    P99Read,
+    P99Write,
+    Playback,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 6] = [
+        Metric::Score,
+        Metric::Bandwidth,
+        Metric::AccessTime,
+        Metric::P99Read,
+        Metric::P99Write,
+        Metric::Playback,
+    ];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Metric::Score => "score",
+            Metric::Bandwidth => "bandwidth MB/s",
+            Metric::AccessTime => "access time µs",
+            Metric::P99Read => "p99 read latency µs",
+            Metric::P99Write => "p99 write latency µs",
+            Metric::Playback => "playback time s",
+        }
+    }
+
+    /// Stable identifier (HTML ids, data attributes).
+    pub fn key(self) -> &'static str {
+        match self {
+            Metric::Score => "score",
+            Metric::Bandwidth => "bandwidth",
+            Metric::AccessTime => "access_time",
+            Metric::P99Read => "p99_read",
+            Metric::P99Write => "p99_write",
+            Metric::Playback => "playback",
+        }
+    }
+
+    pub fn lower_is_better(self) -> bool {
+        !matches!(self, Metric::Score | Metric::Bandwidth)
+    }
+
+    pub fn precision(self) -> usize {
+        match self {
+            Metric::Score | Metric::AccessTime | Metric::P99Read | Metric::P99Write => 1,
+            Metric::Bandwidth => 2,
+            Metric::Playback => 3,
+        }
+    }
+
+    /// The metric for one trace (None when the result has none, e.g. no writes).
+    pub fn of_trace(self, t: &TraceResult) -> Option<f64> {
+        match self {
+            Metric::Score => Some(t.score),
+            Metric::Bandwidth => Some(t.bandwidth_mb_s),
+            Metric::AccessTime => Some(t.access_time_us),
+            Metric::P99Read => t.latency_us.get("read").map(|p| p.p99),
+            Metric::P99Write => t.latency_us.get("write").map(|p| p.p99),
+            Metric::Playback => Some(t.playback_s),
+        }
+    }
+
+    /// The suite row: the result's own suite figures for score, bandwidth and
+    /// access time; the geometric mean of the traces' p99s; the total
+    /// playback time.
+    pub fn of_suite(self, r: &SuiteResult) -> Option<f64> {
+        match self {
+            Metric::Score => r.suite.map(|s| s.score),
+            Metric::Bandwidth => r.suite.map(|s| s.bandwidth_mb_s),
+            Metric::AccessTime => r.suite.map(|s| s.access_time_us),
+            Metric::P99Read | Metric::P99Write => {
+                let v: Vec<f64> = r.traces.iter().filter_map(|t| self.of_trace(t)).collect();
+                geometric_mean(&v)
+            }
+            Metric::Playback => {
+                if r.traces.is_empty() {
+                    None
+                } else {
+                    Some(r.traces.iter().map(|t| t.playback_s).sum())
+                }
+            }
+        }
+    }
+}
+
+/// Something that makes a column not comparable with the first one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mismatch {
+    /// Column index (0 is the reference).
+    pub drive: usize,
+    /// Trace name when it concerns one trace only.
+    pub trace: Option<String>,
+    pub message: String,
+}
+
+/// Several results, aligned by trace name.
+#[derive(Debug, Clone)]
+pub struct Comparison {
+    pub drives: Vec<Drive>,
+    /// Every trace name of every result, in first-seen order.
+    pub traces: Vec<String>,
+    pub mismatches: Vec<Mismatch>,
+}
+
+impl Comparison {
+    /// Aligns the results; `labels` (possibly fewer than results) override
+    /// the default column names (target model and path).
+    pub fn new(
+        results: Vec<(PathBuf, SuiteResult)>,
+        labels: &[String],
+    ) -> Result<Comparison, CompareError> {
+        if results.is_empty() {
+            return Err(CompareError::Usage("no result files to compare".into()));
+        }
+        if labels.len() > results.len() {
+            return Err(CompareError::Usage(format!(
+                "{} labels for {} result files",
+                labels.len(),
+                results.len()
+            )));
+        }
+        let mut drives: Vec<Drive> = results
+            .into_iter()
+            .enumerate()
+            .map(|(i, (file, result))| Drive {
+                label: labels
+                    .get(i)
+                    .cloned()
+                    .unwrap_or_else(|| default_label(&result)),
+                file,
+                result,
+            })
+            .collect();
+        disambiguate(&mut drives);
+        let mut traces: Vec<String> = Vec::new();
+        for d in &drives {
+            for t in &d.result.traces {
+                if !traces.contains(&t.name) {
+                    traces.push(t.name.clone());
+                }
+            }
+        }
+        let mut c = Comparison {
+            drives,
+            traces,
+            mismatches: Vec::new(),
+        };
+        c.mismatches = c.find_mismatches();
+        Ok(c)
+    }
+
+    pub fn trace(&self, drive: usize, name: &str) -> Option<&TraceResult> {
+        self.drives
+            .get(drive)?
+            .result
+            .traces
+            .iter()
+            .find(|t| t.name == name)
+    }
+
+    /// True when the column differs from the first in mode or options.
+    pub fn drive_flagged(&self, drive: usize) -> bool {
+        self.mismatches
+            .iter()
+            .any(|m| m.drive == drive && m.trace.is_none())
+    }
+
+    /// True when this column's version of the trace differs from the first's.
+    pub fn trace_flagged(&self, drive: usize, trace: &str) -> bool {
+        self.mismatches
+            .iter()
+            .any(|m| m.drive == drive && m.trace.as_deref() == Some(trace))
+    }
+
+    fn find_mismatches(&self) -> Vec<Mismatch> {
+        let mut out = Vec::new();
+        let Some(first) = self.drives.first() else {
+            return out;
+        };
+        for (i, d) in self.drives.iter().enumerate() {
+            if d.result.interrupted {
+                out.push(Mismatch {
+                    drive: i,
+                    trace: None,
+                    message: format!("{} was interrupted (partial result)", d.label),
+                });
+            }
+            if i == 0 {
+                continue;
+            }
+            for (what, a, b) in option_differences(&first.result, &d.result) {
+                out.push(Mismatch {
+                    drive: i,
+                    trace: None,
+                    message: format!(
+                        "{what} differs: {} has {b}, {} has {a}",
+                        d.label, first.label
+                    ),
+                });
+            }
+            for t in &d.result.traces {
+                let Some(reference) = first.result.traces.iter().find(|r| r.name == t.name) else {
+                    continue;
+                };
+                if let Some(why) = version_difference(reference, t) {
+                    out.push(Mismatch {
+                        drive: i,
+                        trace: Some(t.name.clone()),
+                        message: format!(
+                            "trace '{}' in {} is not the one in {}: {why}",
+                            t.name, d.label, first.label
+                        ),
+                    });
+                }
+            }
+            let names = |r: &SuiteResult| -> Vec<String> {
+                let mut v: Vec<String> = r.traces.iter().map(|t| t.name.clone()).collect();
+                v.sort();
+                v
+            };
+            if names(&first.result) != names(&d.result) {
+                out.push(Mismatch {
+                    drive: i,
+                    trace: None,
+                    message: format!(
+                        "{} and {} replayed different sets of traces; their suite rows are not comparable",
+                        d.label, first.label
+                    ),
+                });
+            }
+        }
+        out
+    }
+}
+
+/// "model (path)", or the path when the model is unknown.
+fn default_label(r: &SuiteResult) -> String {
+    match r.target.model.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => format!("{m} ({})", r.target.path),
+        _ => r.target.path.clone(),
+    }
+}
+
+/// Two columns with the same name get the result file's name added.
+fn disambiguate(drives: &mut [Drive]) {
+    let labels: Vec<String> = drives.iter().map(|d| d.label.clone()).collect();
+    for (i, d) in drives.iter_mut().enumerate() {
+        let same = labels.iter().filter(|l| **l == labels[i]).count();
+        if same > 1 {
+            let file = d
+                .file
+                .file_name()
+                .map(|f| f.to_string_lossy().to_string())
+                .unwrap_or_else(|| format!("#{}", i + 1));
+            d.label = format!("{} [{file}]", d.label);
+        }
+    }
+}
+
+/// The options that change the figures, as (what, first's, other's).
+fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    let mut check = |what: &'static str, x: String, y: String| {
+        if x != y {
+            out.push((what, x, y));
+        }
+    };
+    let (oa, ob) = (&a.options, &b.options);
+    check("mode", a.mode.clone(), b.mode.clone());
+    check(
+        "time scale",
+        format!("{}", oa.time_scale),
+        format!("{}", ob.time_scale),
+    );
+    let cap = |c: Option<trace_format::Nanos>| {
+        c.map_or("none".to_string(), |n| format!("{} ms", n.0 as f64 / 1e6))
+    };
+    check("idle cap", cap(oa.idle_cap), cap(ob.idle_cap));
+    check(
+        "queue depth",
+        oa.queue_depth.to_string(),
+        ob.queue_depth.to_string(),
+    );
+    check(
+        "open loop",
+        oa.open_loop.to_string(),
+        ob.open_loop.to_string(),
+    );
+    check(
+        "read-only",
+        oa.read_only.to_string(),
+        ob.read_only.to_string(),
+    );
+    check(
+        "mapping",
+        oa.mapping.name().to_string(),
+        ob.mapping.name().to_string(),
+    );
+    check(
+        "direct I/O",
+        a.target.direct_io.to_string(),
+        b.target.direct_io.to_string(),
+    );
+    out
+}
+
+/// Why two results of the same trace name are of different traces: by the
+/// recorded identity when both have one, else by what was replayed.
+fn version_difference(a: &TraceResult, b: &TraceResult) -> Option<String> {
+    match (&a.trace_id, &b.trace_id) {
+        (Some(x), Some(y)) => {
+            if x == y {
+                None
+            } else if x.records != y.records {
+                Some(format!("{} records vs {}", y.records, x.records))
+            } else if x.read_bytes != y.read_bytes || x.write_bytes != y.write_bytes {
+                Some(format!(
+                    "{}/{} bytes read/written vs {}/{}",
+                    y.read_bytes, y.write_bytes, x.read_bytes, x.write_bytes
+                ))
+            } else {
+                Some(format!("checksum {} vs {}", y.checksum, x.checksum))
+            }
+        }
+        _ => {
+            let key = |t: &TraceResult| (t.ios, t.read_bytes, t.write_bytes);
+            if key(a) == key(b) {
+                None
+            } else {
+                Some(format!(
+                    "{} I/Os, {}/{} bytes read/written vs {}, {}/{}",
+                    b.ios, b.read_bytes, b.write_bytes, a.ios, a.read_bytes, a.write_bytes
+                ))
+            }
+        }
+    }
+}
+
+/// `value (ratio)` with the ratio to the reference, or `-` when missing.
+pub fn cell(value: Option<f64>, reference: Option<f64>, precision: usize) -> String {
+    match value {
+        None => "-".to_string(),
+        Some(v) => match reference {
+            Some(r) if r > 0.0 && r.is_finite() => format!("{v:.precision$} ({:.2}x)", v / r),
+            _ => format!("{v:.precision$}"),
+        },
+    }
+}
+
+/// The tables people read: the columns, the comparability warnings, then
+/// one table per metric. `!` marks a column whose mode or options differ
+/// from the first; `≠` a cell whose trace is another version.
+pub fn format_tables(c: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "columns (ratios are to the first):");
+    for (i, d) in c.drives.iter().enumerate() {
+        let r = &d.result;
+        let _ = writeln!(
+            out,
+            "  {}{} = {}: {} mode, queue depth {}, {} pass{}, {} ({})",
+            column_name(i),
+            if c.drive_flagged(i) { "!" } else { "" },
+            d.label,
+            r.mode,
+            r.options.queue_depth,
+            r.options.passes,
+            if r.options.passes == 1 { "" } else { "es" },
+            r.host.hostname,
+            d.file.display()
+        );
+    }
+    if !c.mismatches.is_empty() {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "WARNING: these results are not fully comparable (marked ! and ≠ below):"
+        );
+        for m in &c.mismatches {
+            let _ = writeln!(out, "  - {}", m.message);
+        }
+    }
+    let name_width = c
+        .traces
+        .iter()
+        .map(|t| t.chars().count())
+        .chain(std::iter::once(22))
+        .max()
+        .unwrap_or(22)
+        .min(40);
+    let col_width = 20;
+    for metric in Metric::ALL {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "{}{}",
+            metric.title(),
+            if metric.lower_is_better() {
+                " (lower is better)"
+            } else {
+                " (higher is better)"
+            }
+        );
+        let _ = write!(out, "{:<name_width$}", "trace");
+        for (i, _) in c.drives.iter().enumerate() {
+            let head = format!(
+                "{}{}",
+                column_name(i),
+                if c.drive_flagged(i) { "!" } else { "" }
+            );
+            let _ = write!(out, " {head:>col_width$}");
+        }
+        let _ = writeln!(out);
+        for name in &c.traces {
+            let shown: String = name.chars().take(name_width).collect();
+            let _ = write!(out, "{shown:<name_width$}");
+            let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
+            for i in 0..c.drives.len() {
+                let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
+                let mut text = cell(value, reference, metric.precision());
+                if c.trace_flagged(i, name) {
+                    text.push('≠');
+                }
+                let _ = write!(out, " {text:>col_width$}");
+            }
+            let _ = writeln!(out);
+        }
+        let label = match metric {
+            Metric::Playback => "suite (total)",
+            Metric::P99Read | Metric::P99Write => "suite (geometric mean)",
+            _ => "suite (geometric mean)",
+        };
+        let _ = write!(out, "{label:<name_width$}");
+        let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
+        for d in &c.drives {
+            let text = cell(metric.of_suite(&d.result), reference, metric.precision());
+            let _ = write!(out, " {text:>col_width$}");
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+/// A, B, C, … AA, AB …
+pub fn column_name(i: usize) -> String {
+    let mut n = i;
+    let mut s = Vec::new();
+    loop {
+        s.push(b'A' + (n % 26) as u8);
+        if n < 26 {
+            break;
+        }
+        n = n / 26 - 1;
+    }
+    s.reverse();
+    String::from_utf8_lossy(&s).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_show_ratio_to_the_reference_or_a_dash() {
+        assert_eq!(cell(Some(512.3), Some(512.3), 1), "512.3 (1.00x)");
+        assert_eq!(cell(Some(250.0), Some(1000.0), 1), "250.0 (0.25x)");
+        assert_eq!(cell(None, Some(1.0), 1), "-");
+        assert_eq!(cell(Some(3.0), None, 2), "3.00");
+    }
+
+    #[test]
+    fn column_names_go_past_z() {
+        assert_eq!(column_name(0), "A");
+        assert_eq!(column_name(25), "Z");
+        assert_eq!(column_name(26), "AA");
+        assert_eq!(column_name(27), "AB");
+    }
+}

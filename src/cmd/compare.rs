@@ -1,0 +1,41 @@
+//! `tracemark compare`: result files side by side, and the HTML report.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use replayer::compare::{format_tables, load_result, Comparison};
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  tracemark compare nvme.json sata.json hdd.json
+  tracemark compare a.json b.json --label 'Drive A' --label 'Drive B' --html report.html
+
+Ratios are to the first result. Results from different modes or options, or of
+different versions of a trace, are flagged (! on a column, ≠ on a cell); a trace
+missing from a result shows as '-'.")]
+pub struct CompareArgs {
+    /// Result files written by `tracemark replay/suite --json`; the first is the reference.
+    #[arg(required = true)]
+    pub results: Vec<PathBuf>,
+    /// Column names, in the order of the result files (default: target model and path).
+    #[arg(long)]
+    pub label: Vec<String>,
+    /// Also write a self-contained HTML report with charts here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+pub fn run(args: CompareArgs) -> Result<i32> {
+    let mut results = Vec::with_capacity(args.results.len());
+    for path in &args.results {
+        results.push((path.clone(), load_result(path)?));
+    }
+    let comparison = Comparison::new(results, &args.label)?;
+    print!("{}", format_tables(&comparison));
+    if let Some(path) = &args.html {
+        std::fs::write(path, replayer::html::compare_report(&comparison))
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
+        println!("\nreport written to {}", path.display());
+    }
+    Ok(0)
+}

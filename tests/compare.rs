@@ -1,0 +1,243 @@
+//! `tracemark compare`: ratios from result files with known figures, flags
+//! for results that are not comparable, missing traces, bad files.
+
+mod common;
+mod result_fixture;
+
+use result_fixture::{result, write, Figures};
+use std::path::Path;
+
+fn compare(args: &[&Path], extra: &[&str]) -> (i32, String, String) {
+    let out = common::tracemark()
+        .arg("compare")
+        .args(args)
+        .args(extra)
+        .output()
+        .expect("run tracemark");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
+}
+
+/// The cells of `row` in the table titled `title`: whitespace-separated,
+/// with "value (ratio)" kept together.
+fn row(output: &str, title: &str, row: &str) -> Vec<String> {
+    let mut in_table = false;
+    for line in output.lines() {
+        if line.starts_with(title) {
+            in_table = true;
+            continue;
+        }
+        if in_table && line.trim().is_empty() {
+            break;
+        }
+        if in_table && line.starts_with(row) {
+            let rest = line[row.len()..].trim();
+            let mut cells = Vec::new();
+            let tokens: Vec<&str> = rest.split_whitespace().collect();
+            let mut i = 0;
+            while i < tokens.len() {
+                if tokens.get(i + 1).is_some_and(|t| t.starts_with('(')) {
+                    cells.push(format!("{} {}", tokens[i], tokens[i + 1]));
+                    i += 2;
+                } else {
+                    cells.push(tokens[i].to_string());
+                    i += 1;
+                }
+            }
+            return cells;
+        }
+    }
+    panic!("no row '{row}' in table '{title}':\n{output}");
+}
+
+fn alpha_beta() -> Vec<Figures> {
+    let mut alpha = Figures::new("alpha", 1000.0, 200.0, 100.0);
+    alpha.playback_s = 20.0;
+    vec![alpha, Figures::new("beta", 500.0, 50.0, 200.0)]
+}
+
+#[test]
+fn ratios_to_the_first_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result("realtime", "/dev/nvme0n1", Some("Fast NVMe"), &alpha_beta()),
+    );
+    let mut b_alpha = Figures::new("alpha", 1500.0, 100.0, 50.0);
+    b_alpha.p99_read_us = 600.0; // vs 300 → 2.00x
+    b_alpha.playback_s = 5.0; // vs 20 → 0.25x
+    let b = write(
+        dir.path(),
+        "b.json",
+        &result(
+            "realtime",
+            "/dev/sda",
+            None,
+            &[b_alpha, Figures::new("beta", 250.0, 40.0, 400.0)],
+        ),
+    );
+    let (code, out, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("A = Fast NVMe (/dev/nvme0n1)"), "{out}");
+    assert!(out.contains("B = /dev/sda"), "{out}");
+    assert!(!out.contains("WARNING"), "{out}");
+    assert_eq!(
+        row(&out, "score", "alpha"),
+        ["1000.0 (1.00x)", "1500.0 (1.50x)"]
+    );
+    assert_eq!(
+        row(&out, "score", "beta"),
+        ["500.0 (1.00x)", "250.0 (0.50x)"]
+    );
+    // Suite: geometric means sqrt(1000*500) = 707.1 and sqrt(1500*250) = 612.4.
+    assert_eq!(
+        row(&out, "score", "suite (geometric mean)"),
+        ["707.1 (1.00x)", "612.4 (0.87x)"]
+    );
+    assert_eq!(
+        row(&out, "bandwidth MB/s", "alpha"),
+        ["200.00 (1.00x)", "100.00 (0.50x)"]
+    );
+    assert_eq!(
+        row(&out, "access time µs", "beta"),
+        ["200.0 (1.00x)", "400.0 (2.00x)"]
+    );
+    assert_eq!(
+        row(&out, "p99 read latency µs", "alpha"),
+        ["300.0 (1.00x)", "600.0 (2.00x)"]
+    );
+    assert_eq!(
+        row(&out, "p99 write latency µs", "beta"),
+        ["1000.0 (1.00x)", "2000.0 (2.00x)"]
+    );
+    assert_eq!(
+        row(&out, "playback time s", "alpha"),
+        ["20.000 (1.00x)", "5.000 (0.25x)"]
+    );
+    assert_eq!(
+        row(&out, "playback time s", "suite (total)"),
+        ["30.000 (1.00x)", "15.000 (0.50x)"]
+    );
+
+    // --label names the columns; the first column stays the reference.
+    let (code, out, _) = compare(&[&b, &a], &["--label", "slow", "--label", "fast"]);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("A = slow") && out.contains("B = fast"),
+        "{out}"
+    );
+    assert_eq!(
+        row(&out, "score", "alpha"),
+        ["1500.0 (1.00x)", "1000.0 (0.67x)"]
+    );
+}
+
+#[test]
+fn mismatched_modes_and_options_are_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result("realtime", "/dev/nvme0n1", None, &alpha_beta()),
+    );
+    let mut compressed = result("compressed", "/dev/sda", None, &alpha_beta());
+    compressed["options"]["queue_depth"] = 4.into();
+    let b = write(dir.path(), "b.json", &compressed);
+    let (code, out, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("WARNING"), "{out}");
+    assert!(
+        out.contains("mode differs: /dev/sda has compressed, /dev/nvme0n1 has realtime"),
+        "{out}"
+    );
+    assert!(out.contains("queue depth differs"), "{out}");
+    assert!(out.contains("  B! = /dev/sda"), "{out}");
+    // The marker is on the column heading of every table.
+    let headings = out
+        .lines()
+        .filter(|l| l.starts_with("trace ") && l.trim_end().ends_with("B!"))
+        .count();
+    assert_eq!(headings, 6, "{out}");
+
+    // Same options: no flag.
+    let same = write(
+        dir.path(),
+        "c.json",
+        &result("realtime", "/dev/sdb", None, &alpha_beta()),
+    );
+    let (_, out, _) = compare(&[&a, &same], &[]);
+    assert!(!out.contains("WARNING") && !out.contains("B!"), "{out}");
+}
+
+#[test]
+fn missing_traces_and_other_versions_of_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result("realtime", "/dev/nvme0n1", None, &alpha_beta()),
+    );
+    let mut alpha_v2 = Figures::new("alpha", 900.0, 180.0, 110.0);
+    alpha_v2.records = 1200;
+    let b = write(
+        dir.path(),
+        "b.json",
+        &result(
+            "realtime",
+            "/dev/sda",
+            None,
+            &[alpha_v2, Figures::new("gamma", 300.0, 30.0, 300.0)],
+        ),
+    );
+    let (code, out, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, 0, "{err}");
+    // beta only in A, gamma only in B.
+    assert_eq!(row(&out, "score", "beta"), ["500.0 (1.00x)", "-"]);
+    assert_eq!(row(&out, "score", "gamma"), ["-", "300.0"]);
+    assert_eq!(row(&out, "bandwidth MB/s", "gamma"), ["-", "30.00"]);
+    // alpha is another version of the trace in B.
+    assert_eq!(
+        row(&out, "score", "alpha"),
+        ["1000.0 (1.00x)", "900.0 (0.90x)≠"]
+    );
+    assert!(
+        out.contains(
+            "trace 'alpha' in /dev/sda is not the one in /dev/nvme0n1: 1200 records vs 1000"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("replayed different sets of traces"), "{out}");
+}
+
+#[test]
+fn a_file_that_is_not_a_result_is_one_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result("realtime", "/dev/nvme0n1", None, &alpha_beta()),
+    );
+    let bad = dir.path().join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\n  \"tool\": {\"name\": \"tracemark\", \"version\": \"0.1.0\"},\n  \"host\": 7\n}\n",
+    )
+    .unwrap();
+    let (code, out, err) = compare(&[&a, &bad], &[]);
+    assert_eq!(code, 1);
+    assert!(out.is_empty(), "{out}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("bad.json: line 3, column 11"), "{err}");
+    assert!(err.contains("invalid type"), "{err}");
+    assert!(!err.contains(" at line "), "{err}");
+    let (code, _, err) = compare(&[&dir.path().join("none.json")], &[]);
+    assert_eq!(code, 1);
+    assert!(err.contains("none.json: cannot read"), "{err}");
+    let (code, _, err) = compare(&[&a], &["--label", "x", "--label", "y"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("2 labels for 1 result files"), "{err}");
+}
