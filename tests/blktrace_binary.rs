@@ -920,3 +920,48 @@ fn shared_samples_match_blkparse() {
         }
     }
 }
+
+/// The same kernel capture converted twice, from the blktrace binary and from
+/// the real `blkparse`'s text of it, gives the same trace: record for record,
+/// in both event modes. Each parser is the other's oracle.
+#[test]
+fn binary_and_blkparse_text_of_one_capture_convert_to_the_same_records() {
+    let test = "binary_and_blkparse_text_of_one_capture_convert_to_the_same_records";
+    let Some(cap) = need_capture(test) else {
+        return;
+    };
+    if !common::require_tool(test, "blkparse") {
+        return;
+    }
+    let dir = cap.prefix.parent().unwrap();
+    let text_path = dir.join("loopcap.blkparse.txt");
+    fs::write(&text_path, run_blkparse(dir, "loopcap", None)).unwrap();
+    for event in [
+        recorder::normalize::EventChoice::Issue,
+        recorder::normalize::EventChoice::Queue,
+    ] {
+        let opts = recorder::convert::ConvertOptions {
+            event: Some(event),
+            ..Default::default()
+        };
+        let mut from_binary: Vec<trace_format::IoRecord> = Vec::new();
+        recorder::convert::convert_records(&[cap.prefix.clone()], &opts, &mut from_binary)
+            .expect("converting the binary");
+        let mut from_text: Vec<trace_format::IoRecord> = Vec::new();
+        recorder::convert::convert_records(&[text_path.clone()], &opts, &mut from_text)
+            .expect("converting blkparse's text");
+        assert!(
+            from_binary.len() >= cap.known.len(),
+            "{event:?}: too few records"
+        );
+        assert_eq!(
+            from_binary.len(),
+            from_text.len(),
+            "{event:?}: record counts differ"
+        );
+        for (i, (b, t)) in from_binary.iter().zip(&from_text).enumerate() {
+            // blkparse prints times with nanoseconds and keeps every field we use.
+            assert_eq!(b, t, "{event:?}: record {i} differs");
+        }
+    }
+}
