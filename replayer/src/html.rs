@@ -46,7 +46,7 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
 h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 2em; border-bottom: 1px solid #ddd; } h3 { font-size: 1.05em; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }
 th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: right; }
-th:first-child, td:first-child { text-align: left; }
+th:first-child, td:first-child, table.drives td { text-align: left; }
 th { background: #f4f4f4; }
 .warn { background: #fff3cd; border: 1px solid #e0b000; padding: 8px 12px; }
 .flag { color: #b00; font-weight: bold; }

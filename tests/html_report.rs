@@ -1,0 +1,235 @@
+//! The comparison report in a real browser (headless Chromium): the charts
+//! are laid out with the right number of bars and points, and a screenshot
+//! of the page is drawn.
+
+mod common;
+mod result_fixture;
+
+use result_fixture::{result, write, Figures};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+const CDF_POINTS: usize = 40;
+
+fn figures(name: &'static str, score: f64, timeline_points: usize) -> Figures {
+    let mut f = Figures::new(name, score, score / 5.0, 1e6 / score);
+    f.cdf_points = CDF_POINTS;
+    f.timeline_points = timeline_points;
+    f
+}
+
+/// Chromium with the flags that keep it off the network and out of the
+/// user's profile.
+fn chromium(profile: &Path) -> Command {
+    let mut c = Command::new("chromium");
+    c.args([
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--hide-scrollbars",
+    ])
+    .arg(format!("--user-data-dir={}", profile.display()));
+    c
+}
+
+/// What the browser laid out, measured by a script appended to a copy of
+/// the report (the report itself has no script).
+const PROBE: &str = r#"
+<pre id="probe"></pre>
+<script>
+const drawn = e => { const b = e.getBBox(); return b.width > 0 && b.height > 0; };
+const r = { bars: {}, lines: [] };
+for (const e of document.querySelectorAll('rect.bar')) {
+  if (!drawn(e)) continue;
+  const k = e.dataset.metric + '/' + e.dataset.trace;
+  r.bars[k] = (r.bars[k] || 0) + 1;
+}
+for (const p of document.querySelectorAll('polyline.cdf, polyline.timeline')) {
+  r.lines.push({ cls: p.getAttribute('class'), trace: p.dataset.trace, drive: p.dataset.drive,
+                 op: p.dataset.op || null, metric: p.dataset.metric || null,
+                 points: p.points.numberOfItems, length: p.getTotalLength() });
+}
+r.scripts = document.scripts.length;
+document.getElementById('probe').textContent = JSON.stringify(r);
+</script>
+"#;
+
+fn html_unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn report_charts_render_in_chromium() {
+    let test = "report_charts_render_in_chromium";
+    if !common::require_tool(test, "chromium") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // Three drives; the third has no 'gamma'. Timelines of different lengths.
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result(
+            "realtime",
+            "/dev/nvme0n1",
+            Some("Fast <NVMe> & co"),
+            &[
+                figures("alpha", 2000.0, 30),
+                figures("beta", 1200.0, 12),
+                figures("gamma", 800.0, 7),
+            ],
+        ),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &result(
+            "realtime",
+            "/dev/sda",
+            Some("SATA SSD"),
+            &[
+                figures("alpha", 900.0, 31),
+                figures("beta", 700.0, 13),
+                figures("gamma", 300.0, 8),
+            ],
+        ),
+    );
+    let c = write(
+        dir.path(),
+        "c.json",
+        &result(
+            "realtime",
+            "/dev/sdb",
+            None,
+            &[figures("alpha", 120.0, 32), figures("beta", 90.0, 14)],
+        ),
+    );
+    let report = dir.path().join("report.html");
+    let out = common::tracemark()
+        .arg("compare")
+        .args([&a, &b, &c])
+        .arg("--html")
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&report).unwrap();
+
+    // Self-contained: nothing fetched, no script.
+    for needle in ["<script", "http://", "https://", "src=", "@import", "url("] {
+        assert!(!html.contains(needle), "report contains {needle}");
+    }
+    assert!(html.contains("Fast &lt;NVMe&gt; &amp; co"));
+
+    // The DOM as the browser built and laid it out.
+    let probe_page = dir.path().join("probe.html");
+    std::fs::write(
+        &probe_page,
+        html.replace("</body>", &format!("{PROBE}</body>")),
+    )
+    .unwrap();
+    let profile = tempfile::tempdir().unwrap();
+    let dom = chromium(profile.path())
+        .arg("--dump-dom")
+        .arg(format!("file://{}", probe_page.display()))
+        .output()
+        .unwrap();
+    assert!(
+        dom.status.success(),
+        "{}",
+        String::from_utf8_lossy(&dom.stderr)
+    );
+    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
+    let start = dom.find("<pre id=\"probe\">").expect("probe in the DOM") + 16;
+    let end = start + dom[start..].find("</pre>").unwrap();
+    let probe: Value = serde_json::from_str(&html_unescape(&dom[start..end]))
+        .unwrap_or_else(|e| panic!("{e}: {}", &dom[start..end]));
+
+    // Bars: one per drive that has the trace, and the suite group.
+    for metric in ["score", "bandwidth"] {
+        for (trace, n) in [("alpha", 3), ("beta", 3), ("gamma", 2), ("suite", 3)] {
+            assert_eq!(
+                probe["bars"][format!("{metric}/{trace}")],
+                n,
+                "{metric}/{trace}: {}",
+                probe["bars"]
+            );
+        }
+    }
+    assert_eq!(probe["bars"].as_object().unwrap().len(), 8);
+
+    // CDFs: read and write per drive per trace, every point drawn.
+    let lines = probe["lines"].as_array().unwrap();
+    let cdfs: Vec<&Value> = lines.iter().filter(|l| l["cls"] == "cdf").collect();
+    assert_eq!(cdfs.len(), (3 + 3 + 2) * 2);
+    for l in &cdfs {
+        assert_eq!(l["points"], CDF_POINTS, "{l}");
+        assert!(l["length"].as_f64().unwrap() > 10.0, "{l}");
+    }
+    assert!(!cdfs
+        .iter()
+        .any(|l| l["trace"] == "gamma" && l["drive"] == "2"));
+
+    // Timelines: bandwidth and latency per drive per trace, one point per interval.
+    let timelines: Vec<&Value> = lines.iter().filter(|l| l["cls"] == "timeline").collect();
+    assert_eq!(timelines.len(), (3 + 3 + 2) * 2);
+    let expected = |trace: &str, drive: &str| -> u64 {
+        let base = match trace {
+            "alpha" => 30,
+            "beta" => 12,
+            _ => 7,
+        };
+        base + drive.parse::<u64>().unwrap()
+    };
+    for l in &timelines {
+        let (trace, drive) = (l["trace"].as_str().unwrap(), l["drive"].as_str().unwrap());
+        assert_eq!(l["points"], expected(trace, drive), "{l}");
+        assert!(l["length"].as_f64().unwrap() > 10.0, "{l}");
+        assert!(l["metric"] == "bandwidth" || l["metric"] == "latency");
+    }
+    // The only script is the probe.
+    assert_eq!(probe["scripts"], 1);
+
+    // A screenshot of the report itself.
+    let png = dir.path().join("report.png");
+    let shot = chromium(profile.path())
+        .arg(format!("--screenshot={}", png.display()))
+        .arg("--window-size=1200,2000")
+        .arg(format!("file://{}", report.display()))
+        .output()
+        .unwrap();
+    assert!(
+        shot.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shot.stderr)
+    );
+    let bytes = std::fs::read(&png).expect("screenshot written");
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
+    // IHDR: width and height, big-endian, at bytes 16..24.
+    let width = u32::from_be_bytes(bytes[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(bytes[20..24].try_into().unwrap());
+    assert_eq!((width, height), (1200, 2000));
+    // A blank page of that size compresses to a few kB; charts and tables don't.
+    assert!(
+        bytes.len() > 40_000,
+        "screenshot only {} bytes",
+        bytes.len()
+    );
+    if let Ok(keep) = std::env::var("TRACEMARK_KEEP_REPORT") {
+        let _ = std::fs::copy(&report, Path::new(&keep).join("report.html"));
+        let _ = std::fs::copy(&png, Path::new(&keep).join("report.png"));
+    }
+}
