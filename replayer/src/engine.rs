@@ -347,7 +347,11 @@ impl<'t> Engine<'t> {
             }
             Ok(())
         });
-        for (s, p) in self.discard_supported.iter_mut().zip(&pass.discard_supported) {
+        for (s, p) in self
+            .discard_supported
+            .iter_mut()
+            .zip(&pass.discard_supported)
+        {
             *s &= *p;
         }
         if let Some(e) = failure {

@@ -63,7 +63,13 @@ impl TraceSource for TmtSource {
     }
 
     fn devices(&self) -> Vec<trace_format::DeviceId> {
-        self.file.footer().tail.devices.iter().map(|d| d.id).collect()
+        self.file
+            .footer()
+            .tail
+            .devices
+            .iter()
+            .map(|d| d.id)
+            .collect()
     }
 
     fn records(&self) -> RecordIter<'_> {

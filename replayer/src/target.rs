@@ -8,13 +8,13 @@ use crate::options::{DeviceSelector, ReplayOptions};
 use crate::rng::WyRand;
 use crate::source::TraceSource;
 use crate::ReplayError;
-use trace_format::Op;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use trace_format::Op;
 
 /// The scratch file created in the current directory when no target is given.
 pub const DEFAULT_SCRATCH_NAME: &str = "tracemark-scratch.bin";
@@ -167,7 +167,11 @@ pub fn open_targets(
 
     let writes_kept = |s: &TraceScan| {
         (if opts.skips(Op::Write) { 0 } else { s.writes })
-            + (if opts.skips(Op::Discard) { 0 } else { s.discards })
+            + (if opts.skips(Op::Discard) {
+                0
+            } else {
+                s.discards
+            })
     };
     let needs_write = !opts.read_only && scans.iter().any(|s| writes_kept(s) > 0);
     let mut targets = Vec::with_capacity(unique.len());

@@ -3,11 +3,12 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
+use replayer::options::Priority;
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::Duration;
-use trace_format::Nanos;
+use trace_format::{Nanos, Op};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -32,8 +33,27 @@ pub struct RunArgs {
     /// A block device or a regular file. Default: ./tracemark-scratch.bin,
     /// created and filled with random data, sized to what the traces touch,
     /// reused by later runs. A file that does not exist is created the same way.
+    /// Give it several times to replay a multi-device trace's device i onto
+    /// the i-th target (devices beyond the list go to the first).
     #[arg(long, short)]
-    pub target: Option<PathBuf>,
+    pub target: Vec<PathBuf>,
+    /// Route one trace device to a target: SRC is the device's index in the
+    /// trace (0, 1, ...) or its MAJ:MIN as `tracemark info` lists it
+    /// (e.g. 8:16=/dev/sdc). Repeatable; wins over the order of --target.
+    #[arg(long, value_name = "SRC=TARGET")]
+    pub device_map: Vec<replayer::options::DeviceRoute>,
+    /// Leave the first BYTES of every target alone: the mapped range starts
+    /// there (e.g. 1GiB, 4096). A multiple of the logical block size.
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "0")]
+    pub target_offset: u64,
+    /// Operations not to replay, counted as skipped (comma-separated).
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "OPS")]
+    pub skip_ops: Vec<OpArg>,
+    /// high: run the issuing thread as SCHED_FIFO (real-time) during each
+    /// pass, so a loaded machine delays issues less; needs root or
+    /// CAP_SYS_NICE (otherwise a warning, and normal priority).
+    #[arg(long, value_enum, default_value_t = PriorityArg::Normal)]
+    pub priority: PriorityArg,
     /// realtime: the trace's pacing, idle included; compressed: idle removed,
     /// order and dependencies kept.
     #[arg(long, value_enum, default_value_t = ModeArg::Realtime)]
@@ -86,6 +106,21 @@ pub enum ModeArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum OpArg {
+    Read,
+    Write,
+    Flush,
+    Discard,
+    WriteZeroes,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum PriorityArg {
+    Normal,
+    High,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum MappingArg {
     Compact,
     Identity,
@@ -120,7 +155,41 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// `4096`, `512K`, `1MiB`, `2G`: a byte count, binary units (K = KiB).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a byte count (try 4096, 64K, 1MiB, 2G)"))?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kib" => 10,
+        "m" | "mib" => 20,
+        "g" | "gib" => 30,
+        "t" | "tib" => 40,
+        other => {
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use K, M, G, T, binary)"
+            ))
+        }
+    };
+    value
+        .checked_mul(1u64 << shift)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
 impl RunArgs {
+    /// The primary target: the first --target, else the first --device-map
+    /// target, else none (the scratch file).
+    pub fn primary_target(&self) -> Option<&std::path::Path> {
+        self.target
+            .first()
+            .or_else(|| self.device_map.first().map(|r| &r.target))
+            .map(PathBuf::as_path)
+    }
+
     pub fn options(&self) -> ReplayOptions {
         ReplayOptions {
             mode: match self.mode {
@@ -142,6 +211,24 @@ impl RunArgs {
                 MappingArg::Wrap => MappingKind::Wrap,
             },
             io_timeout: self.io_timeout,
+            extra_targets: self.target.iter().skip(1).cloned().collect(),
+            device_map: self.device_map.clone(),
+            target_offset: self.target_offset,
+            skip_ops: self
+                .skip_ops
+                .iter()
+                .map(|o| match o {
+                    OpArg::Read => Op::Read,
+                    OpArg::Write => Op::Write,
+                    OpArg::Flush => Op::Flush,
+                    OpArg::Discard => Op::Discard,
+                    OpArg::WriteZeroes => Op::WriteZeroes,
+                })
+                .collect(),
+            priority: match self.priority {
+                PriorityArg::Normal => Priority::Normal,
+                PriorityArg::High => Priority::High,
+            },
         }
     }
 }
@@ -152,8 +239,16 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
 
 /// Replays `traces` as `args` says: the table on stdout, the JSON result where asked.
 pub fn replay_paths(traces: &[PathBuf], args: &RunArgs) -> Result<i32> {
-    let opts = args.options();
+    let mut opts = args.options();
     opts.validate()?;
+    if opts.priority == Priority::High {
+        if let Err(e) = replayer::engine::realtime_priority_available() {
+            eprintln!(
+                "warning: --priority high: SCHED_FIFO refused ({e}); replaying at normal priority (run as root or grant CAP_SYS_NICE)"
+            );
+            opts.priority = Priority::Normal;
+        }
+    }
     let mut sources = Vec::with_capacity(traces.len());
     for path in traces {
         sources.push(TmtSource::open(path)?);
@@ -161,7 +256,7 @@ pub fn replay_paths(traces: &[PathBuf], args: &RunArgs) -> Result<i32> {
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
     replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
     let mut progress = Progress::new(std::io::stderr().is_terminal(), opts.passes);
-    let result = replayer::run_suite(&refs, args.target.as_deref(), &opts, &mut progress);
+    let result = replayer::run_suite(&refs, args.primary_target(), &opts, &mut progress);
     progress.clear();
     let result = result?;
     print!("{}", replayer::report::format_table(&result));
@@ -258,5 +353,16 @@ mod tests {
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
         assert!(parse_duration("fast").is_err());
         assert!(parse_duration("3 parsecs").is_err());
+    }
+
+    #[test]
+    fn byte_counts_parse_with_binary_units() {
+        assert_eq!(parse_bytes("4096"), Ok(4096));
+        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
+        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_bytes("2g"), Ok(2 << 30));
+        assert!(parse_bytes("1.5M").is_err());
+        assert!(parse_bytes("-4").is_err());
+        assert!(parse_bytes("99999999999T").is_err());
     }
 }
