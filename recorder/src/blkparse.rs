@@ -502,14 +502,10 @@ impl<'l> Scan<'l> {
         Scan { bytes, pos: 0 }
     }
 
+    #[inline]
     fn skip_space(&mut self) {
-        while self
-            .bytes
-            .get(self.pos)
-            .is_some_and(u8::is_ascii_whitespace)
-        {
-            self.pos += 1;
-        }
+        let rest = self.bytes.get(self.pos..).unwrap_or(&[]);
+        self.pos += rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
     }
 
     fn at_end(&self) -> bool {
@@ -534,23 +530,31 @@ impl<'l> Scan<'l> {
 
     /// One to `max` decimal digits (`max` small enough that they cannot
     /// overflow the caller's type); `None` for none or more.
+    #[inline]
     fn digits(&mut self, max: usize) -> Option<u64> {
-        let start = self.pos;
+        let rest = self.bytes.get(self.pos..)?;
         let mut value = 0u64;
-        while let Some(&b) = self.bytes.get(self.pos) {
-            if !b.is_ascii_digit() {
+        let mut count = 0;
+        for &b in rest {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
                 break;
             }
-            if self.pos - start == max {
+            if count == max {
                 return None;
             }
-            value = value * 10 + u64::from(b - b'0');
-            self.pos += 1;
+            value = value * 10 + u64::from(digit);
+            count += 1;
         }
-        (self.pos > start).then_some(value)
+        if count == 0 {
+            return None;
+        }
+        self.pos += count;
+        Some(value)
     }
 
     /// Digits then whitespace: a whole numeric token.
+    #[inline]
     fn number_token(&mut self, max: usize) -> Option<u64> {
         self.skip_space();
         let v = self.digits(max)?;
@@ -808,6 +812,18 @@ pub fn looks_like(head: &[u8]) -> bool {
     false
 }
 
+/// An ASCII line trimmed as `str::trim` trims it (its whitespace includes the
+/// vertical tab, which `trim_ascii` keeps).
+fn trim_ascii_line(line: &[u8]) -> &[u8] {
+    let space = |b: &u8| b.is_ascii_whitespace() || *b == 0x0B;
+    let start = line.iter().position(|b| !space(b)).unwrap_or(line.len());
+    let end = line
+        .iter()
+        .rposition(|b| !space(b))
+        .map_or(start, |e| e + 1);
+    line.get(start..end).unwrap_or(&[])
+}
+
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
@@ -818,6 +834,18 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             report_too_long(sink, file, &line)?;
             continue;
         }
+        // Plain ASCII (nearly every line): trim what `str::trim` would trim
+        // and try the fast path before anything else.
+        if line.bytes.is_ascii() {
+            let t = trim_ascii_line(line.bytes);
+            if t.is_empty() {
+                continue;
+            }
+            if let Some(parsed) = parse_line_fast(t) {
+                deliver(parsed, Location::line(file, line.number), sink)?;
+                continue;
+            }
+        }
         let Ok(text) = std::str::from_utf8(line.bytes) else {
             report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
             continue;
@@ -827,10 +855,6 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             continue;
         }
         let at = Location::line(file, line.number);
-        if let Some(parsed) = parse_line_fast(t.as_bytes()) {
-            deliver(parsed, at, sink)?;
-            continue;
-        }
         match parse_line(t) {
             Ok(parsed) => deliver(parsed, at, sink)?,
             Err(_) if in_summary || is_summary_line(t) => {
