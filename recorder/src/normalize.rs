@@ -23,6 +23,7 @@ use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location, Position, SourceIo};
 use crate::sink::Sink;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 use trace_format::{
     Bytes, DeviceEntry, DeviceId, Flags, IoRecord, IssueEvent, Nanos, Op, SkippedExample,
@@ -166,6 +167,63 @@ pub mod note {
 
 type RecKey = (Nanos, u64);
 
+/// A fast non-cryptographic hasher for the normaliser's tables (keys come from
+/// one input file; SipHash's flood resistance costs more than it buys here).
+/// Words are folded in with a multiply; `finish` mixes the bits so that keys
+/// differing only in high bits (sector offsets, multiples of 4096) spread over
+/// the low bits that pick a bucket.
+#[derive(Default, Clone, Copy)]
+struct FoldHasher(u64);
+
+impl FoldHasher {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(Self::K);
+    }
+}
+
+impl Hasher for FoldHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(word));
+        }
+        let mut last = [0u8; 8];
+        let tail = chunks.remainder();
+        last[..tail.len()].copy_from_slice(tail);
+        self.add(u64::from_le_bytes(last) ^ ((tail.len() as u64) << 59));
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.add(u64::from(v));
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.add(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.add(v);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.add(v as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        // splitmix64's finaliser.
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FoldHasher>>;
+
 /// Pairing slot of a flush (no sector).
 const FLUSH_SLOT: u64 = u64::MAX;
 
@@ -225,14 +283,15 @@ pub struct Normaliser<'o> {
     seq: u64,
     records: BTreeMap<RecKey, Pending>,
     queued: BTreeMap<(DeviceId, u64), VecDeque<RecKey>>,
-    issued: HashMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
-    requeued: HashMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
-    device_index: HashMap<DeviceId, u16>,
+    issued: FastMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
+    requeued: FastMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
+    device_index: FastMap<DeviceId, u16>,
     devices: Vec<DeviceEntry>,
     last_emitted: Nanos,
     emitted: u64,
     skipped: SkippedInput,
-    notes: BTreeMap<String, u64>,
+    /// Counts by key; sorted by key for the tail.
+    notes: FastMap<String, u64>,
     wall_clock: Option<i64>,
     messages: Vec<String>,
 }
@@ -258,14 +317,14 @@ impl<'o> Normaliser<'o> {
             seq: 0,
             records: BTreeMap::new(),
             queued: BTreeMap::new(),
-            issued: HashMap::new(),
-            requeued: HashMap::new(),
-            device_index: HashMap::new(),
+            issued: FastMap::default(),
+            requeued: FastMap::default(),
+            device_index: FastMap::default(),
             devices: Vec::new(),
             last_emitted: Nanos::ZERO,
             emitted: 0,
             skipped: SkippedInput::default(),
-            notes: BTreeMap::new(),
+            notes: FastMap::default(),
             wall_clock: None,
             messages: Vec::new(),
         }
@@ -313,10 +372,12 @@ impl<'o> Normaliser<'o> {
             );
         }
         let issue_event = self.issue_event().unwrap_or(IssueEvent::Issue);
+        let mut notes: Vec<(String, u64)> = self.notes.into_iter().collect();
+        notes.sort_unstable();
         let tail = TraceTail {
             devices: self.devices,
             skipped: self.skipped,
-            notes: self.notes.into_iter().collect(),
+            notes,
             capture_start_unix_ns: self.wall_clock,
         };
         Ok(NormaliseOutcome {
