@@ -38,8 +38,37 @@ pub(crate) struct LineReader<'a> {
     file: &'a str,
     buf: Vec<u8>,
     number: u64,
+    /// Bytes of the input buffer the last line (borrowed in place) still
+    /// occupies; consumed at the next call.
+    pending_consume: usize,
     /// Whether any line so far had non-whitespace content.
     pub saw_content: bool,
+}
+
+/// Position of the first `\n` in `s`, eight bytes at a time.
+fn find_newline(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = 0x0a0a_0a0a_0a0a_0a0a;
+    let mut chunks = s.chunks_exact(8);
+    let mut base = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word) ^ NEWLINES;
+        // The lowest set bit marks the first zero byte exactly (false
+        // positives can only appear above a real zero byte).
+        let zero = x.wrapping_sub(ONES) & !x & HIGHS;
+        if zero != 0 {
+            return Some(base + (zero.trailing_zeros() / 8) as usize);
+        }
+        base += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|p| base + p)
 }
 
 impl<'a> LineReader<'a> {
@@ -49,12 +78,31 @@ impl<'a> LineReader<'a> {
             file,
             buf: Vec::with_capacity(256),
             number: 0,
+            pending_consume: 0,
             saw_content: false,
         }
     }
 
     /// The next line, or `None` at the end of the input.
     pub fn next_line(&mut self) -> Result<Option<Line<'_>>, ConvertError> {
+        if self.pending_consume > 0 {
+            self.input.consume(self.pending_consume);
+            self.pending_consume = 0;
+        }
+        // Usually the whole line is in the input's buffer: lend it from there.
+        let in_buffer = find_newline(self.fill()?).filter(|&i| i <= MAX_LINE_BYTES);
+        if let Some(end) = in_buffer {
+            self.pending_consume = end + 1;
+            let available = filled(&mut *self.input, self.file)?;
+            let line = available.get(..end).unwrap_or(&[]);
+            self.number += 1;
+            let bytes = clean_line(line, self.number, &mut self.saw_content);
+            return Ok(Some(Line {
+                number: self.number,
+                bytes,
+                too_long: false,
+            }));
+        }
         self.buf.clear();
         let mut too_long = false;
         let mut any = false;
@@ -93,21 +141,17 @@ impl<'a> LineReader<'a> {
             return Ok(None);
         }
         self.number += 1;
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        let mut bytes: &[u8] = &self.buf;
-        if self.number == 1 {
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        }
-        if !bytes.trim_ascii().is_empty() {
-            self.saw_content = true;
-        }
+        let bytes = clean_line(&self.buf, self.number, &mut self.saw_content);
         Ok(Some(Line {
             number: self.number,
             bytes,
             too_long,
         }))
+    }
+
+    /// The input's buffered bytes (empty at the end).
+    fn fill(&mut self) -> Result<&[u8], ConvertError> {
+        fill(&mut *self.input, self.file)
     }
 
     /// Reports an input without any content as bad (`what` names the format).
@@ -118,6 +162,45 @@ impl<'a> LineReader<'a> {
         let reason = format!("empty input: no {what} lines");
         sink.bad_input(Location::line(self.file, self.number.max(1)), "", &reason)
     }
+}
+
+/// `input.fill_buf()`, retried when interrupted. Once it has succeeded, the
+/// next `fill_buf` returns the same bytes without reading.
+fn fill<'i>(input: &'i mut dyn BufRead, file: &str) -> Result<&'i [u8], ConvertError> {
+    loop {
+        match input.fill_buf() {
+            Ok(_) => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(source) => {
+                return Err(ConvertError::Io {
+                    path: PathBuf::from(file),
+                    source,
+                })
+            }
+        }
+    }
+    filled(input, file)
+}
+
+/// The buffer of an input that [`fill`] has filled.
+fn filled<'i>(input: &'i mut dyn BufRead, file: &str) -> Result<&'i [u8], ConvertError> {
+    input.fill_buf().map_err(|source| ConvertError::Io {
+        path: PathBuf::from(file),
+        source,
+    })
+}
+
+/// A line without its `\r` (and, on line 1, a UTF-8 byte order mark); notes
+/// whether it has content.
+fn clean_line<'l>(line: &'l [u8], number: u64, saw_content: &mut bool) -> &'l [u8] {
+    let mut bytes = line.strip_suffix(b"\r").unwrap_or(line);
+    if number == 1 {
+        bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    }
+    if !bytes.trim_ascii().is_empty() {
+        *saw_content = true;
+    }
+    bytes
 }
 
 /// Reports `line` as bad input with `reason`.
