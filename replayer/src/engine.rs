@@ -605,6 +605,16 @@ impl<'t> Engine<'t> {
     }
 }
 
+impl Drop for Engine<'_> {
+    /// Unregisters the targets first: a ring's teardown is asynchronous, and
+    /// until it ends the kernel keeps the files open, so an exclusive open of
+    /// the same device right after a run (a second run in one process) would
+    /// fail with EBUSY. Unregistering waits for the files to be released.
+    fn drop(&mut self) {
+        let _ = self.ring.submitter().unregister_files();
+    }
+}
+
 /// While alive, the calling thread runs under the asked priority; the
 /// previous policy comes back on drop. A refusal (no CAP_SYS_NICE) leaves the
 /// thread as it was: callers check [`realtime_priority_available`] first to

@@ -194,7 +194,7 @@ pub fn open_targets(
             allow_write: opts.allow_write,
             allow_buffered: opts.allow_buffered,
         })?;
-        if opts.target_offset % target.logical_block_size != 0 {
+        if !opts.target_offset.is_multiple_of(target.logical_block_size) {
             return Err(ReplayError::Options(format!(
                 "--target-offset {} is not a multiple of {}'s logical block size ({} bytes)",
                 opts.target_offset,
@@ -414,6 +414,29 @@ fn device_model(major: u32, minor: u32) -> Option<String> {
 /// Why the device (or one of its partitions) is in use, if it is: mounted,
 /// used as swap, or held by another driver (device-mapper, md, ...).
 pub fn busy_reason(path: &Path, major: u32, minor: u32) -> Option<String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
+    busy_reason_in(
+        Path::new("/sys/dev/block"),
+        &mountinfo,
+        &swaps,
+        path,
+        major,
+        minor,
+    )
+}
+
+/// [`busy_reason`] over a given sysfs `dev/block` directory and the texts
+/// of `/proc/self/mountinfo` and `/proc/swaps` (tests feed it fakes).
+fn busy_reason_in(
+    sys_dev_block: &Path,
+    mountinfo: &str,
+    swaps: &str,
+    path: &Path,
+    major: u32,
+    minor: u32,
+) -> Option<String> {
+    let sys_dir = |a: u32, b: u32| sys_dev_block.join(format!("{a}:{b}"));
     let mut devs = vec![(major, minor, path.to_path_buf())];
     let dir = sys_dir(major, minor);
     if let Ok(entries) = std::fs::read_dir(&dir) {
@@ -429,8 +452,6 @@ pub fn busy_reason(path: &Path, major: u32, minor: u32) -> Option<String> {
             }
         }
     }
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     for (i, (a, b, dev_path)) in devs.iter().enumerate() {
         let what = if i == 0 {
             "the device".to_string()
@@ -526,6 +547,49 @@ mod tests {
         assert!(grown[4 << 20..]
             .chunks(4096)
             .all(|c| c.iter().any(|b| *b != 0)));
+    }
+
+    /// Holders, mounted partitions and swap, on a fake sysfs tree: a real
+    /// holder needs device-mapper or md, which not every test kernel has.
+    #[test]
+    fn busy_reasons_from_holders_partitions_and_swap() {
+        let root = tempfile::tempdir().unwrap();
+        let sys = root.path();
+        let dev = Path::new("/nonexistent/loop9");
+        std::fs::create_dir_all(sys.join("7:9/holders")).unwrap();
+        std::fs::create_dir_all(sys.join("7:9/loop9p1")).unwrap();
+        std::fs::write(sys.join("7:9/loop9p1/partition"), "1\n").unwrap();
+        std::fs::write(sys.join("7:9/loop9p1/dev"), "259:4\n").unwrap();
+        std::fs::create_dir_all(sys.join("259:4/holders")).unwrap();
+        let swaps = "Filename Type Size Used Priority\n";
+        assert_eq!(busy_reason_in(sys, "", swaps, dev, 7, 9), None);
+
+        // a holder of the device itself
+        std::fs::create_dir_all(sys.join("7:9/holders/dm-3")).unwrap();
+        let why = busy_reason_in(sys, "", swaps, dev, 7, 9).unwrap();
+        assert_eq!(why, "the device is held by dm-3");
+        std::fs::remove_dir(sys.join("7:9/holders/dm-3")).unwrap();
+
+        // a holder of its partition
+        std::fs::create_dir_all(sys.join("259:4/holders/md0")).unwrap();
+        let why = busy_reason_in(sys, "", swaps, dev, 7, 9).unwrap();
+        assert!(
+            why.contains("partition /dev/loop9p1 is held by md0"),
+            "{why}"
+        );
+        std::fs::remove_dir(sys.join("259:4/holders/md0")).unwrap();
+
+        // its partition mounted (matched by device number)
+        let mi = "36 25 259:4 / /mnt/data rw,relatime shared:1 - ext4 /dev/whatever rw\n";
+        let why = busy_reason_in(sys, mi, swaps, dev, 7, 9).unwrap();
+        assert!(
+            why.contains("partition /dev/loop9p1 is mounted at /mnt/data"),
+            "{why}"
+        );
+        // the device mounted
+        let mi = "36 25 7:9 / /srv rw - xfs /dev/loop9 rw\n";
+        let why = busy_reason_in(sys, mi, swaps, dev, 7, 9).unwrap();
+        assert_eq!(why, "the device is mounted at /srv");
     }
 
     #[test]
