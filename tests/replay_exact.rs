@@ -121,3 +121,107 @@ fn every_io_reaches_the_device_once_as_recorded() {
 fn read_only_sends_the_reads_and_no_write() {
     run_exactness("read_only_sends_the_reads_and_no_write", true);
 }
+
+/// Discards go to a block device as `BLOCK_URING_CMD_DISCARD`: the kernel's
+/// record must show them as discards (rwbs `D`) at their mapped place, and
+/// the result must count them as issued; where the kernel refuses the
+/// command, none may reach the device and the result must count them as
+/// skipped. Either way the result says which.
+#[test]
+fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
+    let test = "discards_reach_the_device_as_discards_or_are_reported_skipped";
+    if !require_root(test) || !require_tool(test, "losetup") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut recs = Vec::new();
+    for r in 0..8u64 {
+        recs.push(rec(r * 100, Op::Write, r * 100 * MIB, 64 * KIB));
+    }
+    for r in 0..8u64 {
+        let len = 64 * KIB * (1 + r % 4);
+        recs.push(rec(
+            1000 + r * 100,
+            Op::Discard,
+            r * 100 * MIB + 256 * KIB,
+            len,
+        ));
+    }
+    let discards: Vec<Issued> = recs
+        .iter()
+        .filter(|r| r.op == Op::Discard)
+        .map(|r| Issued {
+            op: Op::Discard,
+            // compact: region r*100 is the r-th touched region
+            offset: r.offset.0 / (100 * MIB) * MIB + r.offset.0 % MIB,
+            len: r.len.0,
+        })
+        .collect();
+    let trace = dir.path().join("discards.tmt");
+    write_trace(&trace, "discards", &recs);
+    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    no_merges(&dev.name());
+    let lock = TracefsLock::acquire().unwrap();
+    let (major, minor) = dev.dev_id();
+    let tracer = IssueTracer::start(&lock.root, major, minor).unwrap();
+    let json = dir.path().join("r.json");
+    let target = dev.path.to_string_lossy().to_string();
+    let out = replay(
+        dir.path(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            &target,
+            "--allow-write",
+            "--mode",
+            "compressed",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let issued = tracer.stop();
+    drop(lock);
+    assert!(out.status.success());
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let pass = &v["traces"][0]["passes"][0];
+    let sent = pass["ops"]["discard"]["count"].as_u64().unwrap_or(0);
+    let skipped = pass["skipped"]["discards"].as_u64().unwrap();
+    let mut seen: Vec<Issued> = issued.into_iter().filter(|i| i.op == Op::Discard).collect();
+    seen.sort();
+    let n = discards.len() as u64;
+    if sent == n {
+        eprintln!("{test}: {n} discards issued as discards");
+        assert_eq!(skipped, 0);
+        assert_eq!(pass["ops"]["discard"]["errors"], 0);
+        // the block layer may split a discard; compare the covered bytes
+        let mut want = discards.clone();
+        want.sort();
+        let merged = |v: &[Issued]| -> Vec<(u64, u64)> {
+            let mut out: Vec<(u64, u64)> = Vec::new();
+            for i in v {
+                match out.last_mut() {
+                    Some(last) if last.1 == i.offset => last.1 += i.len,
+                    _ => out.push((i.offset, i.offset + i.len)),
+                }
+            }
+            out
+        };
+        assert_eq!(
+            merged(&seen),
+            merged(&want),
+            "discards differ from the trace"
+        );
+    } else {
+        eprintln!("{test}: the kernel refused discards; {skipped} reported skipped");
+        assert_eq!(skipped, n, "every discard is either sent or skipped");
+        // the first may have been tried and refused; none may have been done
+        assert!(
+            seen.is_empty(),
+            "refused discards reached the device: {seen:?}"
+        );
+    }
+}
