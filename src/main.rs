@@ -35,6 +35,8 @@ enum Command {
     Capture(cmd::capture::CaptureArgs),
     /// Compare result files side by side (ratios to the first); --html writes a report with charts.
     Compare(cmd::compare::CompareArgs),
+    /// PCMark 8-style consistency test: precondition, degradation, steady-state and recovery rounds, a suite pass each.
+    Consistency(cmd::consistency::ConsistencyArgs),
 }
 
 fn main() {
@@ -47,6 +49,7 @@ fn main() {
         Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Consistency(a) => cmd::consistency::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -129,7 +129,9 @@ fn legend(out: &mut String, c: &Comparison) {
 /// Horizontal grouped bars: one group per trace (and the suite), one bar
 /// per drive that has the trace.
 fn bar_chart(out: &mut String, c: &Comparison, metric: Metric) {
-    let mut groups: Vec<(String, String, Vec<(usize, f64)>)> = Vec::new();
+    /// (key for `data-trace`, label, bars as (drive, value)).
+    type Group = (String, String, Vec<(usize, f64)>);
+    let mut groups: Vec<Group> = Vec::new();
     for name in &c.traces {
         let bars = (0..c.drives.len())
             .filter_map(|i| Some((i, metric.of_trace(c.trace(i, name)?)?)))

@@ -17,6 +17,7 @@
 pub mod buffer;
 pub mod clock;
 pub mod compare;
+pub mod consistency;
 pub mod engine;
 pub mod error;
 pub mod html;

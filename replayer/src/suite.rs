@@ -188,7 +188,8 @@ impl Observer for TimelineObserver<'_> {
     }
 }
 
-fn host_info() -> HostInfo {
+/// The machine the result comes from.
+pub fn host_info() -> HostInfo {
     let read = |p: &str| {
         std::fs::read_to_string(p)
             .map(|s| s.trim().to_string())

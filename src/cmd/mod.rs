@@ -2,6 +2,7 @@
 
 pub mod capture;
 pub mod compare;
+pub mod consistency;
 pub mod convert;
 pub mod export;
 pub mod info;

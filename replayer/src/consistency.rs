@@ -1,0 +1,686 @@
+//! The consistency test, after PCMark 8's extended storage test: how a drive's
+//! score degrades under sustained random writes, where it settles, and how
+//! it recovers when left idle.
+//!
+//! 1. Precondition: the whole target written sequentially with
+//!    incompressible data (1 MiB writes), twice.
+//! 2. Degradation rounds: random writes (random size 4 KiB–1 MiB, random
+//!    aligned offset, queue depth `write_queue_depth`) for a period, then one
+//!    pass of the suite; the period grows by `degrade_step` each round.
+//! 3. Steady-state rounds: random writes for `steady`, then a suite pass.
+//! 4. Recovery rounds: `idle` with no I/O, then a suite pass.
+//!
+//! Durations left unset scale with the target: the unit is the measured time
+//! of one precondition pass (the time to write the whole target once), and
+//! the defaults keep PCMark's proportions (10 min start, 1 min step, 25 min
+//! steady, 5 min idle for a unit of 10 min): start = 1 unit, step = 0.1 unit,
+//! steady = 2.5 units, idle = 0.5 unit, each clamped to [1 s, PCMark's value].
+//!
+//! All I/O goes through the replayer's engine (io_uring, O_DIRECT) and its
+//! target rules: a block device needs `allow_write`; a mounted device is
+//! refused.
+
+use crate::engine::{Engine, Observer, PassKind};
+use crate::mapping::TraceScan;
+use crate::metrics::{HostInfo, PassMetrics, TargetInfo, ToolInfo};
+use crate::options::{MappingKind, ReplayOptions, TimingMode};
+use crate::rng::WyRand;
+use crate::source::{RecordIter, TraceSource};
+use crate::target::{Target, TargetKind, TargetRequest};
+use crate::ReplayError;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
+
+const MIB: u64 = 1 << 20;
+/// Random writes per engine pass; passes repeat until the period ends.
+const WRITES_PER_PASS: u64 = 2048;
+
+/// What the user chooses.
+#[derive(Debug, Clone)]
+pub struct ConsistencyOptions {
+    pub rounds_degrade: u32,
+    pub rounds_steady: u32,
+    pub rounds_recovery: u32,
+    /// None: scaled to the target (see the module docs).
+    pub degrade_start: Option<Duration>,
+    pub degrade_step: Option<Duration>,
+    pub steady: Option<Duration>,
+    pub idle: Option<Duration>,
+    /// In flight during the random writes and the precondition.
+    pub write_queue_depth: u32,
+    /// Size of a file target (created and filled when smaller).
+    pub file_size: u64,
+    /// How each suite pass is replayed (`allow_write`/`allow_buffered` also
+    /// apply to the writes).
+    pub suite: ReplayOptions,
+}
+
+impl Default for ConsistencyOptions {
+    fn default() -> Self {
+        ConsistencyOptions {
+            rounds_degrade: 8,
+            rounds_steady: 5,
+            rounds_recovery: 5,
+            degrade_start: None,
+            degrade_step: None,
+            steady: None,
+            idle: None,
+            write_queue_depth: 32,
+            file_size: 256 * MIB,
+            suite: ReplayOptions {
+                mode: TimingMode::Compressed,
+                passes: 1,
+                warmup: false,
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// One sequential fill of the target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FillPass {
+    pub pass: u32,
+    pub seconds: f64,
+    pub bytes: u64,
+    pub mb_s: f64,
+}
+
+/// A trace's figures in one round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoundTrace {
+    pub name: String,
+    pub score: f64,
+    pub bandwidth_mb_s: f64,
+    pub access_time_us: f64,
+}
+
+/// One round: what was done to the drive, then the suite's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round {
+    /// `degradation`, `steady` or `recovery`.
+    pub phase: String,
+    /// From 1 within the phase.
+    pub round: u32,
+    /// Random writes before the suite pass (0 in recovery).
+    pub write_s: f64,
+    pub written_bytes: u64,
+    pub write_mb_s: f64,
+    /// Idle before the suite pass (recovery only).
+    pub idle_s: f64,
+    /// Suite figures (geometric means over the traces; 0 when none moved data).
+    pub score: f64,
+    pub bandwidth_mb_s: f64,
+    pub access_time_us: f64,
+    pub traces: Vec<RoundTrace>,
+}
+
+/// The durations used (after scaling), seconds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Durations {
+    pub degrade_start_s: f64,
+    pub degrade_step_s: f64,
+    pub steady_s: f64,
+    pub idle_s: f64,
+    /// The unit the defaults were scaled from: one precondition pass.
+    pub unit_s: f64,
+}
+
+/// The consistency result file (`--json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsistencyResult {
+    pub tool: ToolInfo,
+    pub host: HostInfo,
+    pub target: TargetInfo,
+    pub rounds_degrade: u32,
+    pub rounds_steady: u32,
+    pub rounds_recovery: u32,
+    pub durations: Durations,
+    pub write_queue_depth: u32,
+    pub suite_options: ReplayOptions,
+    pub precondition: Vec<FillPass>,
+    pub rounds: Vec<Round>,
+    pub interrupted: bool,
+    pub started_unix_s: u64,
+}
+
+/// Progress callbacks (phase and round starting).
+pub trait ConsistencyObserver {
+    fn step(&mut self, _what: &str) {}
+}
+
+/// Prints nothing.
+pub struct Quiet;
+impl ConsistencyObserver for Quiet {}
+
+/// Synthetic writes: a sequential fill of the target, or random writes.
+struct Writes {
+    name: &'static str,
+    size: u64,
+    block: u64,
+    /// None: sequential 1 MiB writes over the whole target.
+    random_seed: Option<u64>,
+}
+
+impl TraceSource for Writes {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn records(&self) -> RecordIter<'_> {
+        let rec = |i: u64, offset: u64, len: u64| {
+            Ok(IoRecord {
+                time: Nanos(i * 1000),
+                op: Op::Write,
+                offset: Bytes(offset),
+                len: Bytes(len),
+                flags: Flags::NONE,
+                latency: None,
+                stream: None,
+                device: 0,
+            })
+        };
+        match self.random_seed {
+            None => {
+                let size = self.size;
+                let n = size.div_ceil(MIB);
+                Box::new((0..n).map(move |i| {
+                    let offset = i * MIB;
+                    rec(i, offset, MIB.min(size - offset))
+                }))
+            }
+            Some(seed) => {
+                let mut rng = WyRand::new(seed);
+                let (size, block) = (self.size, self.block.max(4096));
+                let max_len = MIB.min(size / block * block).max(block);
+                Box::new((0..WRITES_PER_PASS).map(move |i| {
+                    // The first write has the largest size, so the engine's
+                    // buffers fit every pass whatever the seed.
+                    let len = if i == 0 {
+                        max_len
+                    } else {
+                        let blocks = max_len / 4096;
+                        (4096 * (1 + rng.next_u64() % blocks)).min(max_len)
+                    };
+                    let slots = (size - len) / block + 1;
+                    let offset = (rng.next_u64() % slots) * block;
+                    rec(i, offset, len)
+                }))
+            }
+        }
+    }
+}
+
+/// Stops a write pass at a deadline (or on Ctrl-C).
+struct Deadline(Option<Instant>);
+
+impl Observer for Deadline {
+    fn should_stop(&self) -> bool {
+        crate::interrupt::interrupted() || self.0.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// Runs `f` again while the target is still held exclusively by the
+/// previous step: the kernel tears an io_uring down (and with it the
+/// registered file) asynchronously, so the device's exclusive claim can
+/// outlive the close by a few milliseconds.
+fn retry_busy<T>(mut f: impl FnMut() -> Result<T, ReplayError>) -> Result<T, ReplayError> {
+    let give_up = Instant::now() + Duration::from_secs(5);
+    loop {
+        match f() {
+            Err(ReplayError::TargetRefused { reason, .. })
+                if reason.contains("refused exclusive access") && Instant::now() < give_up =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Runs one engine pass of `source` on the target; returns its metrics.
+fn write_pass(
+    path: &Path,
+    source: &Writes,
+    opts: &ReplayOptions,
+    deadline: Option<Instant>,
+) -> Result<PassMetrics, ReplayError> {
+    let scan = TraceScan::scan(source.name, source.records())?;
+    let (target, maps) = retry_busy(|| {
+        crate::target::open_targets(
+            Some(path),
+            &[source as &dyn TraceSource],
+            std::slice::from_ref(&scan),
+            opts,
+        )
+    })?;
+    let map = maps
+        .first()
+        .ok_or_else(|| ReplayError::Options("no address map for the writes".into()))?;
+    let mut engine = Engine::new(&target, opts.queue_depth, scan.max_data_len)?;
+    let outcome = engine.run_pass(
+        source.name,
+        source,
+        &scan,
+        map,
+        opts,
+        PassKind::Scored(1),
+        &mut Deadline(deadline),
+    )?;
+    Ok(outcome.metrics())
+}
+
+/// Random writes for `period`; returns (seconds, bytes).
+fn random_writes(
+    path: &Path,
+    size: u64,
+    block: u64,
+    opts: &ReplayOptions,
+    period: Duration,
+    seed: &mut u64,
+) -> Result<(f64, u64), ReplayError> {
+    let start = Instant::now();
+    let deadline = start + period;
+    let mut bytes = 0;
+    while Instant::now() < deadline && !crate::interrupt::interrupted() {
+        *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let src = Writes {
+            name: "random writes",
+            size,
+            block,
+            random_seed: Some(*seed),
+        };
+        let m = write_pass(path, &src, opts, Some(deadline))?;
+        bytes += m.write_bytes;
+    }
+    Ok((start.elapsed().as_secs_f64(), bytes))
+}
+
+fn scaled(given: Option<Duration>, unit_s: f64, factor: f64, cap_s: f64) -> Duration {
+    given.unwrap_or_else(|| Duration::from_secs_f64((unit_s * factor).clamp(1.0, cap_s)))
+}
+
+/// Runs the whole test on `target` with the suite `traces`.
+pub fn run_consistency(
+    traces: &[&dyn TraceSource],
+    target: &Path,
+    opts: &ConsistencyOptions,
+    observer: &mut dyn ConsistencyObserver,
+) -> Result<ConsistencyResult, ReplayError> {
+    opts.suite.validate()?;
+    if traces.is_empty() {
+        return Err(ReplayError::Options("no traces in the suite".into()));
+    }
+    if opts.write_queue_depth == 0 || opts.write_queue_depth > 4096 {
+        return Err(ReplayError::Options(
+            "--write-queue-depth must be between 1 and 4096".into(),
+        ));
+    }
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    crate::clock::use_fine_timer_slack();
+
+    // The target's size and kind (the writes need them), then closed again:
+    // each step opens it as the replayer does (O_EXCL on devices).
+    let is_device = std::fs::metadata(target)
+        .map(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_block_device()
+        })
+        .unwrap_or(false);
+    let info = {
+        let t = Target::open(&TargetRequest {
+            path: Some(target.to_path_buf()),
+            required_size: if is_device { 0 } else { opts.file_size },
+            needs_write: true,
+            allow_write: opts.suite.allow_write,
+            allow_buffered: opts.suite.allow_buffered,
+        })?;
+        TargetInfo {
+            path: t.path.display().to_string(),
+            kind: match t.kind {
+                TargetKind::File => "file".into(),
+                TargetKind::BlockDevice => "block_device".into(),
+            },
+            size_bytes: t.size,
+            model: t.model.clone(),
+            logical_block_size: t.logical_block_size,
+            direct_io: t.direct,
+        }
+    };
+    let size = info.size_bytes / 4096 * 4096;
+    if size < 2 * MIB {
+        return Err(ReplayError::TargetRefused {
+            path: target.to_path_buf(),
+            reason: "the consistency test needs a target of at least 2 MiB".into(),
+        });
+    }
+    let write_opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        queue_depth: opts.write_queue_depth,
+        passes: 1,
+        warmup: false,
+        mapping: MappingKind::Identity,
+        allow_write: opts.suite.allow_write,
+        allow_buffered: opts.suite.allow_buffered,
+        io_timeout: opts.suite.io_timeout,
+        ..Default::default()
+    };
+
+    let mut precondition = Vec::new();
+    for pass in 1..=2 {
+        observer.step(&format!("precondition: sequential fill {pass}/2"));
+        let fill = Writes {
+            name: "precondition",
+            size,
+            block: info.logical_block_size,
+            random_seed: None,
+        };
+        let start = Instant::now();
+        let m = write_pass(target, &fill, &write_opts, None)?;
+        let seconds = start.elapsed().as_secs_f64();
+        precondition.push(FillPass {
+            pass,
+            seconds,
+            bytes: m.write_bytes,
+            mb_s: m.write_bytes as f64 / seconds.max(1e-9) / 1e6,
+        });
+        if crate::interrupt::interrupted() {
+            break;
+        }
+    }
+    let unit_s = precondition.last().map_or(1.0, |p| p.seconds);
+    let durations = Durations {
+        degrade_start_s: scaled(opts.degrade_start, unit_s, 1.0, 600.0).as_secs_f64(),
+        degrade_step_s: scaled(opts.degrade_step, unit_s, 0.1, 60.0).as_secs_f64(),
+        steady_s: scaled(opts.steady, unit_s, 2.5, 1500.0).as_secs_f64(),
+        idle_s: scaled(opts.idle, unit_s, 0.5, 300.0).as_secs_f64(),
+        unit_s,
+    };
+
+    let mut rounds = Vec::new();
+    let mut seed = started_unix_s ^ 0x5bd1_e995;
+    let plan: Vec<(&str, u32)> = (1..=opts.rounds_degrade)
+        .map(|r| ("degradation", r))
+        .chain((1..=opts.rounds_steady).map(|r| ("steady", r)))
+        .chain((1..=opts.rounds_recovery).map(|r| ("recovery", r)))
+        .collect();
+    let mut interrupted = crate::interrupt::interrupted();
+    for (phase, round) in plan {
+        if interrupted {
+            break;
+        }
+        let (mut write_s, mut written, mut idle_s) = (0.0, 0, 0.0);
+        match phase {
+            "degradation" | "steady" => {
+                let secs = if phase == "degradation" {
+                    durations.degrade_start_s + durations.degrade_step_s * (round - 1) as f64
+                } else {
+                    durations.steady_s
+                };
+                observer.step(&format!(
+                    "{phase} round {round}: random writes for {secs:.1} s"
+                ));
+                (write_s, written) = random_writes(
+                    target,
+                    size,
+                    info.logical_block_size,
+                    &write_opts,
+                    Duration::from_secs_f64(secs),
+                    &mut seed,
+                )?;
+            }
+            _ => {
+                observer.step(&format!(
+                    "{phase} round {round}: idle for {:.1} s",
+                    durations.idle_s
+                ));
+                let end = Instant::now() + Duration::from_secs_f64(durations.idle_s);
+                while Instant::now() < end && !crate::interrupt::interrupted() {
+                    std::thread::sleep(
+                        end.saturating_duration_since(Instant::now())
+                            .min(Duration::from_millis(100)),
+                    );
+                }
+                idle_s = durations.idle_s;
+            }
+        }
+        if crate::interrupt::interrupted() {
+            interrupted = true;
+            break;
+        }
+        observer.step(&format!("{phase} round {round}: suite pass"));
+        let r = retry_busy(|| {
+            crate::suite::run_suite(traces, Some(target), &opts.suite, &mut crate::NoObserver)
+        })?;
+        interrupted |= r.interrupted;
+        let suite = r.suite;
+        rounds.push(Round {
+            phase: phase.to_string(),
+            round,
+            write_s,
+            written_bytes: written,
+            write_mb_s: if write_s > 0.0 {
+                written as f64 / write_s / 1e6
+            } else {
+                0.0
+            },
+            idle_s,
+            score: suite.map_or(0.0, |s| s.score),
+            bandwidth_mb_s: suite.map_or(0.0, |s| s.bandwidth_mb_s),
+            access_time_us: suite.map_or(0.0, |s| s.access_time_us),
+            traces: r
+                .traces
+                .iter()
+                .map(|t| RoundTrace {
+                    name: t.name.clone(),
+                    score: t.score,
+                    bandwidth_mb_s: t.bandwidth_mb_s,
+                    access_time_us: t.access_time_us,
+                })
+                .collect(),
+        });
+    }
+    Ok(ConsistencyResult {
+        tool: ToolInfo {
+            name: "tracemark".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        host: crate::suite::host_info(),
+        target: info,
+        rounds_degrade: opts.rounds_degrade,
+        rounds_steady: opts.rounds_steady,
+        rounds_recovery: opts.rounds_recovery,
+        durations,
+        write_queue_depth: opts.write_queue_depth,
+        suite_options: opts.suite.clone(),
+        precondition,
+        rounds,
+        interrupted,
+        started_unix_s,
+    })
+}
+
+/// The table people read: the precondition, then one line per round.
+pub fn format_table(r: &ConsistencyResult) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "consistency test on {} ({}, {:.2} GB{})",
+        r.target.path,
+        r.target.kind.replace('_', " "),
+        r.target.size_bytes as f64 / 1e9,
+        r.target
+            .model
+            .as_deref()
+            .map(|m| format!(", {m}"))
+            .unwrap_or_default()
+    );
+    let d = &r.durations;
+    let _ = writeln!(
+        out,
+        "durations: degradation {:.1} s + {:.1} s per round, steady {:.1} s, idle {:.1} s (unit: one fill, {:.2} s)",
+        d.degrade_start_s, d.degrade_step_s, d.steady_s, d.idle_s, d.unit_s
+    );
+    let _ = writeln!(
+        out,
+        "{:<13} {:>5} {:>9} {:>11} {:>7} {:>10} {:>15} {:>15}",
+        "phase",
+        "round",
+        "writes s",
+        "write MB/s",
+        "idle s",
+        "score",
+        "bandwidth MB/s",
+        "access time µs"
+    );
+    for p in &r.precondition {
+        let _ = writeln!(
+            out,
+            "{:<13} {:>5} {:>9.1} {:>11.1} {:>7} {:>10} {:>15} {:>15}",
+            "precondition", p.pass, p.seconds, p.mb_s, "-", "-", "-", "-"
+        );
+    }
+    for x in &r.rounds {
+        let _ = writeln!(
+            out,
+            "{:<13} {:>5} {:>9.1} {:>11.1} {:>7.1} {:>10.1} {:>15.2} {:>15.1}",
+            x.phase,
+            x.round,
+            x.write_s,
+            x.write_mb_s,
+            x.idle_s,
+            x.score,
+            x.bandwidth_mb_s,
+            x.access_time_us
+        );
+    }
+    if r.interrupted {
+        let _ = writeln!(out, "interrupted: partial result");
+    }
+    out
+}
+
+/// The HTML report: score per round coloured by phase, bandwidth per round,
+/// and the table.
+pub fn html_report(r: &ConsistencyResult) -> String {
+    use crate::html::{esc, RoundPoint};
+    use std::fmt::Write;
+    let points: Vec<RoundPoint> = r
+        .rounds
+        .iter()
+        .map(|x| RoundPoint {
+            phase: &x.phase,
+            round: x.round,
+            score: x.score,
+            bandwidth_mb_s: x.bandwidth_mb_s,
+        })
+        .collect();
+    let mut table = String::from("<table class=\"rounds\"><tr><th>phase</th><th>round</th><th>writes s</th><th>write MB/s</th><th>idle s</th><th>score</th><th>bandwidth MB/s</th><th>access time µs</th></tr>\n");
+    for p in &r.precondition {
+        let _ = writeln!(
+            table,
+            "<tr><td>precondition</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>-</td><td>-</td><td>-</td><td>-</td></tr>",
+            p.pass, p.seconds, p.mb_s
+        );
+    }
+    for x in &r.rounds {
+        let _ = writeln!(
+            table,
+            "<tr class=\"round\" data-phase=\"{}\"><td>{}</td><td>{}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{:.2}</td><td>{:.1}</td></tr>",
+            esc(&x.phase),
+            esc(&x.phase),
+            x.round,
+            x.write_s,
+            x.write_mb_s,
+            x.idle_s,
+            x.score,
+            x.bandwidth_mb_s,
+            x.access_time_us
+        );
+    }
+    table.push_str("</table>\n");
+    let intro = format!(
+        "Target {} ({}, {:.2} GB). Precondition: two sequential fills; degradation: {} rounds of random writes ({:.1} s, +{:.1} s per round) and a suite pass; steady state: {} rounds ({:.1} s of writes); recovery: {} rounds ({:.1} s idle).",
+        r.target.path,
+        r.target.model.as_deref().unwrap_or(&r.target.kind),
+        r.target.size_bytes as f64 / 1e9,
+        r.rounds_degrade,
+        r.durations.degrade_start_s,
+        r.durations.degrade_step_s,
+        r.rounds_steady,
+        r.durations.steady_s,
+        r.rounds_recovery,
+        r.durations.idle_s
+    );
+    crate::html::consistency_report("tracemark: consistency test", &intro, &points, &table)
+}
+
+/// Writes the result file (pretty JSON).
+pub fn write_json(result: &ConsistencyResult, path: &Path) -> Result<(), ReplayError> {
+    let out_err = |source| ReplayError::Output {
+        path: PathBuf::from(path),
+        source,
+    };
+    let text =
+        serde_json::to_string_pretty(result).map_err(|e| out_err(std::io::Error::other(e)))?;
+    std::fs::write(path, text + "\n").map_err(out_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_writes_stay_inside_and_are_aligned() {
+        let w = Writes {
+            name: "w",
+            size: 64 * MIB,
+            block: 4096,
+            random_seed: Some(7),
+        };
+        let recs: Vec<IoRecord> = w.records().map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len() as u64, WRITES_PER_PASS);
+        assert_eq!(recs[0].len.0, MIB);
+        let mut sizes = std::collections::BTreeSet::new();
+        for r in &recs {
+            assert_eq!(r.offset.0 % 4096, 0);
+            assert_eq!(r.len.0 % 4096, 0);
+            assert!(r.len.0 >= 4096 && r.len.0 <= MIB);
+            assert!(r.offset.0 + r.len.0 <= 64 * MIB);
+            sizes.insert(r.len.0);
+        }
+        assert!(sizes.len() > 100, "sizes vary: {}", sizes.len());
+    }
+
+    #[test]
+    fn fill_covers_the_target_once() {
+        let w = Writes {
+            name: "f",
+            size: 5 * MIB + 8192,
+            block: 4096,
+            random_seed: None,
+        };
+        let recs: Vec<IoRecord> = w.records().map(|r| r.unwrap()).collect();
+        assert_eq!(recs.len(), 6);
+        assert_eq!(recs.iter().map(|r| r.len.0).sum::<u64>(), 5 * MIB + 8192);
+        assert!(recs
+            .windows(2)
+            .all(|p| p[0].offset.0 + p[0].len.0 == p[1].offset.0));
+    }
+
+    #[test]
+    fn defaults_scale_with_the_fill_time_within_pcmark_bounds() {
+        assert_eq!(scaled(None, 0.05, 1.0, 600.0), Duration::from_secs(1));
+        assert_eq!(scaled(None, 100.0, 2.5, 1500.0), Duration::from_secs(250));
+        assert_eq!(scaled(None, 10_000.0, 1.0, 600.0), Duration::from_secs(600));
+        assert_eq!(
+            scaled(Some(Duration::from_millis(30)), 100.0, 1.0, 600.0),
+            Duration::from_millis(30)
+        );
+    }
+}

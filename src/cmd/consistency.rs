@@ -1,0 +1,183 @@
+//! `tracemark consistency`: PCMark 8's extended storage test (precondition,
+//! degradation, steady state, recovery), a suite pass after every round.
+
+use super::replay::{parse_duration, ModeArg};
+use anyhow::{Context, Result};
+use clap::Args;
+use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
+use replayer::suite_file::SuiteFile;
+use replayer::{ReplayOptions, TimingMode, TmtSource, TraceSource};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  tracemark consistency --target /dev/nvme1n1 --allow-write --json c.json --html c.html
+  tracemark consistency --target scratch.bin --size 4G --rounds-degrade 3 --rounds-steady 2 --rounds-recovery 2
+  tracemark consistency --target /dev/sdb --allow-write --degrade-start 10m --degrade-step 1m --steady 25m --idle 5m
+
+The whole target is overwritten (twice sequentially, then with random writes).
+Durations left unset scale with the target: the unit is the time one
+precondition pass took (writing the whole target once); degradation starts at
+1 unit (+0.1 unit per round), steady rounds write for 2.5 units, recovery rounds
+idle 0.5 unit; each at least 1 s and at most PCMark 8's 10 min, 1 min, 25 min, 5 min.
+Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is still written).")]
+pub struct ConsistencyArgs {
+    /// Traces (.tmt) of the suite pass; default: the suite file.
+    pub traces: Vec<PathBuf>,
+    /// The suite file (default: traces/suite.toml of this checkout), when no traces are given.
+    #[arg(long)]
+    pub suite: Option<PathBuf>,
+    /// A block device or a regular file (created, `--size`).
+    #[arg(long, short)]
+    pub target: PathBuf,
+    /// Size of a file target, e.g. 256M, 4G.
+    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    pub size: u64,
+    /// Allow writing to a block device (its contents are destroyed). A mounted
+    /// device, or one with a mounted partition or a holder, is refused anyway.
+    #[arg(long)]
+    pub allow_write: bool,
+    /// Where O_DIRECT is refused, go through the page cache instead of stopping.
+    #[arg(long)]
+    pub allow_buffered: bool,
+    #[arg(long, default_value_t = 8)]
+    pub rounds_degrade: u32,
+    #[arg(long, default_value_t = 5)]
+    pub rounds_steady: u32,
+    #[arg(long, default_value_t = 5)]
+    pub rounds_recovery: u32,
+    /// Random writes in the first degradation round (default: scaled to the target).
+    #[arg(long, value_parser = parse_duration)]
+    pub degrade_start: Option<Duration>,
+    /// Added to the write period each degradation round (default: scaled).
+    #[arg(long, value_parser = parse_duration)]
+    pub degrade_step: Option<Duration>,
+    /// Random writes in each steady-state round (default: scaled).
+    #[arg(long, value_parser = parse_duration)]
+    pub steady: Option<Duration>,
+    /// Idle time in each recovery round (default: scaled).
+    #[arg(long, value_parser = parse_duration)]
+    pub idle: Option<Duration>,
+    /// I/Os in flight during the precondition and the random writes.
+    #[arg(long, default_value_t = 32)]
+    pub write_queue_depth: u32,
+    /// How the suite passes replay the traces.
+    #[arg(long, value_enum, default_value_t = ModeArg::Compressed)]
+    pub mode: ModeArg,
+    /// Most I/Os in flight in the suite passes.
+    #[arg(long, short = 'q', default_value_t = 32)]
+    pub queue_depth: u32,
+    /// Scored passes per trace in each suite pass (no warm-up: the drive's
+    /// state is what is measured).
+    #[arg(long, default_value_t = 1)]
+    pub passes: u32,
+    /// Write the result file (JSON) here.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Write the HTML report here.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+/// `512M`, `4G`, `1T`, `65536` (bytes); binary units.
+fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1u64 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                'T' => 1 << 40,
+                _ => return Err(format!("'{s}': unknown unit (use K, M, G, T)")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a size (try 256M, 4G)"))?;
+    n.checked_mul(mult)
+        .ok_or_else(|| format!("'{s}' is too large"))
+}
+
+fn default_suite() -> PathBuf {
+    let local = PathBuf::from("traces/suite.toml");
+    if local.is_file() {
+        return local;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces/suite.toml")
+}
+
+/// Prints each step on stderr.
+struct Steps;
+impl ConsistencyObserver for Steps {
+    fn step(&mut self, what: &str) {
+        eprintln!("{what}");
+    }
+}
+
+pub fn run(args: ConsistencyArgs) -> Result<i32> {
+    let paths = if args.traces.is_empty() {
+        let path = args.suite.clone().unwrap_or_else(default_suite);
+        let suite = SuiteFile::load(&path).context("reading the suite")?;
+        suite.traces.iter().map(|t| t.file.clone()).collect()
+    } else {
+        args.traces.clone()
+    };
+    let mut sources = Vec::with_capacity(paths.len());
+    for p in &paths {
+        sources.push(TmtSource::open(p)?);
+    }
+    let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
+    let opts = ConsistencyOptions {
+        rounds_degrade: args.rounds_degrade,
+        rounds_steady: args.rounds_steady,
+        rounds_recovery: args.rounds_recovery,
+        degrade_start: args.degrade_start,
+        degrade_step: args.degrade_step,
+        steady: args.steady,
+        idle: args.idle,
+        write_queue_depth: args.write_queue_depth,
+        file_size: args.size,
+        suite: ReplayOptions {
+            mode: match args.mode {
+                ModeArg::Realtime => TimingMode::Realtime,
+                ModeArg::Compressed => TimingMode::Compressed,
+            },
+            queue_depth: args.queue_depth,
+            passes: args.passes,
+            warmup: false,
+            allow_write: args.allow_write,
+            allow_buffered: args.allow_buffered,
+            ..Default::default()
+        },
+    };
+    replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
+    let result = replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
+    print!("{}", replayer::consistency::format_table(&result));
+    if let Some(path) = &args.json {
+        replayer::consistency::write_json(&result, path)?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, replayer::consistency::html_report(&result))
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
+    }
+    Ok(if result.interrupted { 130 } else { 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("256M"), Ok(256 << 20));
+        assert_eq!(parse_size("4g"), Ok(4 << 30));
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert!(parse_size("4X").is_err());
+        assert!(parse_size("lots").is_err());
+    }
+}
