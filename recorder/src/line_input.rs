@@ -6,7 +6,7 @@
 use crate::error::ConvertError;
 use crate::event::Location;
 use crate::sink::Sink;
-use std::io::{BufRead, ErrorKind};
+use std::io::{ErrorKind, Read};
 use std::path::PathBuf;
 use trace_format::Nanos;
 
@@ -33,17 +33,28 @@ pub(crate) struct Line<'b> {
 
 /// Reads lines as bytes (never assuming UTF-8), strips `\r\n` / `\n` and a
 /// UTF-8 byte order mark at the start of the input.
+///
+/// Reads the input in large blocks into a buffer of its own and lends lines
+/// from there (no copy, no call into the input per line); it may read past the
+/// last line it returned, so the input is for it alone.
 pub(crate) struct LineReader<'a> {
-    input: &'a mut dyn BufRead,
+    input: &'a mut dyn Read,
     file: &'a str,
-    buf: Vec<u8>,
+    /// Input bytes read and not yet returned are `block[start..end]`.
+    block: Vec<u8>,
+    start: usize,
+    end: usize,
+    at_eof: bool,
+    /// The kept start of an over-long line.
+    long: Vec<u8>,
     number: u64,
-    /// Bytes of the input buffer the last line (borrowed in place) still
-    /// occupies; consumed at the next call.
-    pending_consume: usize,
     /// Whether any line so far had non-whitespace content.
     pub saw_content: bool,
 }
+
+/// Size of the read block; larger than [`MAX_LINE_BYTES`], so a line that does
+/// not fit in a block is over-long.
+const BLOCK_BYTES: usize = 256 * 1024;
 
 /// Position of the first `\n` in `s`, eight bytes at a time.
 fn find_newline(s: &[u8]) -> Option<usize> {
@@ -71,44 +82,57 @@ fn find_newline(s: &[u8]) -> Option<usize> {
         .map(|p| base + p)
 }
 
+/// What the reader found next in its block.
+enum Found {
+    /// A line `block[start..start + len]`, then its `\n`.
+    Line(usize),
+    /// The last line, without a `\n`, of this length.
+    Last(usize),
+    /// An over-long line, its start kept in `long`, the rest skipped.
+    Long,
+    End,
+}
+
 impl<'a> LineReader<'a> {
-    pub fn new(input: &'a mut dyn BufRead, file: &'a str) -> Self {
+    pub fn new(input: &'a mut dyn Read, file: &'a str) -> Self {
         LineReader {
             input,
             file,
-            buf: Vec::with_capacity(256),
+            block: vec![0; BLOCK_BYTES],
+            start: 0,
+            end: 0,
+            at_eof: false,
+            long: Vec::new(),
             number: 0,
-            pending_consume: 0,
             saw_content: false,
         }
     }
 
-    /// The next line, or `None` at the end of the input.
-    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, ConvertError> {
-        if self.pending_consume > 0 {
-            self.input.consume(self.pending_consume);
-            self.pending_consume = 0;
+    /// Reads more after the unread bytes (moved to the front when the block is
+    /// full); false at the end of the input.
+    fn refill(&mut self) -> Result<bool, ConvertError> {
+        if self.at_eof {
+            return Ok(false);
         }
-        // Usually the whole line is in the input's buffer: lend it from there.
-        let in_buffer = find_newline(self.fill()?).filter(|&i| i <= MAX_LINE_BYTES);
-        if let Some(end) = in_buffer {
-            self.pending_consume = end + 1;
-            let available = filled(&mut *self.input, self.file)?;
-            let line = available.get(..end).unwrap_or(&[]);
-            self.number += 1;
-            let bytes = clean_line(line, self.number, &mut self.saw_content);
-            return Ok(Some(Line {
-                number: self.number,
-                bytes,
-                too_long: false,
-            }));
+        if self.end == self.block.len() || self.start == self.end {
+            self.block.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
         }
-        self.buf.clear();
-        let mut too_long = false;
-        let mut any = false;
         loop {
-            let available = match self.input.fill_buf() {
-                Ok(b) => b,
+            let free = self.block.get_mut(self.end..).unwrap_or(&mut []);
+            if free.is_empty() {
+                return Ok(true);
+            }
+            match self.input.read(free) {
+                Ok(0) => {
+                    self.at_eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(source) => {
                     return Err(ConvertError::Io {
@@ -116,42 +140,82 @@ impl<'a> LineReader<'a> {
                         source,
                     })
                 }
-            };
-            if available.is_empty() {
-                break;
-            }
-            any = true;
-            let (chunk, consumed, done) = match available.iter().position(|&b| b == b'\n') {
-                Some(i) => (&available[..i], i + 1, true),
-                None => (available, available.len(), false),
-            };
-            let room = MAX_LINE_BYTES.saturating_sub(self.buf.len());
-            if chunk.len() > room {
-                too_long = true;
-                self.buf.extend_from_slice(&chunk[..room]);
-            } else {
-                self.buf.extend_from_slice(chunk);
-            }
-            self.input.consume(consumed);
-            if done {
-                break;
             }
         }
-        if !any {
-            return Ok(None);
+    }
+
+    /// Skips the rest of an over-long line (through its `\n`).
+    fn skip_rest_of_line(&mut self) -> Result<(), ConvertError> {
+        loop {
+            let unread = self.block.get(self.start..self.end).unwrap_or(&[]);
+            if let Some(i) = find_newline(unread) {
+                self.start += i + 1;
+                return Ok(());
+            }
+            self.start = self.end;
+            if !self.refill()? {
+                return Ok(());
+            }
         }
+    }
+
+    fn find(&mut self) -> Result<Found, ConvertError> {
+        loop {
+            let unread = self.block.get(self.start..self.end).unwrap_or(&[]);
+            let len = unread.len();
+            match find_newline(unread) {
+                Some(i) if i <= MAX_LINE_BYTES => return Ok(Found::Line(i)),
+                Some(_) => break,
+                None if len > MAX_LINE_BYTES => break,
+                None => {
+                    if self.refill()? {
+                        continue;
+                    }
+                    return Ok(if len == 0 {
+                        Found::End
+                    } else {
+                        Found::Last(len)
+                    });
+                }
+            }
+        }
+        // More than MAX_LINE_BYTES before the newline: keep the start.
+        let unread = self.block.get(self.start..self.end).unwrap_or(&[]);
+        self.long.clear();
+        self.long
+            .extend_from_slice(unread.get(..MAX_LINE_BYTES).unwrap_or(unread));
+        self.start += self.long.len();
+        self.skip_rest_of_line()?;
+        Ok(Found::Long)
+    }
+
+    /// The next line, or `None` at the end of the input.
+    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, ConvertError> {
+        let (range, too_long) = match self.find()? {
+            Found::End => return Ok(None),
+            Found::Line(len) => {
+                let range = self.start..self.start + len;
+                self.start += len + 1;
+                (Some(range), false)
+            }
+            Found::Last(len) => {
+                let range = self.start..self.start + len;
+                self.start += len;
+                (Some(range), false)
+            }
+            Found::Long => (None, true),
+        };
         self.number += 1;
-        let bytes = clean_line(&self.buf, self.number, &mut self.saw_content);
+        let raw = match range {
+            Some(r) => self.block.get(r).unwrap_or(&[]),
+            None => &self.long,
+        };
+        let bytes = clean_line(raw, self.number, &mut self.saw_content);
         Ok(Some(Line {
             number: self.number,
             bytes,
             too_long,
         }))
-    }
-
-    /// The input's buffered bytes (empty at the end).
-    fn fill(&mut self) -> Result<&[u8], ConvertError> {
-        fill(&mut *self.input, self.file)
     }
 
     /// Reports an input without any content as bad (`what` names the format).
@@ -162,32 +226,6 @@ impl<'a> LineReader<'a> {
         let reason = format!("empty input: no {what} lines");
         sink.bad_input(Location::line(self.file, self.number.max(1)), "", &reason)
     }
-}
-
-/// `input.fill_buf()`, retried when interrupted. Once it has succeeded, the
-/// next `fill_buf` returns the same bytes without reading.
-fn fill<'i>(input: &'i mut dyn BufRead, file: &str) -> Result<&'i [u8], ConvertError> {
-    loop {
-        match input.fill_buf() {
-            Ok(_) => break,
-            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(source) => {
-                return Err(ConvertError::Io {
-                    path: PathBuf::from(file),
-                    source,
-                })
-            }
-        }
-    }
-    filled(input, file)
-}
-
-/// The buffer of an input that [`fill`] has filled.
-fn filled<'i>(input: &'i mut dyn BufRead, file: &str) -> Result<&'i [u8], ConvertError> {
-    input.fill_buf().map_err(|source| ConvertError::Io {
-        path: PathBuf::from(file),
-        source,
-    })
 }
 
 /// A line without its `\r` (and, on line 1, a UTF-8 byte order mark); notes
@@ -673,6 +711,98 @@ mod tests {
         let l = r.next_line().unwrap().unwrap();
         assert_eq!((l.number, l.bytes, l.too_long), (2, &b"next"[..], false));
         assert!(r.next_line().unwrap().is_none());
+    }
+
+    /// Hands out at most a few bytes per read, to exercise refills at every
+    /// position of a line.
+    struct Trickle<'d> {
+        data: &'d [u8],
+        step: usize,
+    }
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.step.min(buf.len()).min(self.data.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// What the reader must return for `data`: split at `\n`, a last line
+    /// without one, `\r` and (line 1) BOM removed after capping at the limit.
+    fn reference(data: &[u8]) -> Vec<(u64, Vec<u8>, bool)> {
+        let mut lines: Vec<&[u8]> = data.split(|&b| b == b'\n').collect();
+        if data.is_empty() || data.ends_with(b"\n") {
+            lines.pop();
+        }
+        let mut out = Vec::new();
+        for (i, l) in lines.into_iter().enumerate() {
+            let too_long = l.len() > MAX_LINE_BYTES;
+            let mut b = &l[..l.len().min(MAX_LINE_BYTES)];
+            b = b.strip_suffix(b"\r").unwrap_or(b);
+            if i == 0 {
+                b = b.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(b);
+            }
+            out.push((i as u64 + 1, b.to_vec(), too_long));
+        }
+        out
+    }
+
+    #[test]
+    fn reader_matches_reference_on_random_inputs() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let lengths = [
+            0,
+            1,
+            7,
+            8,
+            80,
+            MAX_LINE_BYTES - 1,
+            MAX_LINE_BYTES,
+            MAX_LINE_BYTES + 1,
+            3 * MAX_LINE_BYTES,
+            BLOCK_BYTES + 5,
+        ];
+        for round in 0..60 {
+            let mut data = Vec::new();
+            if round % 5 == 0 {
+                data.extend_from_slice(b"\xEF\xBB\xBF");
+            }
+            for _ in 0..next(12) {
+                let len = if next(4) == 0 {
+                    lengths[next(lengths.len())]
+                } else {
+                    next(120)
+                };
+                data.extend((0..len).map(|_| b"ab \r\xff"[next(5)]));
+                if next(3) == 0 {
+                    data.push(b'\r');
+                }
+                data.push(b'\n');
+            }
+            if next(2) == 0 {
+                data.extend_from_slice(b"tail");
+            }
+            for step in [1, 3, 4096, usize::MAX] {
+                if step < 100 && data.len() > 20_000 {
+                    continue; // rescanning a long partial line per byte is slow
+                }
+                let mut input = Trickle { data: &data, step };
+                let mut r = LineReader::new(&mut input, "f");
+                let mut got = Vec::new();
+                while let Some(l) = r.next_line().unwrap() {
+                    got.push((l.number, l.bytes.to_vec(), l.too_long));
+                }
+                assert_eq!(got, reference(&data), "round {round}, step {step}");
+            }
+        }
     }
 
     #[test]
