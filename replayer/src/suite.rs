@@ -301,7 +301,11 @@ mod tests {
         let tl = t.timeline.as_ref().unwrap();
         assert_eq!(tl.pass, 1);
         assert_eq!(tl.ios.iter().sum::<u64>(), 500);
-        assert!(tl.t_s.len() >= 10, "{tl:?}");
+        // One point per interval of playback (10 at least, unless the pass
+        // is shorter than 10 ms: the interval is never below 1 ms).
+        let expected = (t.playback_s / tl.interval_s).ceil();
+        assert!((tl.t_s.len() as f64 - expected).abs() <= 1.0, "{tl:?}");
+        assert!(tl.t_s.len() >= 10 || tl.interval_s == 0.001, "{tl:?}");
         let moved: f64 = tl
             .bandwidth_mb_s
             .iter()
