@@ -213,3 +213,61 @@ fn independent_io_runs_concurrently_up_to_the_queue_depth() {
     let (_, ev) = play(dir.path(), plain, &qd4);
     assert_eq!(max_in_flight(&ev), 4);
 }
+
+/// Notes the scheduling policy of the thread that reports completions (the
+/// issuing thread).
+#[derive(Default)]
+struct PolicySeen(Vec<i32>);
+
+impl Observer for PolicySeen {
+    fn wants_io_events(&self) -> bool {
+        true
+    }
+    fn io_completed(&mut self, _e: &IoEvent) {
+        // SAFETY: querying the calling thread's policy.
+        self.0.push(unsafe { libc::sched_getscheduler(0) });
+    }
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// `--priority high` runs the issuing thread as SCHED_FIFO during the pass
+/// and gives the normal policy back afterwards; without the privilege the
+/// probe says so (and `tracemark replay` falls back with a warning).
+#[test]
+fn high_priority_is_real_time_during_the_pass_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.bin");
+    let recs: Vec<IoRecord> = (0..200u64)
+        .map(|i| rec(i * 100, Op::Read, (i % 16) * 64 * KIB, 4 * KIB))
+        .collect();
+    let src = MemorySource::new("p", recs);
+    let opts = ReplayOptions {
+        priority: replayer::options::Priority::High,
+        ..one_pass(TimingMode::Realtime)
+    };
+    // SAFETY: querying the calling thread's policy.
+    let before = unsafe { libc::sched_getscheduler(0) };
+    let available = replayer::engine::realtime_priority_available();
+    let mut seen = PolicySeen::default();
+    replayer::run_suite(&[&src], Some(&path), &opts, &mut seen).unwrap();
+    assert_eq!(seen.0.len(), 200);
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { libc::sched_getscheduler(0) },
+        before,
+        "policy restored"
+    );
+    match available {
+        Ok(()) => assert!(
+            seen.0.iter().all(|p| *p == libc::SCHED_FIFO),
+            "{:?}",
+            &seen.0[..5]
+        ),
+        Err(e) => {
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{e}");
+            assert!(seen.0.iter().all(|p| *p == before));
+        }
+    }
+}

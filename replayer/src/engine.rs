@@ -47,6 +47,11 @@ use trace_format::Op;
 const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
 /// The last stretch before a deadline is spun, not slept.
 const SPIN_NS: u64 = 50_000;
+/// The same under `--priority high`: a real-time thread wakes from a sleep
+/// within a few microseconds, and a shorter spin keeps it from using a
+/// whole core at high rates (which would trip the kernel's real-time
+/// throttling: a 50 ms stall every second).
+const FIFO_SPIN_NS: u64 = 10_000;
 /// Most completions between two progress callbacks.
 const PROGRESS_EVERY: u64 = 4096;
 
@@ -105,6 +110,8 @@ pub struct Engine<'t> {
     write_cursor: u64,
     /// Per target: block device opened for writing, and no "not supported" yet.
     discard_supported: Vec<bool>,
+    /// How long before a deadline the wait spins instead of sleeping.
+    spin_ns: u64,
 }
 
 impl<'t> Engine<'t> {
@@ -169,6 +176,7 @@ impl<'t> Engine<'t> {
                 .all()
                 .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
                 .collect(),
+            spin_ns: SPIN_NS,
         })
     }
 
@@ -191,7 +199,12 @@ impl<'t> Engine<'t> {
             let (mut records, producer) = crate::source::prefetch(source);
             scope.spawn(producer);
             // After the spawn: the decoder keeps the normal priority.
-            let _priority = PriorityGuard::apply(opts.priority);
+            let priority = PriorityGuard::apply(opts.priority);
+            self.spin_ns = if priority.previous.is_some() {
+                FIFO_SPIN_NS
+            } else {
+                SPIN_NS
+            };
             self.replay_records(trace, &mut records, scan, map, opts, kind, observer)
         })
     }
@@ -568,8 +581,8 @@ impl<'t> Engine<'t> {
                 return Ok(());
             }
             let remain = deadline - now;
-            if remain > SPIN_NS {
-                let sleep = (remain - SPIN_NS).min(50_000_000);
+            if remain > self.spin_ns {
+                let sleep = (remain - self.spin_ns).min(50_000_000);
                 if pass.inflight > 0 {
                     let ts = types::Timespec::new().nsec(sleep as u32);
                     let args = types::SubmitArgs::new().timespec(&ts);
