@@ -35,6 +35,9 @@ pub struct TraceWriter<W: Write> {
     chunks: Vec<ChunkInfo>,
     summary: Summary,
     payload: Vec<u8>,
+    /// One compression context for all chunks: creating one per chunk costs
+    /// more than compressing a chunk at low levels. Output is the same.
+    compressor: zstd::bulk::Compressor<'static>,
     last_time: Nanos,
 }
 
@@ -60,6 +63,7 @@ impl<W: Write> TraceWriter<W> {
         head.extend_from_slice(&crc.to_le_bytes());
         out.write_all(&head)?;
         let chunk_records = opts.chunk_records.clamp(1, frame::MAX_CHUNK_RECORDS);
+        let compressor = zstd::bulk::Compressor::new(opts.zstd_level)?;
         Ok(TraceWriter {
             out,
             opts: WriterOptions {
@@ -71,6 +75,7 @@ impl<W: Write> TraceWriter<W> {
             chunks: Vec::new(),
             summary: Summary::default(),
             payload: Vec::new(),
+            compressor,
             last_time: Nanos::ZERO,
         })
     }
@@ -117,7 +122,7 @@ impl<W: Write> TraceWriter<W> {
         };
         let (first_time, last_time) = (first.time, last.time);
         encode_chunk(&self.pending, first_time, &mut self.payload);
-        let compressed = zstd::bulk::compress(&self.payload, self.opts.zstd_level)?;
+        let compressed = self.compressor.compress(&self.payload)?;
         let frame = frame::chunk_frame(
             self.pending.len() as u32,
             self.payload.len() as u32,
