@@ -85,8 +85,11 @@ capture_trace() {
   drop_caches
   echo "capture: $name: $*"
   bench_prefix
-  "$TRACEMARK" capture --device "$LOOP" -o "$out" \
-    --name "$name" --category "$category" --description "$description" -- "${BENCH[@]}" "$@"
+  if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" \
+    --name "$name" --category "$category" --description "$description" -- "${BENCH[@]}" "$@"; then
+    rm -f "$out"
+    die "$name: the capture or the application failed; no trace kept"
+  fi
   "$TRACEMARK" info "$out"
 }
 

@@ -14,12 +14,12 @@ as_bench sh -c "rm -rf $D && mkdir -p $D/in $D/out $D/scratch &&
   ls -S /home/bench/photos/*.jpg | head -n 12 | xargs -I{} cp {} $D/in/"
 
 capture_trace photo-light "photo edit light" \
-  "ImageMagick: 12 photos (2560x1600 to 5120x2880) opened, 7 edits each (auto-level, colour, unsharp, straighten, crop, vignette, contrast), saved as 16-bit TIFF and JPEG" \
+  "ImageMagick: 12 photos (2560x1600 to 5120x2880) opened, 7 edits each (auto-level, colour, unsharp, straighten, crop, levels, contrast), saved as 16-bit TIFF and JPEG" \
   sh -c "cd $D && export MAGICK_TEMPORARY_PATH=$D/scratch &&
     for f in in/*.jpg; do
       b=\$(basename \$f .jpg)
       convert -limit memory 256MiB -limit map 512MiB \$f -depth 16 \
         -auto-level -modulate 103,112,100 -unsharp 0x1.5+0.8+0.02 \
-        -distort SRT 1.2 -shave 2%x2% +repage -vignette 0x300+0+0 \
+        -rotate 1.2 -shave 3%x3% +repage -contrast-stretch 0.3%x0.3% \
         -sigmoidal-contrast 3x50% -write out/\$b.tif -depth 8 -quality 92 out/\$b.jpg || exit 1
     done && sync"
