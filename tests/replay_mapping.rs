@@ -295,7 +295,8 @@ fn target_offset_moves_every_mapping_and_sizes_the_file() {
 }
 
 #[test]
-fn offset_not_aligned_or_beyond_the_end_is_refused() {
+fn unaligned_offset_is_refused() {
+    // (an offset at or past a device's end: tests/replay_safety.rs)
     let dir = tempfile::tempdir().unwrap();
     let a = dir.path().join("a.bin");
     let src = MemorySource::new("one", vec![rec(0, Op::Read, 0, 4096)]);
