@@ -241,3 +241,34 @@ fn a_file_that_is_not_a_result_is_one_clear_error() {
     assert_eq!(code, 1);
     assert!(err.contains("2 labels for 1 result files"), "{err}");
 }
+
+#[test]
+fn traces_of_the_same_name_in_one_result_stay_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let twice = |second: f64| {
+        let mut other = Figures::new("alpha", second, 10.0, 100.0);
+        other.records = 77;
+        vec![Figures::new("alpha", 1000.0, 200.0, 100.0), other]
+    };
+    let a = write(
+        dir.path(),
+        "a.json",
+        &result("realtime", "/dev/a", None, &twice(400.0)),
+    );
+    let b = write(
+        dir.path(),
+        "b.json",
+        &result("realtime", "/dev/b", None, &twice(100.0)),
+    );
+    let (code, out, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(!out.contains("WARNING"), "{out}");
+    assert_eq!(
+        row(&out, "score", "alpha #2"),
+        ["400.0 (1.00x)", "100.0 (0.25x)"]
+    );
+    assert_eq!(
+        row(&out, "score", "alpha "),
+        ["1000.0 (1.00x)", "1000.0 (1.00x)"]
+    );
+}

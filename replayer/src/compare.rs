@@ -196,6 +196,18 @@ impl Comparison {
             })
             .collect();
         disambiguate(&mut drives);
+        // A result may hold two traces of the same name: the second is
+        // "name #2", and so on, in every result alike.
+        for d in &mut drives {
+            let mut seen: Vec<String> = Vec::new();
+            for t in &mut d.result.traces {
+                let n = seen.iter().filter(|s| **s == t.name).count();
+                seen.push(t.name.clone());
+                if n > 0 {
+                    t.name = format!("{} #{}", t.name, n + 1);
+                }
+            }
+        }
         let mut traces: Vec<String> = Vec::new();
         for d in &drives {
             for t in &d.result.traces {

@@ -477,7 +477,7 @@ pub fn compare_report(c: &Comparison) -> String {
         let mut cdfs = Vec::new();
         let mut bws = Vec::new();
         let mut lats = Vec::new();
-        let mut interval = None;
+        let mut intervals: Vec<String> = Vec::new();
         for i in 0..c.drives.len() {
             let Some(t) = c.trace(i, name) else { continue };
             for op in ["read", "write"] {
@@ -495,8 +495,8 @@ pub fn compare_report(c: &Comparison) -> String {
                 }
             }
             if let Some(tl) = &t.timeline {
-                interval = Some(tl.interval_s);
-                let mk = |metric: &str, ys: &[f64]| Line {
+                intervals.push(format!("{} {} s", column_name(i), tl.interval_s));
+                let mk = |metric: &str, ys: &[f64], keep: &dyn Fn(usize) -> bool| Line {
                     class: "timeline",
                     attrs: format!(
                         "data-trace=\"{}\" data-drive=\"{i}\" data-metric=\"{metric}\"",
@@ -504,10 +504,21 @@ pub fn compare_report(c: &Comparison) -> String {
                     ),
                     colour: colour(i),
                     dashed: false,
-                    points: tl.t_s.iter().copied().zip(ys.iter().copied()).collect(),
+                    points: tl
+                        .t_s
+                        .iter()
+                        .copied()
+                        .zip(ys.iter().copied())
+                        .enumerate()
+                        .filter(|(k, _)| keep(*k))
+                        .map(|(_, p)| p)
+                        .collect(),
                 };
-                bws.push(mk("bandwidth", &tl.bandwidth_mb_s));
-                lats.push(mk("latency", &tl.mean_latency_us));
+                bws.push(mk("bandwidth", &tl.bandwidth_mb_s, &|_| true));
+                // Intervals where nothing completed have no latency: left out.
+                lats.push(mk("latency", &tl.mean_latency_us, &|k| {
+                    tl.ios.get(k).is_some_and(|n| *n > 0)
+                }));
             }
         }
         if cdfs.is_empty() {
@@ -532,8 +543,8 @@ pub fn compare_report(c: &Comparison) -> String {
         } else {
             let _ = writeln!(
                 out,
-                "<p class=\"note\">Interval: {} s.</p>",
-                interval.unwrap_or(1.0)
+                "<p class=\"note\">Timeline intervals: {}. Mean latency is left out where nothing completed.</p>",
+                esc(&intervals.join(", "))
             );
             line_chart(
                 &mut out,
