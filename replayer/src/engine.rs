@@ -108,6 +108,9 @@ pub struct Engine<'t> {
     read_bufs: AlignedBuf,
     write_buf: AlignedBuf,
     write_cursor: u64,
+    /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED); false where
+    /// the memory-lock limit refused pinning them.
+    fixed_buffers: bool,
     /// Per target: block device opened for writing, and no "not supported" yet.
     discard_supported: Vec<bool>,
     /// How long before a deadline the wait spins instead of sleeping.
@@ -158,8 +161,14 @@ impl<'t> Engine<'t> {
         iovecs.push(write_buf.iovec());
         // SAFETY: the buffers outlive the ring (both are fields of Engine and
         // the ring is dropped first, as declared before them).
-        unsafe { ring.submitter().register_buffers(&iovecs) }
-            .map_err(ring_err("cannot register buffers"))?;
+        // Registering pins the buffers, which counts against RLIMIT_MEMLOCK
+        // (8 MiB for ordinary users on most systems): where it is refused, the
+        // same buffers are used unregistered, with plain READ/WRITE.
+        let fixed_buffers = match unsafe { ring.submitter().register_buffers(&iovecs) } {
+            Ok(()) => true,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) => false,
+            Err(e) => return Err(ring_err("cannot register buffers")(e)),
+        };
         let fds: Vec<i32> = target.all().map(Target::fd).collect();
         ring.submitter()
             .register_files(&fds)
@@ -172,6 +181,7 @@ impl<'t> Engine<'t> {
             read_bufs,
             write_buf,
             write_cursor: 0,
+            fixed_buffers,
             discard_supported: target
                 .all()
                 .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
@@ -420,9 +430,13 @@ impl<'t> Engine<'t> {
                         .as_mut_ptr()
                         .add(slot as usize * self.slot_len as usize)
                 };
-                opcode::ReadFixed::new(fd, buf, len32, slot as u16)
-                    .offset(p.offset)
-                    .build()
+                if self.fixed_buffers {
+                    opcode::ReadFixed::new(fd, buf, len32, slot as u16)
+                        .offset(p.offset)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, buf, len32).offset(p.offset).build()
+                }
             }
             Op::Write => {
                 let wlen = self.write_buf.len() as u64;
@@ -432,9 +446,13 @@ impl<'t> Engine<'t> {
                 // SAFETY: cursor + len <= the write buffer's length (len <= slot_len <= wlen / 2).
                 let buf = unsafe { self.write_buf.as_mut_ptr().add(self.write_cursor as usize) };
                 self.write_cursor += p.len.div_ceil(4096) * 4096;
-                opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
-                    .offset(p.offset)
-                    .build()
+                if self.fixed_buffers {
+                    opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
+                        .offset(p.offset)
+                        .build()
+                } else {
+                    opcode::Write::new(fd, buf, len32).offset(p.offset).build()
+                }
             }
             Op::Flush => opcode::Fsync::new(fd).build(),
             Op::Discard => {

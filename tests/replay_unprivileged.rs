@@ -1,0 +1,63 @@
+//! An ordinary user (no root, an 8 MiB memory-lock limit) can replay onto a
+//! scratch file: where pinning the buffers is refused, the engine uses them
+//! unregistered instead of failing.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use trace_format::*;
+
+#[test]
+fn an_ordinary_user_replays_onto_a_scratch_file() {
+    let test = "an_ordinary_user_replays_onto_a_scratch_file";
+    if !common::require_root(test) || !common::require_tool(test, "setpriv") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let trace = dir.path().join("t.tmt");
+    let mut w = TraceWriter::new(
+        std::fs::File::create(&trace).unwrap(),
+        &TraceHeader::new("t", "test"),
+    )
+    .unwrap();
+    for i in 0..200u64 {
+        let op = if i % 3 == 0 { Op::Write } else { Op::Read };
+        w.push(&IoRecord {
+            time: Nanos(i * 10_000),
+            op,
+            offset: Bytes((i * 7919 % 1000) * 65536),
+            len: Bytes(65536),
+            flags: Flags::NONE,
+            latency: None,
+            stream: None,
+            device: 0,
+        })
+        .unwrap();
+    }
+    w.finish(&TraceTail::default()).unwrap();
+    std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let json = dir.path().join("r.json");
+    // 64 KiB x 32 slots plus the 16 MiB write buffer is over 8 MiB of pinned memory.
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg("sh")
+        .arg("-c")
+        .arg(format!(
+            "ulimit -l 8192 && cd '{}' && exec '{}' replay t.tmt --mode compressed --passes 1 --no-warmup --json r.json",
+            dir.path().display(),
+            env!("CARGO_BIN_EXE_tracemark")
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "replay as an ordinary user failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let t = &v["traces"][0];
+    assert_eq!(t["ios"], 200);
+    assert_eq!(t["read_bytes"], 133 * 65536);
+    assert_eq!(t["write_bytes"], 67 * 65536);
+}
