@@ -945,10 +945,14 @@ fn binary_and_blkparse_text_of_one_capture_convert_to_the_same_records() {
             ..Default::default()
         };
         let mut from_binary: Vec<trace_format::IoRecord> = Vec::new();
-        recorder::convert::convert_records(&[cap.prefix.clone()], &opts, &mut from_binary)
-            .expect("converting the binary");
+        recorder::convert::convert_records(
+            std::slice::from_ref(&cap.prefix),
+            &opts,
+            &mut from_binary,
+        )
+        .expect("converting the binary");
         let mut from_text: Vec<trace_format::IoRecord> = Vec::new();
-        recorder::convert::convert_records(&[text_path.clone()], &opts, &mut from_text)
+        recorder::convert::convert_records(std::slice::from_ref(&text_path), &opts, &mut from_text)
             .expect("converting blkparse's text");
         assert!(
             from_binary.len() >= cap.known.len(),

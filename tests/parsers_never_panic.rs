@@ -73,7 +73,7 @@ proptest! {
         };
         let mut out: Vec<IoRecord> = Vec::new();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            convert_records(&[path.clone()], &opts, &mut out)
+            convert_records(std::slice::from_ref(&path), &opts, &mut out)
         }));
         let result = result.map_err(|_| format!("{} parser panicked on {:?}", format.name(), String::from_utf8_lossy(&bytes)));
         prop_assert!(result.is_ok(), "{}", result.err().unwrap_or_default());
