@@ -89,7 +89,21 @@ fn capture_events(root: &Path, dev: &Path, to: &Path) {
         "block_rq_complete",
     ]
     .iter()
-    .map(|e| TraceSetting::set(events.join(e).join("enable"), "1").unwrap())
+    .flat_map(|e| {
+        // A filter left behind by someone else would hide events: clear it,
+        // and put it back afterwards ("none" reads back for no filter).
+        let filter = events.join(e).join("filter");
+        let old = std::fs::read_to_string(&filter).unwrap();
+        let restore = if old.trim() == "none" {
+            "0"
+        } else {
+            old.trim()
+        };
+        [
+            TraceSetting::set_restoring(&filter, "0", restore).unwrap(),
+            TraceSetting::set(events.join(e).join("enable"), "1").unwrap(),
+        ]
+    })
     .collect();
     do_io(dev);
     drop(_enabled);
