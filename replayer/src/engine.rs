@@ -202,7 +202,7 @@ impl<'t> Engine<'t> {
         kind: PassKind,
         observer: &mut dyn Observer,
     ) -> Result<PassOutcome, ReplayError> {
-        observer.pass_started(trace, kind, scan.ios);
+        observer.pass_started(trace, kind, scan.summary.ios);
         // Records are decoded a chunk at a time; a decoder thread keeps that
         // pause away from the issuing loop.
         std::thread::scope(|scope| {

@@ -14,7 +14,7 @@
 
 use crate::ReplayError;
 use std::collections::{BTreeMap, BTreeSet};
-use trace_format::{IoRecord, Nanos, Op};
+use trace_format::{IoRecord, Nanos, Summary};
 
 /// Granularity of the compact map.
 pub const REGION_BYTES: u64 = 1 << 20;
@@ -26,16 +26,9 @@ pub const MAX_REQUEST_BYTES: u64 = 64 << 20;
 /// What one streaming pass learns about a trace.
 #[derive(Debug, Clone, Default)]
 pub struct TraceScan {
-    pub ios: u64,
-    pub reads: u64,
-    pub writes: u64,
-    pub flushes: u64,
-    pub discards: u64,
-    pub write_zeroes: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    /// Records whose original completion time is known.
-    pub with_latency: u64,
+    /// Counts and bytes per operation, as the trace's footer has them (but
+    /// counted from the records actually read).
+    pub summary: Summary,
     pub first_time: Nanos,
     /// First issue to last issue or completion.
     pub original_duration: Nanos,
@@ -79,23 +72,7 @@ impl TraceScan {
             last_time = rec.time.0;
             s.device_max_end.entry(rec.device).or_insert(0);
             end_time = end_time.max(rec.completion().unwrap_or(rec.time).0);
-            s.ios += 1;
-            if rec.latency.is_some() {
-                s.with_latency += 1;
-            }
-            match rec.op {
-                Op::Read => {
-                    s.reads += 1;
-                    s.read_bytes += rec.len.0;
-                }
-                Op::Write => {
-                    s.writes += 1;
-                    s.write_bytes += rec.len.0;
-                }
-                Op::Flush => s.flushes += 1,
-                Op::Discard => s.discards += 1,
-                Op::WriteZeroes => s.write_zeroes += 1,
-            }
+            s.summary.add(&rec);
             if rec.op.carries_data() && rec.len.0 > 0 {
                 if rec.len.0 > MAX_REQUEST_BYTES {
                     return Err(bad(format!(
@@ -135,7 +112,7 @@ impl TraceScan {
     /// then taken from completion times; otherwise original order and the
     /// queue depth).
     pub fn has_completions(&self) -> bool {
-        self.ios > 0 && self.with_latency == self.ios
+        self.summary.ios > 0 && self.summary.with_latency == self.summary.ios
     }
 
     /// Target bytes `kind` needs for this trace (the scratch file is sized so).
@@ -413,7 +390,7 @@ impl AddressMap {
 mod tests {
     use super::*;
     use crate::MappingKind;
-    use trace_format::{Bytes, Flags};
+    use trace_format::{Bytes, Flags, Op};
 
     fn rec(t: u64, op: Op, offset: u64, len: u64) -> IoRecord {
         IoRecord {

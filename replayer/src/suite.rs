@@ -54,9 +54,9 @@ pub fn run_suite(
             }),
         )?;
         identities.push(TraceIdentity {
-            records: scan.ios,
-            read_bytes: scan.read_bytes,
-            write_bytes: scan.write_bytes,
+            records: scan.summary.ios,
+            read_bytes: scan.summary.read_bytes,
+            write_bytes: scan.summary.write_bytes,
             duration_ns: scan.original_duration.0,
             checksum: sum.hex(),
         });

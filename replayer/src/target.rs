@@ -166,12 +166,15 @@ pub fn open_targets(
     }
 
     let writes_kept = |s: &TraceScan| {
-        (if opts.skips(Op::Write) { 0 } else { s.writes })
-            + (if opts.skips(Op::Discard) {
-                0
-            } else {
-                s.discards
-            })
+        (if opts.skips(Op::Write) {
+            0
+        } else {
+            s.summary.writes
+        }) + (if opts.skips(Op::Discard) {
+            0
+        } else {
+            s.summary.discards
+        })
     };
     let needs_write = !opts.read_only && scans.iter().any(|s| writes_kept(s) > 0);
     let mut targets = Vec::with_capacity(unique.len());
