@@ -23,6 +23,7 @@ from com.sun.star.connection import NoConnectException
 
 PIPE = "tracemark_lo"
 PARAGRAPH_BREAK = 0  # com.sun.star.text.ControlCharacter.PARAGRAPH_BREAK
+FILL_TO_BOTTOM = uno.Enum("com.sun.star.sheet.FillDirection", "TO_BOTTOM")
 PHOTOS = "/home/bench/photos"
 TEXT_SOURCES = sorted(glob.glob("/usr/share/common-licenses/*"))
 
@@ -213,10 +214,10 @@ def run_calc(office, d):
     sheet = doc.Sheets.getByName("Sales")
     last = CALC_ROWS + 1
     sheet.getCellRangeByPosition(8, 0, 10, 0).setDataArray((("Revenue", "Margin", "Band"),))
-    sheet.getCellRangeByPosition(8, 1, 10, CALC_ROWS).setFormulaArray(tuple(
-        ("=E%d*F%d*(1-G%d)" % (r, r, r), "=I%d-E%d*H%d" % (r, r, r),
-         '=IF(I%d>10000;"large";IF(I%d>1000;"medium";"small"))' % (r, r))
-        for r in range(2, last + 1)))
+    # The first row's formulas, filled down the ledger as a user would.
+    sheet.getCellRangeByPosition(8, 1, 10, 1).setFormulaArray((
+        ("=E2*F2*(1-G2)", "=I2-E2*H2", '=IF(I2>10000;"large";IF(I2>1000;"medium";"small"))'),))
+    sheet.getCellRangeByPosition(8, 1, 10, CALC_ROWS).fillAuto(FILL_TO_BOTTOM, 1)
     doc.Sheets.insertNewByName("Summary", 1)
     summary = doc.Sheets.getByName("Summary")
     summary.getCellRangeByPosition(0, 0, len(REGIONS), 0).setDataArray(
