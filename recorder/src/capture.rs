@@ -30,15 +30,16 @@
 //! The text of `trace_pipe` gives microseconds, so latencies and issue times
 //! have microsecond resolution.
 
+use crate::convert::TmtOutput;
 use crate::error::ConvertError;
 use crate::event::{BlockEvent, Location, SourceIo};
-use crate::normalize::{EventChoice, NormaliseOptions, Normaliser, RecordSink};
+use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
 use crate::tracefs;
 use std::cell::Cell;
 use std::ffi::{CString, OsString};
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Read, Write};
+use std::io::{self, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
@@ -49,8 +50,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use trace_format::{
-    Bytes, DeviceId, DeviceInfo, IoRecord, IssueEvent, Nanos, Summary, TraceHeader, TraceWriter,
-    WriterOptions,
+    Bytes, DeviceId, DeviceInfo, IssueEvent, Nanos, Summary, TraceHeader, WriterOptions,
 };
 
 /// Where tracefs is (or gets) mounted.
@@ -854,39 +854,6 @@ impl Sink for CaptureView<'_> {
     }
 }
 
-/// Writes records into the `.tmt` once the issue event is known; the header's
-/// start time is then taken from the first event.
-struct CaptureOutput {
-    header: TraceHeader,
-    file: Option<BufWriter<File>>,
-    writer: Option<TraceWriter<BufWriter<File>>>,
-    options: WriterOptions,
-    first_time: Rc<Cell<Option<Nanos>>>,
-    clock: ClockOffset,
-}
-
-impl RecordSink for CaptureOutput {
-    fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
-        self.header.issue_event = issue_event;
-        self.header.capture_start_unix_ns = Some(self.clock.unix_ns(self.first_time.get()));
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
-        self.writer = Some(TraceWriter::with_options(file, &self.header, self.options)?);
-        Ok(())
-    }
-
-    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
-        let writer = self
-            .writer
-            .as_mut()
-            .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
-        writer.push(&record)?;
-        Ok(())
-    }
-}
-
 /// Maps trace-clock times to wall-clock time.
 #[derive(Debug, Clone, Copy)]
 struct ClockOffset {
@@ -1107,14 +1074,10 @@ pub fn capture(
 
     let first_time = Rc::new(Cell::new(None));
     let clock = ClockOffset::measure(mono);
-    let mut out = CaptureOutput {
-        header,
-        file: Some(BufWriter::with_capacity(1 << 20, out_file)),
-        writer: None,
-        options: opts.writer,
-        first_time: first_time.clone(),
-        clock,
-    };
+    let first_seen = first_time.clone();
+    let mut out = TmtOutput::new(header, opts.writer, out_file, move |h: &mut TraceHeader| {
+        h.capture_start_unix_ns = Some(clock.unix_ns(first_seen.get()));
+    });
     let mut normaliser = Normaliser::new(
         NormaliseOptions {
             event: Some(EventChoice::Issue),
@@ -1252,12 +1215,8 @@ pub fn capture(
         .tail
         .notes
         .push((note::LOST_DROPPED.to_string(), lost.dropped));
-    let writer = out
-        .writer
-        .take()
-        .ok_or_else(|| CaptureError::Usage("the trace was never started".into()))?;
-    outcome.tail.capture_start_unix_ns = out.header.capture_start_unix_ns;
-    let (buffered, summary) = writer.finish(&outcome.tail).map_err(ConvertError::from)?;
+    outcome.tail.capture_start_unix_ns = out.header().capture_start_unix_ns;
+    let (buffered, summary) = out.finish(&outcome.tail)?;
     let file = buffered.into_inner().map_err(|e| CaptureError::Output {
         path: temp.clone(),
         source: e.into_error(),
@@ -1380,7 +1339,7 @@ mod tests {
     fn partition_mapping() {
         let disk = DeviceId { major: 8, minor: 0 };
         let part = DeviceId { major: 8, minor: 1 };
-        let mut sink: Vec<IoRecord> = Vec::new();
+        let mut sink: Vec<trace_format::IoRecord> = Vec::new();
         let mut n = Normaliser::new(NormaliseOptions::default(), &mut sink);
         let view = CaptureView {
             inner: &mut n,

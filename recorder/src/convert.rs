@@ -252,22 +252,55 @@ pub fn default_name(input: &Path) -> String {
     }
 }
 
-/// Writes records into the `.tmt` once the issue event is known.
-struct TmtOutput {
+/// Writes normalised records into a `.tmt`. The file is started only once
+/// the normaliser knows the issue event; `complete_header` then fills in what
+/// else only the input could tell (its format, the capture's start time).
+pub(crate) struct TmtOutput<'h> {
     header: TraceHeader,
-    /// The input format, known once the first input is opened.
-    format: Rc<Cell<Option<Format>>>,
+    complete_header: Box<dyn FnMut(&mut TraceHeader) + 'h>,
     options: WriterOptions,
     file: Option<BufWriter<File>>,
     writer: Option<TraceWriter<BufWriter<File>>>,
 }
 
-impl RecordSink for TmtOutput {
+impl<'h> TmtOutput<'h> {
+    pub(crate) fn new(
+        header: TraceHeader,
+        options: WriterOptions,
+        file: File,
+        complete_header: impl FnMut(&mut TraceHeader) + 'h,
+    ) -> TmtOutput<'h> {
+        TmtOutput {
+            header,
+            complete_header: Box::new(complete_header),
+            options,
+            file: Some(BufWriter::with_capacity(1 << 20, file)),
+            writer: None,
+        }
+    }
+
+    /// The header as written (complete once the first record came).
+    pub(crate) fn header(&self) -> &TraceHeader {
+        &self.header
+    }
+
+    /// Writes the footer; returns the still-buffered file and the summary.
+    pub(crate) fn finish(
+        &mut self,
+        tail: &trace_format::TraceTail,
+    ) -> Result<(BufWriter<File>, Summary), ConvertError> {
+        let writer = self
+            .writer
+            .take()
+            .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
+        Ok(writer.finish(tail)?)
+    }
+}
+
+impl RecordSink for TmtOutput<'_> {
     fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
         self.header.issue_event = issue_event;
-        if let Some(f) = self.format.get() {
-            self.header.source_format = f.name().to_string();
-        }
+        (self.complete_header)(&mut self.header);
         let file = self
             .file
             .take()
@@ -340,24 +373,19 @@ pub fn convert(
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();
     header.source_files = inputs.iter().map(|p| p.display().to_string()).collect();
-    let detected = Rc::new(Cell::new(None));
-    let mut out = TmtOutput {
-        header,
-        format: detected.clone(),
-        options: opts.writer,
-        file: Some(BufWriter::with_capacity(1 << 20, file)),
-        writer: None,
-    };
+    let detected: Rc<Cell<Option<Format>>> = Rc::new(Cell::new(None));
+    let format_seen = detected.clone();
+    let mut out = TmtOutput::new(header, opts.writer, file, move |h: &mut TraceHeader| {
+        if let Some(f) = format_seen.get() {
+            h.source_format = f.name().to_string();
+        }
+    });
     let mut normaliser = Normaliser::new(normalise_options(opts), &mut out);
     let format = parse_inputs(inputs, opts.format, &mut normaliser, &mut |f| {
         detected.set(Some(f))
     })?;
     let outcome = normaliser.finish()?;
-    let writer = out
-        .writer
-        .take()
-        .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
-    let (buffered, summary) = writer.finish(&outcome.tail)?;
+    let (buffered, summary) = out.finish(&outcome.tail)?;
     let file = buffered
         .into_inner()
         .map_err(|e| io_error(&temp, e.into_error()))?;
