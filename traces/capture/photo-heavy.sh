@@ -9,6 +9,15 @@ install_helpers
 prepare_photos
 
 D=/home/bench/photo-heavy
+# Debian's ImageMagick policy caps the pixel cache at 256 MiB of memory, 512 MiB
+# mapped and 1 GiB on disk, too little for a 78-megapixel poster (624 MB per
+# 16-bit RGBA frame). Raise the caps in the root's policy.xml, as one would for
+# poster work; the commands below still set their own, lower, memory and map
+# limits, so the larger frames go through the scratch directory on the disk.
+# (photo-light passes limits equal to Debian's defaults, so it is unaffected.)
+as_root sed -i -e 's|name="memory" value="256MiB"|name="memory" value="4GiB"|' \
+  -e 's|name="map" value="512MiB"|name="map" value="8GiB"|' \
+  -e 's|name="disk" value="1GiB"|name="disk" value="16GiB"|' /etc/ImageMagick-6/policy.xml
 # Untraced: the project file. A plasma-fractal background (seeded), five
 # photographs from the set with drop shadows, and a title layer.
 if [ ! -f "$MNT$D/project-original.psd" ]; then
