@@ -14,7 +14,7 @@ as_bench sh -c "rm -rf $D && mkdir -p $D/in $D/out $D/scratch &&
   ls -S /home/bench/photos/*.jpg | head -n 12 | xargs -I{} cp {} $D/in/"
 
 capture_trace photo-light "photo edit light" \
-  "ImageMagick: 12 photos (2560x1600 to 5120x2880) opened, 7 edits each (auto-level, colour, unsharp, straighten, crop, levels, contrast), saved as 16-bit TIFF and JPEG" \
+  "ImageMagick: 12 photos (5120x2880 and 4096x4096, 15-17 MP) opened, 7 edits each (auto-level, colour, unsharp, straighten, crop, levels, contrast), saved as 16-bit TIFF and JPEG" \
   sh -c "cd $D && export MAGICK_TEMPORARY_PATH=$D/scratch &&
     for f in in/*.jpg; do
       b=\$(basename \$f .jpg)
