@@ -40,6 +40,12 @@ enum Command {
 }
 
 fn main() {
+    // Like other Unix filters: a closed pipe (`tracemark info t.tmt | head`)
+    // ends the program quietly instead of failing a write.
+    // SAFETY: setting a signal disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Convert(a) => cmd::convert::run(a),

@@ -219,3 +219,22 @@ fn a_corrupt_trace_gives_one_clear_error() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+#[test]
+fn a_closed_pipe_ends_info_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.tmt");
+    write_trace(&path);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{}' info '{}' | head -n 1",
+            env!("CARGO_BIN_EXE_tracemark"),
+            path.display()
+        ))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.is_empty(), "stderr: {err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 1);
+}
