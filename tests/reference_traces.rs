@@ -1,0 +1,276 @@
+//! The reference traces: every trace in traces/ opens and verifies, its `info`
+//! matches the table in traces/README.md, the suite file names them, and the
+//! suite runs end to end producing a score and a JSON result with every field
+//! SPEC lists.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use trace_format::TraceFile;
+
+fn traces_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("traces")
+}
+
+/// Rows of the traces/README.md table, keyed by trace name: the cells by
+/// column title.
+fn readme_rows() -> HashMap<String, HashMap<String, String>> {
+    let text = std::fs::read_to_string(traces_dir().join("README.md")).expect("traces/README.md");
+    let mut rows = HashMap::new();
+    let mut titles: Option<Vec<String>> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if !line.starts_with('|') {
+            titles = None;
+            continue;
+        }
+        let cells: Vec<String> = line
+            .trim_matches('|')
+            .split('|')
+            .map(|c| c.trim().to_string())
+            .collect();
+        match &titles {
+            None if cells.first().is_some_and(|c| c == "trace") => titles = Some(cells),
+            None => {}
+            Some(_) if cells.iter().all(|c| c.chars().all(|ch| "-: ".contains(ch))) => {}
+            Some(t) => {
+                // A trace may have a row in several tables (what it did; its
+                // figures): the cells of all of them, by column title.
+                let name = cells[0].trim_matches('`').to_string();
+                rows.entry(name)
+                    .or_insert_with(HashMap::new)
+                    .extend(t.iter().cloned().zip(cells.clone()));
+            }
+        }
+    }
+    rows
+}
+
+fn tmt_files() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(traces_dir())
+        .expect("traces/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "tmt"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_trace_verifies_and_matches_the_readme_table() {
+    let files = tmt_files();
+    assert!(!files.is_empty(), "no reference traces in traces/");
+    let rows = readme_rows();
+    let mut total_bytes = 0;
+    for path in &files {
+        let f = TraceFile::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        f.verify()
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        total_bytes += f.file_len();
+        let h = f.header();
+        let s = f.summary();
+        assert_eq!(
+            h.source_format,
+            "capture",
+            "{}: not a live capture",
+            path.display()
+        );
+        assert!(s.ios > 0, "{}: empty", path.display());
+        let row = rows.get(&h.name).unwrap_or_else(|| {
+            panic!(
+                "trace {} ({}) is not in traces/README.md's table",
+                h.name,
+                path.display()
+            )
+        });
+        let num = |col: &str| -> f64 {
+            let cell = row
+                .get(col)
+                .unwrap_or_else(|| panic!("README table has no '{col}' column"));
+            cell.replace([',', '%', ' '], "")
+                .parse()
+                .unwrap_or_else(|_| panic!("{}: '{col}' cell '{cell}'", h.name))
+        };
+        assert_eq!(num("I/Os") as u64, s.ios, "{}: I/Os", h.name);
+        assert!(
+            (num("read MB") - s.read_bytes as f64 / 1e6).abs() <= 0.051,
+            "{}: read MB",
+            h.name
+        );
+        assert!(
+            (num("write MB") - s.write_bytes as f64 / 1e6).abs() <= 0.051,
+            "{}: write MB",
+            h.name
+        );
+        assert!(
+            (num("duration s") - s.duration.as_secs_f64()).abs() <= 0.051,
+            "{}: duration",
+            h.name
+        );
+    }
+    assert!(
+        total_bytes < 30 << 20,
+        "reference traces take {total_bytes} bytes, over 30 MB"
+    );
+}
+
+#[test]
+fn the_suite_names_existing_traces() {
+    let suite = replayer::suite_file::SuiteFile::load(&traces_dir().join("suite.toml"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for t in &suite.traces {
+        let f = TraceFile::open(&t.file).unwrap_or_else(|e| panic!("{}: {e}", t.file.display()));
+        assert!(!t.category.is_empty(), "{}: no category", t.name);
+        assert!(!t.description.is_empty(), "{}: no description", t.name);
+        assert!(f.summary().ios > 0);
+    }
+}
+
+#[test]
+fn the_suite_runs_end_to_end_with_every_result_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("result.json");
+    // Compressed and one pass keep CI short; the default scratch file in the
+    // current directory is the target, as in the README's first command.
+    let out = common::tracemark()
+        .current_dir(dir.path())
+        .args(["suite", "--passes", "1", "--mode", "compressed", "--json"])
+        .arg(&json)
+        .arg("--suite")
+        .arg(traces_dir().join("suite.toml"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "suite failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("suite (geometric mean)"), "{stdout}");
+    assert!(dir.path().join("tracemark-scratch.bin").is_file());
+
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    for key in [
+        "tool", "host", "target", "options", "mode", "traces", "suite",
+    ] {
+        assert!(!v[key].is_null(), "result has no '{key}'");
+    }
+    assert_eq!(v["mode"], "compressed");
+    for key in ["name", "version"] {
+        assert!(v["tool"][key].is_string(), "tool.{key}");
+    }
+    for key in ["path", "kind", "size_bytes"] {
+        assert!(!v["target"][key].is_null(), "target.{key}");
+    }
+    let suite = replayer::suite_file::SuiteFile::load(&traces_dir().join("suite.toml")).unwrap();
+    let traces = v["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), suite.traces.len());
+    let mut log_score = 0.0;
+    for t in traces {
+        for key in [
+            "name",
+            "passes",
+            "score",
+            "bandwidth_mb_s",
+            "access_time_us",
+            "playback_s",
+            "busy_s",
+            "read_bytes",
+            "write_bytes",
+            "ios",
+            "latency_us",
+            "fidelity",
+        ] {
+            assert!(!t[key].is_null(), "trace {} has no '{key}'", t["name"]);
+        }
+        let score = t["score"].as_f64().unwrap();
+        let bw = t["bandwidth_mb_s"].as_f64().unwrap();
+        let at = t["access_time_us"].as_f64().unwrap();
+        assert!(score > 0.0 && bw > 0.0 && at > 0.0, "{t}");
+        // One pass: the score is sqrt(bandwidth / access time in seconds).
+        assert!(
+            (score - (bw / (at / 1e6)).sqrt()).abs() / score < 1e-6,
+            "{}",
+            t["name"]
+        );
+        assert!(!t["fidelity"]["lateness_us"]["p99"].is_null());
+        let lat = &t["latency_us"];
+        assert!(!lat["read"]["p50"].is_null() || !lat["write"]["p50"].is_null());
+        log_score += score.ln();
+    }
+    let geo = (log_score / traces.len() as f64).exp();
+    let suite_score = v["suite"]["score"].as_f64().unwrap();
+    assert!(
+        (geo - suite_score).abs() / geo < 1e-6,
+        "suite score {suite_score} vs geometric mean {geo}"
+    );
+    assert!(v["suite"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
+    assert!(v["suite"]["access_time_us"].as_f64().unwrap() > 0.0);
+}
+
+/// In realtime mode the suite caps idle periods at 10 ms unless told
+/// otherwise; `--keep-idle` keeps them whole.
+#[test]
+fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
+    use trace_format::*;
+    let dir = tempfile::tempdir().unwrap();
+    // Two bursts of reads 400 ms apart: 0.4 s of idle in the original.
+    let trace = dir.path().join("idle.tmt");
+    let mut w = TraceWriter::new(
+        std::fs::File::create(&trace).unwrap(),
+        &TraceHeader::new("idle", "test"),
+    )
+    .unwrap();
+    for i in 0..20u64 {
+        let t = if i < 10 {
+            i * 1000
+        } else {
+            400_000_000 + i * 1000
+        };
+        w.push(&IoRecord {
+            time: Nanos(t),
+            op: Op::Read,
+            offset: Bytes(i * 4096),
+            len: Bytes(4096),
+            flags: Flags::NONE,
+            latency: None,
+            stream: None,
+            device: 0,
+        })
+        .unwrap();
+    }
+    w.finish(&TraceTail::default()).unwrap();
+    let suite = dir.path().join("suite.toml");
+    std::fs::write(
+        &suite,
+        "[[trace]]\nname = \"idle\"\nfile = \"idle.tmt\"\ncategory = \"test\"\ndescription = \"two bursts\"\n",
+    )
+    .unwrap();
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let json = dir.path().join("r.json");
+        let out = common::tracemark()
+            .current_dir(dir.path())
+            .args(["suite", "--passes", "1", "--no-warmup", "--json"])
+            .arg(&json)
+            .arg("--suite")
+            .arg(&suite)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
+    };
+    let capped = run(&[]);
+    assert_eq!(capped["options"]["idle_cap"], 10_000_000);
+    let playback = capped["traces"][0]["playback_s"].as_f64().unwrap();
+    assert!(playback < 0.2, "capped playback {playback} s");
+    let whole = run(&["--keep-idle"]);
+    assert!(whole["options"]["idle_cap"].is_null());
+    let playback = whole["traces"][0]["playback_s"].as_f64().unwrap();
+    assert!(playback >= 0.4, "uncapped playback {playback} s");
+}
