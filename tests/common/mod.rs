@@ -165,9 +165,23 @@ impl TraceSetting {
 impl Drop for TraceSetting {
     fn drop(&mut self) {
         // Files like current_tracer read back with a trailing newline; `set_event`
-        // lists one event a line. Writing the old text back restores them.
+        // lists one event a line. Writing the old text back restores them,
+        // except where the kernel reads back a form it does not take:
+        // `trace_clock` lists every clock with the chosen one in brackets, and
+        // an event `filter` without a filter reads `none` (cleared by `0`).
         let old = self.old.trim();
-        let value = if old.starts_with('#') { "" } else { old };
+        let value = if old.starts_with('#') {
+            ""
+        } else if let Some(chosen) = old
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix('[').and_then(|w| w.strip_suffix(']')))
+        {
+            chosen
+        } else if old == "none" && self.path.ends_with("filter") {
+            "0"
+        } else {
+            old
+        };
         let _ = fs::write(&self.path, value);
     }
 }
