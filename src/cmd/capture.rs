@@ -1,6 +1,6 @@
 //! `tracemark capture`: trace one block device live through tracefs into a `.tmt`.
 
-use super::replay::parse_duration;
+use super::args::parse_duration;
 use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;

@@ -1,7 +1,8 @@
 //! `tracemark consistency`: PCMark 8's extended storage test (precondition,
 //! degradation, steady state, recovery), a suite pass after every round.
 
-use super::replay::{parse_duration, ModeArg};
+use super::args::{default_suite, parse_bytes, parse_duration};
+use super::replay::ModeArg;
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
@@ -32,7 +33,7 @@ pub struct ConsistencyArgs {
     #[arg(long, short)]
     pub target: PathBuf,
     /// Size of a file target, e.g. 256M, 4G.
-    #[arg(long, default_value = "256M", value_parser = parse_size)]
+    #[arg(long, default_value = "256M", value_parser = parse_bytes)]
     pub size: u64,
     /// Allow writing to a block device (its contents are destroyed). A mounted
     /// device, or one with a mounted partition or a holder, is refused anyway.
@@ -78,37 +79,6 @@ pub struct ConsistencyArgs {
     /// Write the HTML report here.
     #[arg(long)]
     pub html: Option<PathBuf>,
-}
-
-/// `512M`, `4G`, `1T`, `65536` (bytes); binary units.
-fn parse_size(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let (num, mult) = match t.char_indices().last() {
-        Some((i, c)) if c.is_ascii_alphabetic() => {
-            let m = match c.to_ascii_uppercase() {
-                'K' => 1u64 << 10,
-                'M' => 1 << 20,
-                'G' => 1 << 30,
-                'T' => 1 << 40,
-                _ => return Err(format!("'{s}': unknown unit (use K, M, G, T)")),
-            };
-            (&t[..i], m)
-        }
-        _ => (t, 1),
-    };
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a size (try 256M, 4G)"))?;
-    n.checked_mul(mult)
-        .ok_or_else(|| format!("'{s}' is too large"))
-}
-
-fn default_suite() -> PathBuf {
-    let local = PathBuf::from("traces/suite.toml");
-    if local.is_file() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces/suite.toml")
 }
 
 /// Prints each step on stderr.
@@ -166,18 +136,4 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
     Ok(if result.interrupted { 130 } else { 0 })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_parse_with_binary_units() {
-        assert_eq!(parse_size("256M"), Ok(256 << 20));
-        assert_eq!(parse_size("4g"), Ok(4 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert!(parse_size("4X").is_err());
-        assert!(parse_size("lots").is_err());
-    }
 }

@@ -1,6 +1,6 @@
 //! `tracemark convert`: block I/O logs in, one `.tmt` out.
 
-use super::replay::parse_duration;
+use super::args::parse_duration;
 use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;

@@ -1,5 +1,6 @@
 //! One module per subcommand: its arguments and its printing.
 
+pub mod args;
 pub mod capture;
 pub mod compare;
 pub mod consistency;

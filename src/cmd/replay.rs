@@ -1,5 +1,6 @@
 //! `tracemark replay`: replay traces against a drive and score it.
 
+use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
@@ -125,59 +126,6 @@ pub enum MappingArg {
     Compact,
     Identity,
     Wrap,
-}
-
-/// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (try 100ms, 2s, 500us)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        other => {
-            return Err(format!(
-                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!("'{s}' is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
-/// `4096`, `512K`, `1MiB`, `2G`: a byte count, binary units (K = KiB).
-pub fn parse_bytes(s: &str) -> Result<u64, String> {
-    let t = s.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let value: u64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a byte count (try 4096, 64K, 1MiB, 2G)"))?;
-    let shift = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        "t" | "tib" => 40,
-        other => {
-            return Err(format!(
-                "'{s}': unknown unit '{other}' (use K, M, G, T, binary)"
-            ))
-        }
-    };
-    value
-        .checked_mul(1u64 << shift)
-        .ok_or_else(|| format!("'{s}' is too large"))
 }
 
 impl RunArgs {
@@ -338,31 +286,5 @@ impl Observer for Progress {
 
     fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _m: &PassMetrics) {
         self.clear();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("3 parsecs").is_err());
-    }
-
-    #[test]
-    fn byte_counts_parse_with_binary_units() {
-        assert_eq!(parse_bytes("4096"), Ok(4096));
-        assert_eq!(parse_bytes("64K"), Ok(64 << 10));
-        assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
-        assert_eq!(parse_bytes("2g"), Ok(2 << 30));
-        assert!(parse_bytes("1.5M").is_err());
-        assert!(parse_bytes("-4").is_err());
-        assert!(parse_bytes("99999999999T").is_err());
     }
 }

@@ -1,5 +1,6 @@
 //! `tracemark suite`: the reference suite (or any suite file), one score.
 
+use super::args::default_suite;
 use super::replay::{replay_paths, ModeArg, RunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
@@ -28,16 +29,6 @@ pub struct SuiteArgs {
     pub keep_idle: bool,
     #[command(flatten)]
     pub run: RunArgs,
-}
-
-/// Where the reference suite lives: `traces/suite.toml` under the current
-/// directory, else in the source tree this binary was built from.
-fn default_suite() -> PathBuf {
-    let local = PathBuf::from("traces/suite.toml");
-    if local.is_file() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces/suite.toml")
 }
 
 /// The suite's idle cap where the user set none.
