@@ -259,7 +259,12 @@ fn write_pass(
     let map = maps
         .first()
         .ok_or_else(|| ReplayError::Options("no address map for the writes".into()))?;
-    let mut engine = Engine::new(&target, opts.queue_depth, scan.max_data_len)?;
+    let mut engine = Engine::new(
+        &target,
+        opts.queue_depth,
+        scan.max_data_len,
+        opts.mode == crate::options::TimingMode::Compressed,
+    )?;
     let outcome = engine.run_pass(
         source.name,
         source,

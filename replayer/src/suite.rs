@@ -64,7 +64,12 @@ pub fn run_suite(
     }
     let (target, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
     let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
-    let mut engine = Engine::new(&target, opts.queue_depth, max_len)?;
+    let mut engine = Engine::new(
+        &target,
+        opts.queue_depth,
+        max_len,
+        opts.mode == crate::options::TimingMode::Compressed,
+    )?;
 
     let mut results = Vec::with_capacity(traces.len());
     let mut interrupted = false;
