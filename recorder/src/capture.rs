@@ -30,7 +30,7 @@
 //! The text of `trace_pipe` gives microseconds, so latencies and issue times
 //! have microsecond resolution.
 
-use crate::convert::TmtOutput;
+use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
 use crate::event::{BlockEvent, Location, SourceIo};
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
@@ -983,18 +983,7 @@ pub fn capture(
 
     // The output first: a capture that cannot be written is not started.
     let output = &opts.output;
-    let file_name = output
-        .file_name()
-        .ok_or_else(|| CaptureError::Usage(format!("{} is not a file name", output.display())))?;
-    let out_dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = out_dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
+    let temp = temp_path_for(output).map_err(CaptureError::Usage)?;
     let out_file = File::create(&temp).map_err(|e| CaptureError::Output {
         path: temp.clone(),
         source: e,

@@ -319,6 +319,23 @@ impl RecordSink for TmtOutput<'_> {
     }
 }
 
+/// The temporary file a trace is written to before it is renamed to
+/// `output`: hidden, in the same folder (so the rename is atomic), per process.
+pub(crate) fn temp_path_for(output: &Path) -> Result<PathBuf, String> {
+    let file_name = output
+        .file_name()
+        .ok_or_else(|| format!("{} is not a file name", output.display()))?;
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    Ok(dir.join(format!(
+        ".{}.tmp-{}",
+        file_name.to_string_lossy(),
+        std::process::id()
+    )))
+}
+
 /// Removes the temporary output unless the conversion succeeded.
 struct TempGuard {
     path: PathBuf,
@@ -351,18 +368,7 @@ pub fn convert(
             )));
         }
     }
-    let file_name = output
-        .file_name()
-        .ok_or_else(|| ConvertError::Usage(format!("{} is not a file name", output.display())))?;
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let temp = dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    ));
+    let temp = temp_path_for(output).map_err(ConvertError::Usage)?;
     let mut guard = TempGuard {
         path: temp.clone(),
         keep: false,

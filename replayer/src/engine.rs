@@ -562,22 +562,7 @@ impl<'t> Engine<'t> {
             if self.reap(pass, observer) > 0 || pass.inflight == 0 {
                 return Ok(());
             }
-            let ts = types::Timespec::new().nsec(50_000_000);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(1, &args) {
-                Ok(_) => {}
-                Err(e)
-                    if matches!(
-                        e.raw_os_error(),
-                        Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                    ) => {}
-                Err(source) => {
-                    return Err(ReplayError::Ring {
-                        what: "wait".into(),
-                        source,
-                    })
-                }
-            }
+            self.enter_and_wait(50_000_000)?;
             if self.reap(pass, observer) > 0 {
                 return Ok(());
             }
@@ -592,6 +577,28 @@ impl<'t> Engine<'t> {
                     in_flight: pass.inflight,
                 });
             }
+        }
+    }
+
+    /// One `io_uring_enter` that submits what is queued and waits for a
+    /// completion, at most `timeout_ns`; a timeout or an interruption is no error.
+    fn enter_and_wait(&mut self, timeout_ns: u32) -> Result<(), ReplayError> {
+        let ts = types::Timespec::new().nsec(timeout_ns);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        match self.ring.submitter().submit_with_args(1, &args) {
+            Ok(_) => Ok(()),
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
+                ) =>
+            {
+                Ok(())
+            }
+            Err(source) => Err(ReplayError::Ring {
+                what: "wait".into(),
+                source,
+            }),
         }
     }
 
@@ -616,22 +623,7 @@ impl<'t> Engine<'t> {
             if remain > self.spin_ns {
                 let sleep = (remain - self.spin_ns).min(50_000_000);
                 if pass.inflight > 0 {
-                    let ts = types::Timespec::new().nsec(sleep as u32);
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    match self.ring.submitter().submit_with_args(1, &args) {
-                        Ok(_) => {}
-                        Err(e)
-                            if matches!(
-                                e.raw_os_error(),
-                                Some(libc::ETIME) | Some(libc::EINTR) | Some(libc::EBUSY)
-                            ) => {}
-                        Err(source) => {
-                            return Err(ReplayError::Ring {
-                                what: "wait".into(),
-                                source,
-                            })
-                        }
-                    }
+                    self.enter_and_wait(sleep as u32)?;
                     let idle = now_ns().saturating_sub(pass.last_activity_ns);
                     if pass.inflight > 0 && idle > opts.io_timeout.as_nanos() as u64 {
                         return Err(ReplayError::DeviceTimeout {
