@@ -270,7 +270,7 @@ fn bracket(rest: &str) -> Result<(&str, &str, &str), String> {
 
 /// Builds the event for an I/O action from its RWBS and extent; a note for
 /// requests tracemark does not replay.
-fn io_event(
+pub(crate) fn io_event(
     device: DeviceId,
     time: Nanos,
     pid: Option<u32>,

@@ -24,6 +24,7 @@ pub mod blkparse;
 pub mod blktrace;
 pub mod capture;
 pub mod fio;
+pub mod ftrace_raw;
 pub mod msr;
 pub mod spc;
 pub mod tracefs;
