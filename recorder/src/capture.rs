@@ -10,10 +10,16 @@
 //!   removing the instance at the end undoes all of it and never disturbs the
 //!   global tracer. Without instance support the top level is used and every
 //!   file written there is restored;
-//! - `trace_pipe` is read while the capture runs (non-blocking, polled), each
-//!   line parsed by [`crate::tracefs::parse_line`] and fed through the
-//!   [`Normaliser`] into a [`TraceWriter`]: memory stays flat however long the
-//!   capture runs;
+//! - the instance's binary ring buffer is read while the capture runs: each
+//!   CPU's `per_cpu/cpuN/trace_pipe_raw`, a page at a time (non-blocking,
+//!   polled), decoded by [`crate::ftrace_raw`] by the layouts the kernel's
+//!   format files give. The CPUs' streams are merged in time order behind a
+//!   watermark (below), and the events fed through the [`Normaliser`] into a
+//!   [`TraceWriter`]: memory stays flat however long the capture runs;
+//! - when the binary buffer cannot be read (no `trace_pipe_raw`, format files
+//!   this version does not understand, no `mono` clock), or `--text-pipe` asks
+//!   for it, the text `trace_pipe` is read instead, each line parsed by
+//!   [`crate::tracefs::parse_line`]; the capture's messages say so;
 //! - it stops when the duration has passed, the command it started has exited,
 //!   or on SIGINT/SIGTERM; tracing is then switched off, the pipe drained, the
 //!   per-CPU buffer statistics read for lost events, and the trace renamed into
@@ -27,16 +33,36 @@
 //!
 //! Clocks: the instance uses the `mono` trace clock (CLOCK_MONOTONIC), so a
 //! trace time maps to wall-clock time with one offset measured at the start.
-//! The text of `trace_pipe` gives microseconds, so latencies and issue times
-//! have microsecond resolution.
+//! The binary buffer gives nanoseconds; the text of `trace_pipe` (the
+//! fallback) only microseconds.
+//!
+//! Merging the CPUs: a request is often issued on one CPU and completed on
+//! another, and the normaliser must see the issue first. Each CPU's events
+//! are in time order; each read round notes the monotonic clock before it
+//! starts, and a CPU read to empty in that round has every event stamped
+//! before that time (less [`COMMIT_SLACK_NS`] for events still being
+//! written) already read. Events are held in a heap and released, in time
+//! order, up to the lowest such watermark over the CPUs (a CPU not read to
+//! empty counts up to its last event). A completion is written after its
+//! issue was committed, so it is never released before that issue.
+//!
+//! Lost events: the kernel's per-CPU `stats` (overruns, dropped events) and
+//! the lost-events marks the reader meets (the page header's missed-events
+//! flag and count, or the text pipe's `LOST` lines) are both reported.
+//!
+//! [`TraceWriter`]: trace_format::TraceWriter
 
+use crate::blkparse::{self, Parsed};
 use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
 use crate::event::{BlockEvent, Location, SourceIo};
+use crate::ftrace_raw;
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
 use crate::tracefs;
 use std::cell::Cell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::ffi::{CString, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -71,6 +97,16 @@ const MAX_LINE: usize = 64 * 1024;
 
 /// How long the main loop waits for data before checking its stop conditions.
 const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// How far behind a read round's start events are released from a CPU read to
+/// empty: an event is stamped when its space is reserved and readable once
+/// committed, a few microseconds later (more if an interrupt intervenes).
+/// Released late, an event would only be out of time order by that much,
+/// which the normaliser tolerates; pairing never depends on it.
+pub const COMMIT_SLACK_NS: u64 = 2_000_000;
+
+/// Pages read from one CPU before the next CPU's turn in a round.
+const PAGES_PER_TURN: usize = 64;
 
 /// Note keys a capture stores in the trace.
 pub mod note {
@@ -141,6 +177,9 @@ pub struct CaptureOptions {
     /// Use a private tracing instance when the kernel has them (the default);
     /// `false` forces the top-level fallback (for testing its restore).
     pub use_instance: bool,
+    /// Read the text `trace_pipe` (microseconds) even where the binary ring
+    /// buffer can be read (for testing and comparing the two).
+    pub text_pipe: bool,
 }
 
 impl CaptureOptions {
@@ -156,6 +195,7 @@ impl CaptureOptions {
             category: None,
             writer: WriterOptions::default(),
             use_instance: true,
+            text_pipe: false,
         }
     }
 }
@@ -169,18 +209,47 @@ pub enum StopReason {
     Interrupted,
 }
 
-/// Events the kernel lost, from the per-CPU buffer statistics.
+/// Events the kernel lost: from the per-CPU buffer statistics, and from the
+/// lost-events marks the reader met in the stream.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LostEvents {
     /// Overwritten before they were read (`overrun` + `commit overrun`).
     pub overrun: u64,
     /// Not recorded because the buffer was full (`dropped events`).
     pub dropped: u64,
+    /// Events the stream itself said were missing (a page header's lost-events
+    /// count, or the text pipe's `CPU:N [LOST M EVENTS]` lines); normally the
+    /// same events `overrun` counts.
+    pub reader_missed: u64,
+    /// Pages flagged as following lost events without a count.
+    pub uncounted_marks: u64,
 }
 
 impl LostEvents {
+    /// Events lost (the statistics and the stream's marks count the same
+    /// overwritten events, so the larger of the two counts).
     pub fn total(&self) -> u64 {
-        self.overrun.saturating_add(self.dropped)
+        self.overrun
+            .max(self.reader_missed)
+            .saturating_add(self.dropped)
+    }
+}
+
+/// How the capture read the kernel's events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reader {
+    /// The binary per-CPU ring buffers (`trace_pipe_raw`): nanosecond times.
+    RingBuffer,
+    /// The text `trace_pipe`: microsecond times.
+    TextPipe,
+}
+
+impl Reader {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Reader::RingBuffer => "binary ring buffer, ns times",
+            Reader::TextPipe => "text trace_pipe, µs times",
+        }
     }
 }
 
@@ -198,7 +267,10 @@ pub struct CaptureReport {
     pub command_status: Option<i32>,
     /// Whether a private tracing instance was used (else the top level).
     pub used_instance: bool,
-    /// Lines of `trace_pipe` that could not be parsed (kept as examples).
+    /// How the events were read.
+    pub reader: Reader,
+    /// Lines of `trace_pipe`, or records and pages of the binary buffer, that
+    /// could not be parsed (kept as examples).
     pub skipped_lines: u64,
     pub notes: Vec<(String, u64)>,
     /// Things the user should know (a smaller buffer, a cleanup that failed).
@@ -787,6 +859,447 @@ fn deliver_bytes(
     }
 }
 
+/// The text `trace_pipe`, parsed line by line.
+struct TextStream {
+    pipe: PipeReader,
+    /// Events its `LOST` lines reported.
+    lost: u64,
+}
+
+impl TextStream {
+    fn read_once(&mut self, sink: &mut dyn Sink) -> Result<PipeRead, CaptureError> {
+        let lost = &mut self.lost;
+        let mut on_line = |line: u64, text: Result<&str, &str>| -> Result<(), ConvertError> {
+            let at = Location::line(PIPE_NAME, line);
+            match text {
+                Ok(text) => match tracefs::parse_line(text) {
+                    Ok(parsed) => {
+                        if let tracefs::TraceLine::Lost { events, .. } = parsed {
+                            *lost = lost.saturating_add(events);
+                        }
+                        tracefs::deliver(parsed, at, sink)
+                    }
+                    Err(reason) => sink.bad_input(at, text, &reason),
+                },
+                Err(reason) => sink.bad_input(at, "", reason),
+            }
+        };
+        self.pipe.read_once(&mut on_line)
+    }
+}
+
+/// One CPU's binary stream.
+struct RawCpu {
+    cpu: u32,
+    file: File,
+    path: PathBuf,
+    /// `per_cpu/cpuN/trace_pipe_raw`: names the stream in messages.
+    name: String,
+    /// Pages and data records read so far.
+    pages: u64,
+    records: u64,
+    /// Time of the last record read.
+    last_time: u64,
+    /// Every event of this CPU stamped at or before this time has been read.
+    watermark: u64,
+    /// The kernel has no buffer for this CPU (offline): nothing to wait for.
+    gone: bool,
+}
+
+/// A decoded event waiting for the other CPUs' watermark.
+struct HeldEvent {
+    time: u64,
+    /// Order of reading: keeps one CPU's events of equal time in order.
+    seq: u64,
+    cpu: usize,
+    record: u64,
+    byte: u64,
+    event: BlockEvent,
+}
+
+impl PartialEq for HeldEvent {
+    fn eq(&self, other: &Self) -> bool {
+        (self.time, self.seq) == (other.time, other.seq)
+    }
+}
+
+impl Eq for HeldEvent {}
+
+impl PartialOrd for HeldEvent {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeldEvent {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(other.time, other.seq))
+    }
+}
+
+/// The binary per-CPU ring buffers, decoded and merged in time order.
+struct RawStream {
+    cpus: Vec<RawCpu>,
+    layout: ftrace_raw::PageLayout,
+    decoder: ftrace_raw::BlockDecoder,
+    page: Vec<u8>,
+    held: BinaryHeap<Reverse<HeldEvent>>,
+    seq: u64,
+    /// Events the page headers said were lost, and pages that said so
+    /// without a count.
+    missed: u64,
+    uncounted_marks: u64,
+}
+
+/// Reads a tracefs text file. `header_page` and `header_event` answer only
+/// the first read (a later one, at a non-zero offset, gets nothing), so the
+/// first read must ask for the whole file: a small first read (as
+/// `read_to_string` makes) would cut it short.
+fn read_text(path: &Path) -> Result<String, String> {
+    let error = |e: io::Error| format!("{}: {e}", path.display());
+    let mut file = File::open(path).map_err(error)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(error(e)),
+        }
+    }
+    buf.truncate(len);
+    String::from_utf8(buf).map_err(|_| format!("{}: not UTF-8 text", path.display()))
+}
+
+/// A short hex dump of a record for a bad-input example.
+fn hex_prefix(bytes: &[u8]) -> String {
+    let mut out: String = bytes
+        .iter()
+        .take(32)
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    if bytes.len() > 32 {
+        out.push_str(" ...");
+    }
+    out
+}
+
+fn mono_now_ns() -> u64 {
+    u64::try_from(clock_ns(libc::CLOCK_MONOTONIC)).unwrap_or(0)
+}
+
+impl RawStream {
+    /// Reads the format files and opens every CPU's `trace_pipe_raw` in `dir`
+    /// (the instance or the top level); `Err` says why the binary buffer
+    /// cannot be used.
+    fn open(dir: &Path, root: &Path) -> Result<RawStream, String> {
+        // Instances have their own copies of the header files; old kernels
+        // only the top level.
+        let header_dir = [dir.join("events"), root.join("events")]
+            .into_iter()
+            .find(|d| d.join("header_page").is_file())
+            .ok_or_else(|| format!("{} is missing", root.join("events/header_page").display()))?;
+        let page_path = header_dir.join("header_page");
+        let mut layout = ftrace_raw::parse_header_page(
+            &page_path.display().to_string(),
+            &read_text(&page_path)?,
+        )
+        .map_err(|e| e.to_string())?;
+        let event_path = header_dir.join("header_event");
+        ftrace_raw::check_header_event(&event_path.display().to_string(), &read_text(&event_path)?)
+            .map_err(|e| e.to_string())?;
+        let mut formats = Vec::new();
+        for event in EVENTS {
+            let path = dir.join(format!("events/block/{event}/format"));
+            if !path.is_file() {
+                continue;
+            }
+            let name = path.display().to_string();
+            let format = ftrace_raw::parse_event_format(&name, &read_text(&path)?)
+                .map_err(|e| e.to_string())?;
+            formats.push((name, format));
+        }
+        let named: Vec<(&str, &ftrace_raw::EventFormat)> =
+            formats.iter().map(|(n, f)| (n.as_str(), f)).collect();
+        let decoder = ftrace_raw::BlockDecoder::new(&named).map_err(|e| e.to_string())?;
+        // Kernels with sub-buffers of other sizes say how large they are.
+        if let Some(kb) = sysfs_u64(&dir.join("buffer_subbuf_size_kb")) {
+            let bytes = usize::try_from(kb.saturating_mul(1024)).unwrap_or(usize::MAX);
+            layout = layout
+                .with_page_size(bytes)
+                .map_err(|e| format!("{}: {e}", dir.join("buffer_subbuf_size_kb").display()))?;
+        }
+        let per_cpu = dir.join("per_cpu");
+        let entries = fs::read_dir(&per_cpu).map_err(|e| format!("{}: {e}", per_cpu.display()))?;
+        let mut cpus = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().to_string();
+            let Some(cpu) = name.strip_prefix("cpu").and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            let path = entry.path().join("trace_pipe_raw");
+            let file = fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            cpus.push(RawCpu {
+                cpu,
+                file,
+                path,
+                name: format!("per_cpu/cpu{cpu}/trace_pipe_raw"),
+                pages: 0,
+                records: 0,
+                last_time: 0,
+                watermark: 0,
+                gone: false,
+            });
+        }
+        if cpus.is_empty() {
+            return Err(format!(
+                "no cpuN/trace_pipe_raw files in {}",
+                per_cpu.display()
+            ));
+        }
+        cpus.sort_by_key(|c| c.cpu);
+        Ok(RawStream {
+            cpus,
+            page: vec![0; layout.page_size],
+            layout,
+            decoder,
+            held: BinaryHeap::new(),
+            seq: 0,
+            missed: 0,
+            uncounted_marks: 0,
+        })
+    }
+
+    /// One round: reads each CPU (up to [`PAGES_PER_TURN`] pages), then
+    /// releases the events below the CPUs' common watermark. `Data` when some
+    /// CPU has more to read at once.
+    fn read_round(&mut self, sink: &mut dyn Sink) -> Result<PipeRead, CaptureError> {
+        let round_start = mono_now_ns();
+        let mut more = false;
+        for i in 0..self.cpus.len() {
+            let drained = self.read_cpu(i, sink)?;
+            let cpu = &mut self.cpus[i];
+            let reached = if drained {
+                round_start.saturating_sub(COMMIT_SLACK_NS)
+            } else {
+                more = true;
+                cpu.last_time
+            };
+            cpu.watermark = cpu.watermark.max(reached);
+        }
+        let watermark = self
+            .cpus
+            .iter()
+            .map(|c| if c.gone { u64::MAX } else { c.watermark })
+            .min()
+            .unwrap_or(u64::MAX);
+        self.release(watermark, sink)?;
+        Ok(if more {
+            PipeRead::Data
+        } else {
+            PipeRead::Empty
+        })
+    }
+
+    /// Reads and decodes pages of CPU `i`; `true` when it was read to empty.
+    fn read_cpu(&mut self, i: usize, sink: &mut dyn Sink) -> Result<bool, CaptureError> {
+        for _ in 0..PAGES_PER_TURN {
+            let Some(cpu) = self.cpus.get_mut(i) else {
+                return Ok(true);
+            };
+            if cpu.gone {
+                return Ok(true);
+            }
+            let n = match cpu.file.read(&mut self.page) {
+                Ok(0) => return Ok(true),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(true),
+                Err(e) if e.raw_os_error() == Some(libc::ENODEV) => {
+                    cpu.gone = true;
+                    return Ok(true);
+                }
+                Err(e) => return Err(tracefs_error(&cpu.path, e)),
+            };
+            self.decode_page(i, n, sink)?;
+        }
+        Ok(false)
+    }
+
+    /// Decodes the first `n` bytes of the page buffer, read from CPU `i`.
+    fn decode_page(&mut self, i: usize, n: usize, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+        let RawStream {
+            cpus,
+            layout,
+            decoder,
+            page,
+            held,
+            seq,
+            missed,
+            uncounted_marks,
+        } = self;
+        let Some(cpu) = cpus.get_mut(i) else {
+            return Ok(());
+        };
+        let bytes = page.get(..n).unwrap_or(&[]);
+        let page_no = cpu.pages;
+        cpu.pages += 1;
+        let stream_byte = page_no.saturating_mul(layout.page_size as u64);
+        let p = match ftrace_raw::open_page(layout, bytes, cpu.cpu, page_no) {
+            Ok(p) => p,
+            Err(e) => {
+                let at = Location::record(&cpu.name, cpu.records, stream_byte);
+                let header = bytes.get(..layout.data_offset).unwrap_or(bytes);
+                return sink.bad_input(at, &hex_prefix(header), &e.to_string());
+            }
+        };
+        let lost_at = Location::record(&cpu.name, cpu.records, stream_byte);
+        match p.missed {
+            ftrace_raw::Missed::None => {}
+            ftrace_raw::Missed::Count(events) => {
+                *missed = missed.saturating_add(events);
+                tracefs::deliver(
+                    tracefs::TraceLine::Lost {
+                        cpu: cpu.cpu,
+                        events,
+                    },
+                    lost_at,
+                    sink,
+                )?;
+            }
+            ftrace_raw::Missed::Unknown => {
+                *uncounted_marks += 1;
+                sink.note(tracefs::note::LOST_LINES);
+            }
+        }
+        for record in p.records() {
+            let record = match record {
+                Ok(r) => r,
+                Err(e) => {
+                    let at = Location::record(
+                        &cpu.name,
+                        cpu.records,
+                        stream_byte.saturating_add(e.byte as u64),
+                    );
+                    let rest = bytes.get(e.byte..).unwrap_or(&[]);
+                    sink.bad_input(at, &hex_prefix(rest), &e.to_string())?;
+                    break;
+                }
+            };
+            let index = cpu.records;
+            cpu.records += 1;
+            cpu.last_time = record.time;
+            let byte = stream_byte.saturating_add(record.offset as u64);
+            match decoder.decode(Nanos(record.time), record.payload) {
+                Ok(Parsed::Event(event)) => {
+                    *seq += 1;
+                    held.push(Reverse(HeldEvent {
+                        time: record.time,
+                        seq: *seq,
+                        cpu: i,
+                        record: index,
+                        byte,
+                        event,
+                    }));
+                }
+                Ok(other) => {
+                    blkparse::deliver(other, Location::record(&cpu.name, index, byte), sink)?
+                }
+                Err(reason) => sink.bad_input(
+                    Location::record(&cpu.name, index, byte),
+                    &hex_prefix(record.payload),
+                    &format!("CPU {} ring buffer, page {page_no}: {reason}", cpu.cpu),
+                )?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands the held events stamped at or before `upto` to `sink`, oldest first.
+    fn release(&mut self, upto: u64, sink: &mut dyn Sink) -> Result<(), ConvertError> {
+        while self.held.peek().is_some_and(|Reverse(h)| h.time <= upto) {
+            let Some(Reverse(h)) = self.held.pop() else {
+                break;
+            };
+            let name = self.cpus.get(h.cpu).map_or("trace_pipe_raw", |c| &c.name);
+            sink.event(Location::record(name, h.record, h.byte), h.event)?;
+        }
+        Ok(())
+    }
+}
+
+/// Where the capture's events come from.
+enum EventStream {
+    Raw(RawStream),
+    Text(TextStream),
+}
+
+impl EventStream {
+    fn reader(&self) -> Reader {
+        match self {
+            EventStream::Raw(_) => Reader::RingBuffer,
+            EventStream::Text(_) => Reader::TextPipe,
+        }
+    }
+
+    /// Reads what is there (a bounded amount); `Data` when there may be more
+    /// at once.
+    fn read_some(&mut self, sink: &mut dyn Sink) -> Result<PipeRead, CaptureError> {
+        match self {
+            EventStream::Raw(r) => r.read_round(sink),
+            EventStream::Text(t) => t.read_once(sink),
+        }
+    }
+
+    /// Waits up to `timeout` for data (or a signal).
+    fn wait(&self, timeout: Duration) {
+        match self {
+            EventStream::Text(t) => t.pipe.wait(timeout),
+            // Polling `trace_pipe_raw` waits for `buffer_percent` of the
+            // buffer to fill; a plain sleep (ended early by a signal) keeps
+            // the delay bounded and lets pages fill between reads.
+            EventStream::Raw(_) => {
+                let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+                // SAFETY: no descriptors; poll only sleeps.
+                unsafe {
+                    libc::poll(std::ptr::null_mut(), 0, ms);
+                }
+            }
+        }
+    }
+
+    /// After tracing is off: reads everything left and releases every held
+    /// event.
+    fn drain(&mut self, sink: &mut dyn Sink) -> Result<(), CaptureError> {
+        for _ in 0..2 {
+            while self.read_some(sink)? == PipeRead::Data {}
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        while self.read_some(sink)? == PipeRead::Data {}
+        if let EventStream::Raw(r) = self {
+            r.release(u64::MAX, sink)?;
+        }
+        Ok(())
+    }
+
+    /// (events the stream said were lost, lost-event marks without a count).
+    fn missed(&self) -> (u64, u64) {
+        match self {
+            EventStream::Raw(r) => (r.missed, r.uncounted_marks),
+            EventStream::Text(t) => (t.lost, 0),
+        }
+    }
+}
+
 /// Sits between the parser and the normaliser: maps a partition's events into
 /// the partition and remembers the first event time (the trace start).
 struct CaptureView<'n> {
@@ -1044,7 +1557,34 @@ pub fn capture(
     if !dir.instance {
         write_setting(&dir.path("trace"), "")?;
     }
-    let mut pipe = PipeReader::open(dir.path("trace_pipe"))?;
+    let mut stream = if opts.text_pipe {
+        messages.push(
+            "reading the text trace_pipe (asked for): times have microsecond resolution".into(),
+        );
+        EventStream::Text(TextStream {
+            pipe: PipeReader::open(dir.path("trace_pipe"))?,
+            lost: 0,
+        })
+    } else {
+        let raw = if mono {
+            RawStream::open(&dir.dir, root)
+        } else {
+            Err("without the `mono` clock the CPUs' buffers cannot be merged by time".into())
+        };
+        match raw {
+            Ok(raw) => EventStream::Raw(raw),
+            Err(why) => {
+                messages.push(format!(
+                    "cannot read the binary ring buffer ({why}); reading the text trace_pipe \
+                     instead: times have microsecond resolution"
+                ));
+                EventStream::Text(TextStream {
+                    pipe: PipeReader::open(dir.path("trace_pipe"))?,
+                    lost: 0,
+                })
+            }
+        }
+    };
 
     let (host, kernel) = uname();
     let mut header = TraceHeader::new(
@@ -1088,16 +1628,6 @@ pub fn capture(
         partition,
         first_time,
     };
-    let mut on_line = |line: u64, text: Result<&str, &str>| -> Result<(), ConvertError> {
-        let at = Location::line(PIPE_NAME, line);
-        match text {
-            Ok(text) => match tracefs::parse_line(text) {
-                Ok(parsed) => tracefs::deliver(parsed, at, &mut view),
-                Err(reason) => view.bad_input(at, text, &reason),
-            },
-            Err(reason) => view.bad_input(at, "", reason),
-        }
-    };
 
     dir.set("tracing_on", "1")?;
     let started = Instant::now();
@@ -1122,7 +1652,7 @@ pub fn capture(
         // poll interval even under a steady stream.
         let slice_end = Instant::now() + POLL_INTERVAL;
         let mut got_data = false;
-        while pipe.read_once(&mut on_line)? == PipeRead::Data {
+        while stream.read_some(&mut view)? == PipeRead::Data {
             got_data = true;
             if Instant::now() >= slice_end || STOP_REQUESTED.load(Ordering::SeqCst) {
                 break;
@@ -1159,7 +1689,7 @@ pub fn capture(
                 d.saturating_duration_since(Instant::now())
                     .min(POLL_INTERVAL)
             });
-            pipe.wait(wait);
+            stream.wait(wait);
         }
     };
 
@@ -1179,16 +1709,23 @@ pub fn capture(
     // Stop tracing, then drain what the buffer still holds.
     write_setting(&dir.path("tracing_on"), "0")?;
     let traced_for = started.elapsed();
-    for _ in 0..2 {
-        while pipe.read_once(&mut on_line)? == PipeRead::Data {}
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    stream.drain(&mut view)?;
     let lost_after = read_lost(&dir.dir);
+    let (reader_missed, uncounted_marks) = stream.missed();
     let lost = LostEvents {
         overrun: lost_after.overrun.saturating_sub(lost_before.overrun),
         dropped: lost_after.dropped.saturating_sub(lost_before.dropped),
+        reader_missed,
+        uncounted_marks,
     };
-    drop(pipe);
+    if uncounted_marks > 0 && lost.total() == 0 {
+        messages.push(format!(
+            "the ring buffer marked {uncounted_marks} page(s) as following lost events without \
+             saying how many: the trace misses I/O"
+        ));
+    }
+    let reader = stream.reader();
+    drop(stream);
 
     if enabled < EVENTS.len() {
         messages.push(
@@ -1196,10 +1733,10 @@ pub fn capture(
         );
     }
     let mut outcome = normaliser.finish()?;
-    outcome
-        .tail
-        .notes
-        .push((note::LOST_OVERRUN.to_string(), lost.overrun));
+    outcome.tail.notes.push((
+        note::LOST_OVERRUN.to_string(),
+        lost.overrun.max(lost.reader_missed),
+    ));
     outcome
         .tail
         .notes
@@ -1242,6 +1779,7 @@ pub fn capture(
         lost,
         command_status,
         used_instance,
+        reader,
         skipped_lines: outcome.tail.skipped.count,
         notes: outcome.tail.notes,
         messages,
@@ -1365,7 +1903,8 @@ mod tests {
             read_lost(dir.path()),
             LostEvents {
                 overrun: 4,
-                dropped: 7
+                dropped: 7,
+                ..LostEvents::default()
             }
         );
     }

@@ -19,7 +19,9 @@ setting is restored afterwards. Needs root.
 
 A partition (/dev/sda1) is captured through its disk's request events, keeping only the \
 partition's sectors and giving offsets within the partition; every cache flush of the disk is \
-kept. Times have microsecond resolution (tracefs text, CLOCK_MONOTONIC).
+kept. Events are read from the kernel's binary per-CPU ring buffers (trace_pipe_raw), so \
+times have nanosecond resolution (CLOCK_MONOTONIC); where that is not possible the capture says \
+so and reads the text trace_pipe, with microsecond resolution.
 
 Examples:
   sudo tracemark capture --device /dev/nvme0n1 --duration 60s -o boot.tmt
@@ -55,6 +57,10 @@ pub struct CaptureArgs {
     /// every file it writes); for testing that fallback.
     #[arg(long, hide = true)]
     pub no_instance: bool,
+    /// Read the text trace_pipe (microsecond times) instead of the binary
+    /// ring buffer; for testing and comparing the two.
+    #[arg(long, hide = true)]
+    pub text_pipe: bool,
     /// Print only warnings and errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -86,6 +92,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.description = args.description.clone();
     opts.category = args.category.clone();
     opts.use_instance = !args.no_instance;
+    opts.text_pipe = args.text_pipe;
     opts.writer = WriterOptions {
         zstd_level: args.level,
         ..WriterOptions::default()
@@ -120,7 +127,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     }
     if report.skipped_lines > 0 {
         eprintln!(
-            "warning: {} trace line(s) could not be parsed (see `tracemark info`)",
+            "warning: {} trace line(s) or record(s) could not be parsed (see `tracemark info`)",
             report.skipped_lines
         );
     }
@@ -129,7 +136,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
             "warning: the kernel lost {} event(s) ({} overwritten, {} dropped): the trace \
              misses I/O; use a larger --buffer-mb or a lighter load",
             report.lost.total(),
-            report.lost.overrun,
+            report.lost.overrun.max(report.lost.reader_missed),
             report.lost.dropped
         );
     }
@@ -145,7 +152,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
         };
         println!(
             "{}: {} I/Os on {} over {} ({stopped}): {} reads ({}), {} writes ({}), {} flushes, \
-             {} discards; {} with latency; lost events: {}",
+             {} discards; {} with latency; lost events: {}; read from the {}",
             report.output.display(),
             s.ios,
             report.device.info.name,
@@ -158,6 +165,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
             s.discards,
             s.with_latency,
             report.lost.total(),
+            report.reader.describe(),
         );
     }
     Ok(match report.command_status {
