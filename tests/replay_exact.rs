@@ -4,7 +4,7 @@
 mod common;
 mod replay_util;
 
-use common::{require_root, require_tool, LoopDevice, TracefsLock};
+use common::{require_root, require_tool, LoopDevice, TracefsLock, ZramDevice};
 use replay_util::*;
 use std::collections::BTreeMap;
 use trace_format::{IoRecord, Op};
@@ -76,6 +76,7 @@ fn run_exactness(test: &str, read_only: bool) {
     let (major, minor) = dev.dev_id();
     let tracer = IssueTracer::start(&lock.root, major, minor).unwrap();
     let target = dev.path.to_string_lossy().to_string();
+    let json = dir.path().join("r.json");
     let mut args = vec![
         trace.to_str().unwrap(),
         "--target",
@@ -85,6 +86,8 @@ fn run_exactness(test: &str, read_only: bool) {
         "--passes",
         "1",
         "--no-warmup",
+        "--json",
+        json.to_str().unwrap(),
     ];
     args.push(if read_only {
         "--read-only"
@@ -110,6 +113,65 @@ fn run_exactness(test: &str, read_only: bool) {
         issued, expected,
         "issued requests differ from the mapped trace"
     );
+    // A loop device is blk-mq: it takes non-blocking I/O, so io_uring issues
+    // inline and the result says so.
+    assert_eq!(result_json(&json)["target"]["io_path"], "inline");
+}
+
+fn result_json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// zram takes no non-blocking I/O, so every request runs on io_uring's worker
+/// threads, submitted with IOSQE_ASYNC: the bios zram receives must still be
+/// the trace, mapped, each once (zram is bio-based, so its record is
+/// `block_bio_queue`; each I/O here is at most 128 KiB, one bio), and the
+/// result must name the path.
+#[test]
+fn on_a_device_without_nowait_every_io_still_reaches_it_once() {
+    let test = "on_a_device_without_nowait_every_io_still_reaches_it_once";
+    if !require_root(test) {
+        return;
+    }
+    let Some(zram) = ZramDevice::acquire(test) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let recs = scattered_trace();
+    let trace = dir.path().join("scattered.tmt");
+    write_trace(&trace, "scattered", &recs);
+    let lock = TracefsLock::acquire().unwrap();
+    let (major, minor) = zram.dev_id();
+    let tracer = IssueTracer::start_event(&lock.root, "block_bio_queue", major, minor).unwrap();
+    let json = dir.path().join("r.json");
+    let out = replay(
+        dir.path(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            zram.path.to_str().unwrap(),
+            "--mode",
+            "compressed",
+            "--queue-depth",
+            "16",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--allow-write",
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let mut issued = tracer.stop();
+    assert!(out.status.success());
+    issued.sort();
+    let expected = expected_issues(&recs, false);
+    assert_eq!(issued.len(), expected.len(), "bio count differs");
+    assert_eq!(issued, expected, "bios differ from the mapped trace");
+    let r = result_json(&json);
+    assert_eq!(r["target"]["io_path"], "io-wq");
+    assert_eq!(r["traces"][0]["ios"], recs.len());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("takes no non-blocking I/O"));
 }
 
 #[test]

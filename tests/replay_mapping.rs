@@ -331,10 +331,11 @@ fn skipped_operations_are_counted_and_never_sent() {
     let t = &r.traces[0];
     let s = serde_json::to_value(t).unwrap();
     assert_eq!(
-        s["skipped"]["read_only"],
-        count(Op::Write) + count(Op::Flush)
+        s["skipped"]["by_option"],
+        count(Op::Write) + count(Op::Flush) + count(Op::Discard)
     );
-    assert_eq!(s["skipped"]["discards"], count(Op::Discard));
+    assert_eq!(s["skipped"]["read_only"], 0);
+    assert_eq!(s["skipped"]["discards"], 0);
     assert_eq!(t.write_bytes, 0);
     assert_eq!(t.read_bytes, count(Op::Read) * 8 * KIB);
 }
@@ -385,7 +386,12 @@ fn command_line_options_reach_the_replay() {
     let t = &v["traces"][0];
     let n = |op| recs.iter().filter(|r| r.op == op).count() as u64;
     assert_eq!(t["ios"], n(Op::Read));
-    assert_eq!(t["skipped"]["read_only"], n(Op::Write) + n(Op::Flush));
+    assert_eq!(t["skipped"]["by_option"], n(Op::Write) + n(Op::Flush));
+    assert_eq!(t["skipped"]["read_only"], 0);
+    // both targets are described, in order
+    assert_eq!(v["target"]["path"], a.to_str().unwrap());
+    assert_eq!(v["target"]["others"][0]["path"], b.to_str().unwrap());
+    assert_eq!(v["target"]["others"].as_array().map(Vec::len), Some(1));
 
     // a bad route names the problem
     let out = replay(

@@ -26,7 +26,7 @@ use crate::metrics::{HostInfo, PassMetrics, TargetInfo, ToolInfo};
 use crate::options::{MappingKind, ReplayOptions, TimingMode};
 use crate::rng::WyRand;
 use crate::source::{RecordIter, TraceSource};
-use crate::target::{Target, TargetKind, TargetRequest};
+use crate::target::{Target, TargetRequest};
 use crate::ReplayError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -344,17 +344,7 @@ pub fn run_consistency(
             allow_write: opts.suite.allow_write,
             allow_buffered: opts.suite.allow_buffered,
         })?;
-        TargetInfo {
-            path: t.path.display().to_string(),
-            kind: match t.kind {
-                TargetKind::File => "file".into(),
-                TargetKind::BlockDevice => "block_device".into(),
-            },
-            size_bytes: t.size,
-            model: t.model.clone(),
-            logical_block_size: t.logical_block_size,
-            direct_io: t.direct,
-        }
+        t.info()
     };
     let size = info.size_bytes / 4096 * 4096;
     if size < 2 * MIB {

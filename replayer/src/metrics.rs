@@ -54,11 +54,14 @@ pub struct Skipped {
     pub write_zeroes: u64,
     /// Reads or writes of length zero.
     pub empty: u64,
+    /// Any operation left out by `--skip-ops`.
+    #[serde(default)]
+    pub by_option: u64,
 }
 
 impl Skipped {
     pub fn total(&self) -> u64 {
-        self.read_only + self.discards + self.write_zeroes + self.empty
+        self.read_only + self.discards + self.write_zeroes + self.empty + self.by_option
     }
 }
 
@@ -689,6 +692,15 @@ pub struct TargetInfo {
     pub model: Option<String>,
     pub logical_block_size: u64,
     pub direct_io: bool,
+    /// How the kernel runs io_uring requests on it: `inline` (non-blocking
+    /// issue from the submitting thread) or `io-wq` (the device takes no
+    /// non-blocking I/O, so every request runs on a kernel worker thread).
+    #[serde(default)]
+    pub io_path: String,
+    /// The further targets of a multi-target replay (`--target` given more
+    /// than once, `--device-map`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<TargetInfo>,
 }
 
 /// The result file (`--json`).

@@ -35,6 +35,15 @@ pub fn format_table(r: &SuiteResult) -> String {
             "no warm-up"
         },
     );
+    for t in std::iter::once(&r.target).chain(&r.target.others) {
+        if t.io_path == "io-wq" {
+            let _ = writeln!(
+                out,
+                "note: {} takes no non-blocking I/O; the kernel runs every request on io_uring worker threads (one per CPU at most), as it would for any io_uring program",
+                t.path
+            );
+        }
+    }
     let _ = writeln!(
         out,
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10} {:>10}",
@@ -106,8 +115,8 @@ fn notes(out: &mut String, t: &TraceResult, mode: &str) {
     if s.total() > 0 {
         let _ = writeln!(
             out,
-            "{}: skipped per pass: {} by --read-only, {} discards, {} write-zeroes, {} empty",
-            t.name, s.read_only, s.discards, s.write_zeroes, s.empty
+            "{}: skipped per pass: {} by --read-only, {} by --skip-ops, {} discards, {} write-zeroes, {} empty",
+            t.name, s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
         );
     }
     if mode == "realtime" {

@@ -4,12 +4,11 @@
 use crate::engine::{Engine, IoEvent, Observer, PassKind};
 use crate::mapping::TraceScan;
 use crate::metrics::{
-    HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TargetInfo, TimelineBuilder,
-    ToolInfo, TraceIdentity, TraceResult,
+    HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TimelineBuilder, ToolInfo,
+    TraceIdentity, TraceResult,
 };
 use crate::options::ReplayOptions;
 use crate::source::TraceSource;
-use crate::target::TargetKind;
 use crate::ReplayError;
 use std::path::Path;
 
@@ -122,17 +121,7 @@ pub fn run_suite(
             version: env!("CARGO_PKG_VERSION").into(),
         },
         host: host_info(),
-        target: TargetInfo {
-            path: target.path.display().to_string(),
-            kind: match target.kind {
-                TargetKind::File => "file".into(),
-                TargetKind::BlockDevice => "block_device".into(),
-            },
-            size_bytes: target.size,
-            model: target.model.clone(),
-            logical_block_size: target.logical_block_size,
-            direct_io: target.direct,
-        },
+        target: target.info(),
         options: opts.clone(),
         mode: opts.mode.name().into(),
         traces: results,

@@ -4,6 +4,7 @@
 
 use crate::buffer::AlignedBuf;
 use crate::mapping::{AddressMap, TargetSpace, TraceScan};
+use crate::metrics::TargetInfo;
 use crate::options::{DeviceSelector, ReplayOptions};
 use crate::rng::WyRand;
 use crate::source::TraceSource;
@@ -39,6 +40,10 @@ pub struct Target {
     /// False only when the user allowed buffered I/O and O_DIRECT was refused.
     pub direct: bool,
     pub writable: bool,
+    /// Whether the kernel accepts non-blocking I/O on it (FMODE_NOWAIT, probed
+    /// with one `RWF_NOWAIT` read). Without it (zram, brd, some stacked
+    /// drivers), io_uring runs every request on its io-wq worker threads.
+    pub nowait: bool,
     /// The other targets of a multi-target replay (`--target` given several
     /// times, `--device-map`), in order: the map's target *i* is `further[i-1]`.
     pub further: Vec<Target>,
@@ -59,6 +64,23 @@ pub struct TargetRequest {
 }
 
 impl Target {
+    /// The result file's description of this target and the further ones.
+    pub fn info(&self) -> TargetInfo {
+        TargetInfo {
+            path: self.path.display().to_string(),
+            kind: match self.kind {
+                TargetKind::File => "file".into(),
+                TargetKind::BlockDevice => "block_device".into(),
+            },
+            size_bytes: self.size,
+            model: self.model.clone(),
+            logical_block_size: self.logical_block_size,
+            direct_io: self.direct,
+            io_path: if self.nowait { "inline" } else { "io-wq" }.into(),
+            others: self.further.iter().map(Target::info).collect(),
+        }
+    }
+
     pub fn fd(&self) -> RawFd {
         self.file.as_raw_fd()
     }
@@ -285,6 +307,7 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
         model: None,
         direct,
         writable: true,
+        nowait: probe_nowait(&file, size),
         further: Vec::new(),
         file,
     })
@@ -330,6 +353,31 @@ fn fill_file(file: &File, path: &Path, from: u64, to: u64) -> Result<(), ReplayE
     }
     file.sync_all()
         .map_err(io_err(path, "cannot sync the scratch file"))
+}
+
+/// Whether the file takes non-blocking I/O: the kernel refuses `RWF_NOWAIT`
+/// with EOPNOTSUPP exactly where it lacks FMODE_NOWAIT, the flag io_uring
+/// checks before issuing inline, and it checks that before the read starts.
+/// The read is at `end`, the end of the file or device, so where the flag is
+/// there it returns 0 without any I/O (a replay sends nothing that is not in
+/// the trace). Any other outcome counts as support, which keeps the default
+/// path.
+fn probe_nowait(file: &File, end: u64) -> bool {
+    let Ok(buf) = AlignedBuf::new(4096) else {
+        return true;
+    };
+    let iov = buf.iovec();
+    // SAFETY: one read into our own 4 KiB buffer.
+    let rc = unsafe {
+        libc::preadv2(
+            file.as_raw_fd(),
+            &iov,
+            1,
+            end as libc::off_t,
+            libc::RWF_NOWAIT,
+        )
+    };
+    !(rc < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::EOPNOTSUPP))
 }
 
 fn dev_numbers(rdev: u64) -> (u32, u32) {
@@ -390,6 +438,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
         model: device_model(major, minor),
         direct: true,
         writable: writes,
+        nowait: probe_nowait(&file, size),
         further: Vec::new(),
         file,
     })

@@ -263,3 +263,81 @@ impl LoopDevice {
         )))
     }
 }
+
+/// `/dev/zram0`, a RAM block device without non-blocking I/O, for a test.
+/// Shares the bench scripts' lock so only one user writes to it at a time.
+/// When it has no size yet it is sized here and reset on drop; when it is
+/// sized already, it is used as found unless it is mounted, swapped on or
+/// held (then the test is skipped: it is someone's data).
+pub struct ZramDevice {
+    pub path: PathBuf,
+    sized_here: bool,
+    _lock: fs::File,
+}
+
+impl ZramDevice {
+    pub fn acquire(test: &str) -> Option<ZramDevice> {
+        use std::os::fd::AsRawFd;
+        let sys = Path::new("/sys/block/zram0");
+        if !sys.exists() {
+            let _ = Command::new("modprobe").arg("zram").status();
+        }
+        if !sys.exists() {
+            skip(test, "/dev/zram0 does not exist (no zram module)");
+            return None;
+        }
+        let lock = match fs::File::create("/tmp/tracemark-bench-zram0.lock") {
+            Ok(f) => f,
+            Err(e) => {
+                skip(test, &format!("cannot create the zram0 lock file: {e}"));
+                return None;
+            }
+        };
+        // SAFETY: flock on a file we own; released when it is closed.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            skip(test, "cannot lock /tmp/tracemark-bench-zram0.lock");
+            return None;
+        }
+        let in_use = fs::read_to_string("/proc/mounts")
+            .unwrap_or_default()
+            .lines()
+            .chain(
+                fs::read_to_string("/proc/swaps")
+                    .unwrap_or_default()
+                    .lines(),
+            )
+            .any(|l| l.starts_with("/dev/zram0 "))
+            || fs::read_dir(sys.join("holders")).is_ok_and(|mut d| d.next().is_some());
+        if in_use {
+            skip(test, "/dev/zram0 is mounted, swapped on or held");
+            return None;
+        }
+        let size = fs::read_to_string(sys.join("disksize")).unwrap_or_default();
+        let sized_here = size.trim() == "0";
+        if sized_here {
+            if let Err(e) = fs::write(sys.join("disksize"), "256M") {
+                skip(test, &format!("cannot size /dev/zram0: {e}"));
+                return None;
+            }
+        }
+        Some(ZramDevice {
+            path: PathBuf::from("/dev/zram0"),
+            sized_here,
+            _lock: lock,
+        })
+    }
+
+    pub fn dev_id(&self) -> (u32, u32) {
+        let s = fs::read_to_string("/sys/block/zram0/dev").unwrap_or_default();
+        let (a, b) = s.trim().split_once(':').unwrap_or(("0", "0"));
+        (a.parse().unwrap_or(0), b.parse().unwrap_or(0))
+    }
+}
+
+impl Drop for ZramDevice {
+    fn drop(&mut self) {
+        if self.sized_here {
+            let _ = fs::write("/sys/block/zram0/reset", "1");
+        }
+    }
+}

@@ -66,22 +66,34 @@ pub struct Issued {
     pub len: u64,
 }
 
-/// A private tracefs instance recording `block_rq_issue` for one device;
-/// removed on drop. Hold a `TracefsLock` while it lives.
+/// A private tracefs instance recording `block_rq_issue` (request-based
+/// devices) or `block_bio_queue` (bio-based ones such as zram, whose requests
+/// never reach a request queue) for one device; removed on drop. Hold a
+/// `TracefsLock` while it lives.
 pub struct IssueTracer {
     dir: PathBuf,
+    event: &'static str,
 }
 
 impl IssueTracer {
     pub fn start(tracefs: &Path, major: u32, minor: u32) -> std::io::Result<IssueTracer> {
+        Self::start_event(tracefs, "block_rq_issue", major, minor)
+    }
+
+    pub fn start_event(
+        tracefs: &Path,
+        event: &'static str,
+        major: u32,
+        minor: u32,
+    ) -> std::io::Result<IssueTracer> {
         let dir = tracefs
             .join("instances")
             .join(format!("tracemark-replay-{}", std::process::id()));
         let _ = fs::remove_dir(&dir);
         fs::create_dir(&dir)?;
-        let t = IssueTracer { dir };
+        let t = IssueTracer { dir, event };
         fs::write(t.dir.join("buffer_size_kb"), "8192")?;
-        let ev = t.dir.join("events/block/block_rq_issue");
+        let ev = t.dir.join("events/block").join(event);
         fs::write(
             ev.join("filter"),
             format!("dev == {}", (major << 20) | minor),
@@ -97,7 +109,7 @@ impl IssueTracer {
         let text = fs::read_to_string(self.dir.join("trace")).unwrap();
         text.lines()
             .filter(|l| !l.starts_with('#'))
-            .filter_map(parse_issue_line)
+            .filter_map(|l| parse_issue_line(l, self.event))
             .collect()
     }
 }
@@ -105,14 +117,21 @@ impl IssueTracer {
 impl Drop for IssueTracer {
     fn drop(&mut self) {
         let _ = fs::write(self.dir.join("tracing_on"), "0");
-        let _ = fs::write(self.dir.join("events/block/block_rq_issue/enable"), "0");
+        let _ = fs::write(
+            self.dir
+                .join("events/block")
+                .join(self.event)
+                .join("enable"),
+            "0",
+        );
         let _ = fs::remove_dir(&self.dir);
     }
 }
 
-/// `... block_rq_issue: 7,0 WS 4096 () 2048 + 8 be,0,4 [tracemark]`
-fn parse_issue_line(line: &str) -> Option<Issued> {
-    let rest = line.split("block_rq_issue: ").nth(1)?;
+/// `... block_rq_issue: 7,0 WS 4096 () 2048 + 8 be,0,4 [tracemark]` or
+/// `... block_bio_queue: 251,0 R 2048 + 8 [iou-wrk-1]`
+fn parse_issue_line(line: &str, event: &str) -> Option<Issued> {
+    let rest = line.split(&format!("{event}: ")).nth(1)?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let rwbs = f.get(1)?;
     let op = if rwbs.contains('D') {
