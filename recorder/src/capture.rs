@@ -61,8 +61,7 @@ use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
 use crate::tracefs;
 use std::cell::Cell;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 use std::ffi::{CString, OsString};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
@@ -904,37 +903,18 @@ struct RawCpu {
     watermark: u64,
     /// The kernel has no buffer for this CPU (offline): nothing to wait for.
     gone: bool,
+    /// Decoded events waiting for the other CPUs' watermark, in reading
+    /// (and so, per CPU, time) order.
+    held: VecDeque<HeldEvent>,
 }
 
 /// A decoded event waiting for the other CPUs' watermark.
 struct HeldEvent {
-    time: u64,
-    /// Order of reading: keeps one CPU's events of equal time in order.
-    seq: u64,
-    cpu: usize,
+    /// Record number and stream byte offset on its CPU (for messages).
     record: u64,
     byte: u64,
+    /// Its time is `event.time`.
     event: BlockEvent,
-}
-
-impl PartialEq for HeldEvent {
-    fn eq(&self, other: &Self) -> bool {
-        (self.time, self.seq) == (other.time, other.seq)
-    }
-}
-
-impl Eq for HeldEvent {}
-
-impl PartialOrd for HeldEvent {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for HeldEvent {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(other.time, other.seq))
-    }
 }
 
 /// The binary per-CPU ring buffers, decoded and merged in time order.
@@ -943,8 +923,6 @@ struct RawStream {
     layout: ftrace_raw::PageLayout,
     decoder: ftrace_raw::BlockDecoder,
     page: Vec<u8>,
-    held: BinaryHeap<Reverse<HeldEvent>>,
-    seq: u64,
     /// Events the page headers said were lost, and pages that said so
     /// without a count.
     missed: u64,
@@ -1058,6 +1036,7 @@ impl RawStream {
                 last_time: 0,
                 watermark: 0,
                 gone: false,
+                held: VecDeque::new(),
             });
         }
         if cpus.is_empty() {
@@ -1072,8 +1051,6 @@ impl RawStream {
             page: vec![0; layout.page_size],
             layout,
             decoder,
-            held: BinaryHeap::new(),
-            seq: 0,
             missed: 0,
             uncounted_marks: 0,
         })
@@ -1142,8 +1119,6 @@ impl RawStream {
             layout,
             decoder,
             page,
-            held,
-            seq,
             missed,
             uncounted_marks,
         } = self;
@@ -1200,17 +1175,11 @@ impl RawStream {
             cpu.last_time = record.time;
             let byte = stream_byte.saturating_add(record.offset as u64);
             match decoder.decode(Nanos(record.time), record.payload) {
-                Ok(Parsed::Event(event)) => {
-                    *seq += 1;
-                    held.push(Reverse(HeldEvent {
-                        time: record.time,
-                        seq: *seq,
-                        cpu: i,
-                        record: index,
-                        byte,
-                        event,
-                    }));
-                }
+                Ok(Parsed::Event(event)) => cpu.held.push_back(HeldEvent {
+                    record: index,
+                    byte,
+                    event,
+                }),
                 Ok(other) => {
                     blkparse::deliver(other, Location::record(&cpu.name, index, byte), sink)?
                 }
@@ -1224,16 +1193,49 @@ impl RawStream {
         Ok(())
     }
 
-    /// Hands the held events stamped at or before `upto` to `sink`, oldest first.
+    /// Hands the held events stamped at or before `upto` to `sink`, oldest
+    /// first: a merge of the CPUs' queues, each in time order. The CPU with
+    /// the oldest event gives events until another CPU's is older.
     fn release(&mut self, upto: u64, sink: &mut dyn Sink) -> Result<(), ConvertError> {
-        while self.held.peek().is_some_and(|Reverse(h)| h.time <= upto) {
-            let Some(Reverse(h)) = self.held.pop() else {
-                break;
+        loop {
+            // The oldest front, and the oldest front of the other CPUs.
+            let mut best: Option<(u64, usize)> = None;
+            let mut second = u64::MAX;
+            for (i, cpu) in self.cpus.iter().enumerate() {
+                let Some(t) = cpu.held.front().map(|h| h.event.time.0) else {
+                    continue;
+                };
+                match best {
+                    Some((b, _)) if t >= b => second = second.min(t),
+                    _ => {
+                        if let Some((b, _)) = best {
+                            second = second.min(b);
+                        }
+                        best = Some((t, i));
+                    }
+                }
+            }
+            let Some((t, i)) = best else {
+                return Ok(());
             };
-            let name = self.cpus.get(h.cpu).map_or("trace_pipe_raw", |c| &c.name);
-            sink.event(Location::record(name, h.record, h.byte), h.event)?;
+            if t > upto {
+                return Ok(());
+            }
+            let limit = upto.min(second);
+            let Some(cpu) = self.cpus.get_mut(i) else {
+                return Ok(());
+            };
+            // The oldest of all goes, then this CPU's events while no other
+            // CPU has an older one.
+            let mut first = true;
+            while first || cpu.held.front().is_some_and(|h| h.event.time.0 <= limit) {
+                first = false;
+                let Some(h) = cpu.held.pop_front() else {
+                    break;
+                };
+                sink.event(Location::record(&cpu.name, h.record, h.byte), h.event)?;
+            }
         }
-        Ok(())
     }
 }
 
@@ -1934,5 +1936,200 @@ mod tests {
         assert_eq!(seen.get(3), Some(&(4, Ok("d".to_string()))));
         assert_eq!(seen.get(4), Some(&(5, Err("not UTF-8 text".to_string()))));
         assert_eq!(seen.len(), 5);
+    }
+
+    use crate::ftrace_raw::testing::{decoder, formats, layout, record, PageBuilder, LOOP0};
+    use std::collections::HashMap;
+
+    /// Collects what the raw stream hands on.
+    #[derive(Default)]
+    struct Collected {
+        events: Vec<BlockEvent>,
+        bad: Vec<(String, String)>,
+        notes: HashMap<String, u64>,
+    }
+
+    impl Sink for Collected {
+        fn event(&mut self, _at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
+            self.events.push(event);
+            Ok(())
+        }
+        fn io(&mut self, _at: Location<'_>, _io: SourceIo) -> Result<(), ConvertError> {
+            Ok(())
+        }
+        fn bad_input(
+            &mut self,
+            at: Location<'_>,
+            _content: &str,
+            reason: &str,
+        ) -> Result<(), ConvertError> {
+            self.bad.push((at.to_string(), reason.to_string()));
+            Ok(())
+        }
+        fn note(&mut self, key: &str) {
+            *self.notes.entry(key.to_string()).or_default() += 1;
+        }
+    }
+
+    /// A raw stream over regular files, one per CPU, holding `pages`: a read
+    /// gives a page, then end of file (a CPU read to empty).
+    fn raw_stream(dir: &Path, pages: &[Vec<Vec<u8>>]) -> RawStream {
+        let cpus = pages
+            .iter()
+            .enumerate()
+            .map(|(n, cpu_pages)| {
+                let path = dir.join(format!("cpu{n}"));
+                fs::write(&path, cpu_pages.concat()).unwrap();
+                RawCpu {
+                    cpu: n as u32,
+                    file: File::open(&path).unwrap(),
+                    path,
+                    name: format!("per_cpu/cpu{n}/trace_pipe_raw"),
+                    pages: 0,
+                    records: 0,
+                    last_time: 0,
+                    watermark: 0,
+                    gone: false,
+                    held: VecDeque::new(),
+                }
+            })
+            .collect();
+        RawStream {
+            cpus,
+            layout: layout(),
+            decoder: decoder(),
+            page: vec![0; layout().page_size],
+            missed: 0,
+            uncounted_marks: 0,
+        }
+    }
+
+    /// One page of records `(time, record bytes)`, deltas from the first.
+    fn page(records: &[(u64, Vec<u8>)], missed: Option<Option<u64>>) -> Vec<u8> {
+        let first = records.first().map_or(0, |r| r.0);
+        let mut pb = PageBuilder::new(first);
+        let mut last = first;
+        for (t, rec) in records {
+            pb.record((t - last) as u32, rec);
+            last = *t;
+        }
+        pb.build(&layout(), missed)
+    }
+
+    #[test]
+    fn cpus_merge_so_completions_on_another_cpu_find_their_issue() {
+        let (issue, complete, _) = formats();
+        let base = 5_000_000_123u64;
+        // Request A issued on CPU 0, completed on CPU 1; B the other way round.
+        let cpu0 = page(
+            &[
+                (base, record(&issue, LOOP0, 800, 8, "R", 10)),
+                (base + 2_617, record(&complete, LOOP0, 1600, 16, "W", 0)),
+            ],
+            None,
+        );
+        let cpu1 = page(
+            &[
+                (base + 1_501, record(&complete, LOOP0, 800, 8, "R", 0)),
+                (base + 2_003, record(&issue, LOOP0, 1600, 16, "W", 11)),
+            ],
+            None,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = raw_stream(dir.path(), &[vec![cpu0], vec![cpu1]]);
+        let mut out: Vec<trace_format::IoRecord> = Vec::new();
+        let mut n = Normaliser::new(NormaliseOptions::default(), &mut out);
+        assert_eq!(raw.read_round(&mut n).unwrap(), PipeRead::Empty);
+        raw.release(u64::MAX, &mut n).unwrap();
+        let outcome = n.finish().unwrap();
+        assert!(
+            outcome.tail.notes.iter().all(|(_, c)| *c == 0),
+            "{:?}",
+            outcome.tail.notes
+        );
+        let got: Vec<(u64, u64, Option<u64>)> = out
+            .iter()
+            .map(|r| (r.time.0, r.offset.0, r.latency.map(|l| l.0)))
+            .collect();
+        // Nanosecond times and latencies, relative to the first event.
+        assert_eq!(
+            got,
+            vec![(0, 800 * 512, Some(1_501)), (2_003, 1600 * 512, Some(614))]
+        );
+    }
+
+    #[test]
+    fn a_cpu_not_read_to_empty_holds_back_later_events_of_the_others() {
+        let (issue, _, _) = formats();
+        let base = 1_000_000u64;
+        // CPU 0: one more page than a turn reads, one issue per page, 10 us apart.
+        let cpu0: Vec<Vec<u8>> = (0..=PAGES_PER_TURN as u64)
+            .map(|k| {
+                page(
+                    &[(base + k * 10_000, record(&issue, LOOP0, k * 8, 8, "R", 1))],
+                    None,
+                )
+            })
+            .collect();
+        // CPU 1: one issue early in CPU 0's span, one after all of it.
+        let cpu1 = page(
+            &[
+                (base + 5_000, record(&issue, LOOP0, 90_000, 8, "R", 2)),
+                (base + 10_000_000, record(&issue, LOOP0, 91_000, 8, "R", 2)),
+            ],
+            None,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = raw_stream(dir.path(), &[cpu0, vec![cpu1]]);
+        let mut sink = Collected::default();
+        assert_eq!(raw.read_round(&mut sink).unwrap(), PipeRead::Data);
+        let last_read = base + (PAGES_PER_TURN as u64 - 1) * 10_000;
+        let times: Vec<u64> = sink.events.iter().map(|e| e.time.0).collect();
+        assert_eq!(times.len(), PAGES_PER_TURN + 1, "{times:?}");
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+        assert_eq!(times.last(), Some(&last_read));
+        assert!(times.contains(&(base + 5_000)));
+        // The second round reads CPU 0 to empty: everything is released.
+        assert_eq!(raw.read_round(&mut sink).unwrap(), PipeRead::Empty);
+        let times: Vec<u64> = sink.events.iter().map(|e| e.time.0).collect();
+        assert_eq!(times.len(), PAGES_PER_TURN + 3);
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+        assert_eq!(times.last(), Some(&(base + 10_000_000)));
+        assert!(sink.bad.is_empty());
+    }
+
+    #[test]
+    fn lost_event_marks_and_corrupt_pages_are_reported() {
+        let (issue, _, _) = formats();
+        let rec = record(&issue, LOOP0, 8, 8, "R", 1);
+        let counted = page(&[(1_000, rec.clone())], Some(Some(250)));
+        let uncounted = page(&[(2_000, rec.clone())], Some(None));
+        let mut corrupt = page(&[(3_000, rec.clone()), (3_100, rec.clone())], None);
+        // The second record's header: a long record that runs off the page.
+        let second = layout().data_offset + 4 + rec.len().div_ceil(4) * 4;
+        corrupt[second..second + 4].copy_from_slice(&0u32.to_ne_bytes());
+        corrupt[second + 4..second + 8].copy_from_slice(&9_000u32.to_ne_bytes());
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = raw_stream(dir.path(), &[vec![], vec![counted, uncounted, corrupt]]);
+        let mut sink = Collected::default();
+        raw.read_round(&mut sink).unwrap();
+        assert_eq!((raw.missed, raw.uncounted_marks), (250, 1));
+        assert_eq!(sink.notes.get(tracefs::note::LOST_EVENTS), Some(&250));
+        assert_eq!(sink.notes.get(tracefs::note::LOST_LINES), Some(&2));
+        // The records before the corruption are kept.
+        assert_eq!(sink.events.len(), 3);
+        assert_eq!(sink.bad.len(), 1, "{:?}", sink.bad);
+        let (at, reason) = &sink.bad[0];
+        let byte = 2 * 4096 + second;
+        assert_eq!(
+            at,
+            &format!("per_cpu/cpu1/trace_pipe_raw: record 3 (byte {byte})")
+        );
+        assert!(
+            reason.starts_with(&format!(
+                "CPU 1 ring buffer, page 2, byte {second}: a record"
+            )),
+            "{reason}"
+        );
     }
 }

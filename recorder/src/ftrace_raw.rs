@@ -926,18 +926,19 @@ impl BlockDecoder {
     }
 }
 
+/// Format files and page building shared by the decoder's tests and the
+/// capture's merge tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod testing {
     use super::*;
-    use trace_format::{Bytes, Flags, Op};
 
     // The files of Linux 6.18 (x86-64), as tracefs prints them.
-    const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
+    pub(crate) const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;
 \tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;
 \tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;
 \tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;
 ";
-    const HEADER_EVENT: &str = "# compressed entry header
+    pub(crate) const HEADER_EVENT: &str = "# compressed entry header
 \ttype_len    :    5 bits
 \ttime_delta  :   27 bits
 \tarray       :   32 bits
@@ -947,7 +948,7 @@ mod tests {
 \ttime_stamp : type == 31
 \tdata max type_len  == 28
 ";
-    const ISSUE: &str = "name: block_rq_issue
+    pub(crate) const ISSUE: &str = "name: block_rq_issue
 ID: 2104
 format:
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
@@ -966,7 +967,7 @@ format:
 
 print fmt: \"%d,%d %s %u (%s) %llu + %u %s,%u,%u [%s]\", REC->dev
 ";
-    const COMPLETE: &str = "name: block_rq_complete
+    pub(crate) const COMPLETE: &str = "name: block_rq_complete
 ID: 2107
 format:
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
@@ -984,7 +985,7 @@ format:
 
 print fmt: \"%d,%d %s (%s) %llu + %u %s,%u,%u [%d]\", REC->dev
 ";
-    const REQUEUE: &str = "name: block_rq_requeue
+    pub(crate) const REQUEUE: &str = "name: block_rq_requeue
 ID: 2108
 format:
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
@@ -1003,7 +1004,7 @@ print fmt: \"%d,%d %s (%s) %llu + %u %s,%u,%u [%d]\", REC->dev
 ";
     /// An older layout (no ioprio, 8-byte rwbs, the error before rwbs moved)
     /// to show offsets come from the file, not from this code.
-    const COMPLETE_OLD: &str = "name: block_rq_complete
+    pub(crate) const COMPLETE_OLD: &str = "name: block_rq_complete
 ID: 1177
 format:
 \tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
@@ -1020,7 +1021,7 @@ format:
 \tfield:__data_loc char[] cmd;\toffset:44;\tsize:4;\tsigned:1;
 ";
 
-    fn formats() -> (EventFormat, EventFormat, EventFormat) {
+    pub(crate) fn formats() -> (EventFormat, EventFormat, EventFormat) {
         (
             parse_event_format("issue/format", ISSUE).unwrap(),
             parse_event_format("complete/format", COMPLETE).unwrap(),
@@ -1028,17 +1029,17 @@ format:
         )
     }
 
-    fn decoder() -> BlockDecoder {
+    pub(crate) fn decoder() -> BlockDecoder {
         let (i, c, r) = formats();
         BlockDecoder::new(&[("i", &i), ("c", &c), ("r", &r)]).unwrap()
     }
 
-    fn layout() -> PageLayout {
+    pub(crate) fn layout() -> PageLayout {
         parse_header_page("events/header_page", HEADER_PAGE).unwrap()
     }
 
     /// Writes a field's value into a record at the place its format gives.
-    fn put(rec: &mut [u8], format: &EventFormat, name: &str, value: u64) {
+    pub(crate) fn put(rec: &mut [u8], format: &EventFormat, name: &str, value: u64) {
         let f = format.field(name).unwrap();
         let bytes = value.to_ne_bytes();
         let bytes = if cfg!(target_endian = "big") {
@@ -1049,7 +1050,7 @@ format:
         rec[f.offset..f.offset + f.size].copy_from_slice(bytes);
     }
 
-    fn put_str(rec: &mut [u8], format: &EventFormat, name: &str, value: &str) {
+    pub(crate) fn put_str(rec: &mut [u8], format: &EventFormat, name: &str, value: &str) {
         let f = format.field(name).unwrap();
         rec[f.offset..f.offset + f.size].fill(0);
         rec[f.offset..f.offset + value.len()].copy_from_slice(value.as_bytes());
@@ -1057,7 +1058,7 @@ format:
 
     /// A block request record built from its format: the size is the last
     /// field's end, plus the (empty) `cmd` string.
-    fn record(
+    pub(crate) fn record(
         format: &EventFormat,
         dev: u64,
         sector: u64,
@@ -1087,7 +1088,7 @@ format:
         rec
     }
 
-    fn header_word(type_len: u32, delta: u32) -> u32 {
+    pub(crate) fn header_word(type_len: u32, delta: u32) -> u32 {
         if cfg!(target_endian = "big") {
             (type_len << TIME_DELTA_BITS) | delta
         } else {
@@ -1096,24 +1097,24 @@ format:
     }
 
     /// Builds a page byte by byte, as the kernel lays it out.
-    struct PageBuilder {
-        data: Vec<u8>,
-        timestamp: u64,
+    pub(crate) struct PageBuilder {
+        pub(crate) data: Vec<u8>,
+        pub(crate) timestamp: u64,
     }
 
     impl PageBuilder {
-        fn new(timestamp: u64) -> Self {
+        pub(crate) fn new(timestamp: u64) -> Self {
             PageBuilder {
                 data: Vec::new(),
                 timestamp,
             }
         }
-        fn word(&mut self, w: u32) -> &mut Self {
+        pub(crate) fn word(&mut self, w: u32) -> &mut Self {
             self.data.extend_from_slice(&w.to_ne_bytes());
             self
         }
         /// A data record: short form when it fits 28 words, else the length word.
-        fn record(&mut self, delta: u32, payload: &[u8]) -> &mut Self {
+        pub(crate) fn record(&mut self, delta: u32, payload: &[u8]) -> &mut Self {
             let padded = payload.len().div_ceil(4) * 4;
             if padded <= 4 * TYPE_DATA_MAX as usize && !payload.is_empty() {
                 self.word(header_word((padded / 4) as u32, delta));
@@ -1126,15 +1127,15 @@ format:
                 .resize(self.data.len() + padded - payload.len(), 0);
             self
         }
-        fn extend(&mut self, delta: u64) -> &mut Self {
+        pub(crate) fn extend(&mut self, delta: u64) -> &mut Self {
             self.word(header_word(TYPE_TIME_EXTEND, (delta & 0x7ff_ffff) as u32));
             self.word((delta >> TIME_DELTA_BITS) as u32)
         }
-        fn stamp(&mut self, time: u64) -> &mut Self {
+        pub(crate) fn stamp(&mut self, time: u64) -> &mut Self {
             self.word(header_word(TYPE_TIME_STAMP, (time & 0x7ff_ffff) as u32));
             self.word(((time >> TIME_DELTA_BITS) & 0xffff_ffff) as u32)
         }
-        fn padding(&mut self, delta: u32, len: u32) -> &mut Self {
+        pub(crate) fn padding(&mut self, delta: u32, len: u32) -> &mut Self {
             self.word(header_word(TYPE_PADDING, delta));
             self.word(len);
             self.data.resize(self.data.len() + len as usize - 4, 0xee);
@@ -1142,7 +1143,7 @@ format:
         }
         /// The page as `trace_pipe_raw` returns it: header, data, lost count,
         /// zeros to the page size.
-        fn build(&self, layout: &PageLayout, missed: Option<Option<u64>>) -> Vec<u8> {
+        pub(crate) fn build(&self, layout: &PageLayout, missed: Option<Option<u64>>) -> Vec<u8> {
             let mut page = vec![0u8; layout.page_size];
             page[0..8].copy_from_slice(&self.timestamp.to_ne_bytes());
             let mut commit = self.data.len() as u64;
@@ -1161,7 +1162,7 @@ format:
         }
     }
 
-    fn events(page: &[u8], cpu: u32) -> Result<Vec<(u64, Parsed)>, PageError> {
+    pub(crate) fn events(page: &[u8], cpu: u32) -> Result<Vec<(u64, Parsed)>, PageError> {
         let d = decoder();
         let p = open_page(&layout(), page, cpu, 7)?;
         p.records()
@@ -1174,14 +1175,21 @@ format:
             .collect()
     }
 
-    fn event(parsed: &Parsed) -> crate::event::BlockEvent {
+    pub(crate) fn event(parsed: &Parsed) -> crate::event::BlockEvent {
         match parsed {
             Parsed::Event(e) => *e,
             other => panic!("not an event: {other:?}"),
         }
     }
 
-    const LOOP0: u64 = 7 << 20;
+    pub(crate) const LOOP0: u64 = 7 << 20;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::*;
+    use super::*;
+    use trace_format::{Bytes, Flags, Op};
 
     #[test]
     fn format_files_parse() {
