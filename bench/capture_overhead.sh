@@ -4,8 +4,11 @@
 #   usage: bash bench/capture_overhead.sh [RUNS]        (root; RUNS defaults to 3)
 #
 # A loop device (direct I/O) over an image in /var/tmp takes fio 4 KiB random
-# reads at QD32 (io_uring, O_DIRECT, 5 s), three ways per run, in rotating order:
+# reads at QD32 (io_uring, O_DIRECT, 5 s), four ways per run, in rotating order:
 #   alone    fio only;
+#   kernel   fio with the capture's tracing set up by hand (a private instance,
+#            mono clock, the three block_rq events filtered on the device) and
+#            nothing reading it: the kernel's share of the cost;
 #   raw      fio while `tracemark capture --device LOOP --duration 7s` runs
 #            (the default reader: per-CPU trace_pipe_raw);
 #   text     the same with the hidden `--text-pipe` (the text trace_pipe).
@@ -34,7 +37,14 @@ flock -w 600 9 || die "another user holds /tmp/tracemark-tests-tracefs.lock"
 WORK=$(mktemp -d /var/tmp/tracemark-capbench.XXXXXX)
 LOOP=""
 CAPTURE_PID=""
+INSTANCE=""
 cleanup() {
+    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
+        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
+        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
+        rmdir "$INSTANCE" 2>/dev/null || true
+    fi
+    release_tracefs
     if [ -n "$CAPTURE_PID" ]; then
         kill -INT "$CAPTURE_PID" 2>/dev/null || true
         wait "$CAPTURE_PID" 2>/dev/null || true
@@ -68,6 +78,30 @@ run_case() {
         echo "$(fio_iops "$dir/fio.json") - - -" >> "$WORK/$name"
         return
     fi
+    if [ "$name" = kernel ]; then
+        ensure_tracefs
+        INSTANCE=$TRACEFS/instances/tracemark-capbench-$$
+        mkdir "$INSTANCE"
+        echo 0 > "$INSTANCE/tracing_on"
+        echo mono > "$INSTANCE/trace_clock"
+        echo 65536 > "$INSTANCE/buffer_size_kb"
+        local majmin dev_t
+        majmin=$(cat "/sys/block/$(basename "$LOOP")/dev")
+        dev_t=$(( (${majmin%%:*} << 20) | ${majmin##*:} ))
+        for ev in block_rq_issue block_rq_complete block_rq_requeue; do
+            echo "dev == $dev_t" > "$INSTANCE/events/block/$ev/filter"
+            echo 1 > "$INSTANCE/events/block/$ev/enable"
+        done
+        echo 1 > "$INSTANCE/tracing_on"
+        run_fio "$dir/fio.json"
+        echo 0 > "$INSTANCE/tracing_on"
+        echo 0 > "$INSTANCE/events/enable"
+        rmdir "$INSTANCE"
+        INSTANCE=""
+        release_tracefs
+        echo "$(fio_iops "$dir/fio.json") - - -" >> "$WORK/$name"
+        return
+    fi
     local extra=()
     [ "$name" = text ] && extra=(--text-pipe)
     /usr/bin/time -v -o "$dir/time" "$TRACEMARK" capture --device "$LOOP" --duration 7s \
@@ -94,10 +128,10 @@ run_case() {
     echo "$(fio_iops "$dir/fio.json") $ios $lost $cpu" >> "$WORK/$name"
 }
 
-CASES=(alone raw text)
+CASES=(alone kernel raw text)
 for run in $(seq "$RUNS"); do
     # Rotate the order so no case always runs first (cache, turbo, thermal).
-    shift_by=$(( (run - 1) % 3 ))
+    shift_by=$(( (run - 1) % ${#CASES[@]} ))
     order=("${CASES[@]:$shift_by}" "${CASES[@]:0:$shift_by}")
     for name in "${order[@]}"; do
         run_case "$name" "$run"
@@ -112,6 +146,8 @@ echo
 echo "capture overhead: fio randread 4k QD32 io_uring O_DIRECT 5 s on $LOOP (${IMG_MIB} MiB image), medians of $RUNS"
 printf '%-8s %10s %8s %12s %8s %12s\n' case "fio IOPS" "vs alone" "I/Os kept" lost "capture CPU"
 printf '%-8s %10s %8s %12s %8s %12s\n' alone "$base" 1.000 - - -
+kernel=$(column_median kernel 1)
+printf '%-8s %10s %8s %12s %8s %12s\n' kernel "$kernel" "$(ratio "$kernel" "$base")" - - -
 for name in raw text; do
     iops=$(column_median "$name" 1)
     printf '%-8s %10s %8s %12s %8s %11ss\n' "$name" "$iops" "$(ratio "$iops" "$base")" \

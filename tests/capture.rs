@@ -429,3 +429,190 @@ fn capture_refuses_what_it_cannot_trace() {
     );
     assert!(!Path::new("/tmp/never.tmt").exists());
 }
+
+/// Runs `tracemark capture` on `dev` around `script` with `extra` options;
+/// returns (stdout, stderr) after checking it succeeded.
+fn capture_script(dev: &Path, out: &Path, extra: &[&str], script: &str) -> (String, String) {
+    let run = tracemark()
+        .args(["capture", "--device"])
+        .arg(dev)
+        .arg("-o")
+        .arg(out)
+        .args(extra)
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&run.stderr).to_string();
+    assert!(run.status.success(), "capture failed: {stdout}\n{stderr}");
+    (stdout, stderr)
+}
+
+fn note(path: &Path, key: &str) -> Option<u64> {
+    TraceFile::open(path)
+        .unwrap()
+        .footer()
+        .tail
+        .notes
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, n)| *n)
+}
+
+#[test]
+fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() {
+    let test = "ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe";
+    if !require_root(test) {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    let before = snapshot(&lock.root);
+
+    // (op, offset, size, count), one I/O at a time.
+    let plan: [(Op, u64, u64, u64); 7] = [
+        (Op::Write, 3 * MIB, 4 * KIB, 4),
+        (Op::Write, 10 * MIB, 64 * KIB, 2),
+        (Op::Read, 3 * MIB, 4 * KIB, 4),
+        (Op::Write, 40 * MIB + 512 * KIB, 8 * KIB, 3),
+        (Op::Read, 10 * MIB, 128 * KIB, 1),
+        (Op::Read, 50 * MIB, 16 * KIB, 5),
+        (Op::Write, 63 * MIB, 32 * KIB, 2),
+    ];
+    let mut script = Vec::new();
+    let mut expected = Vec::new();
+    for &(op, offset, bs, count) in &plan {
+        script.push(dd(&dev.path, op, offset, bs, count));
+        for i in 0..count {
+            expected.push((op, offset + i * bs, bs));
+        }
+    }
+    let script = script.join(" && ");
+
+    // The binary ring buffer (the default).
+    let raw_out = dir.path().join("raw.tmt");
+    let (stdout, stderr) = capture_script(&dev.path, &raw_out, &[], &script);
+    assert!(
+        stdout.contains("read from the binary ring buffer, ns times"),
+        "{stdout}"
+    );
+    assert!(!stderr.contains("trace_pipe"), "fell back: {stderr}");
+    assert!(stdout.contains("lost events: 0"), "{stdout}");
+    assert_restored(&before, &snapshot(&lock.root));
+    let raw = records(&raw_out);
+    let got: Vec<(Op, u64, u64)> = raw.iter().map(|r| (r.op, r.offset.0, r.len.0)).collect();
+    assert_eq!(
+        got, expected,
+        "ring buffer capture differs from the workload"
+    );
+    assert!(raw.windows(2).all(|w| w[0].time <= w[1].time));
+    // Nanosecond resolution: with 21 I/Os, times and latencies that are all
+    // whole microseconds would mean microsecond data.
+    let mut values: Vec<u64> = raw.iter().skip(1).map(|r| r.time.0).collect();
+    for r in &raw {
+        let lat = r.latency.expect("latency missing").0;
+        assert!(lat > 0 && lat < 5_000_000_000, "latency {lat}");
+        values.push(lat);
+    }
+    let whole_us = values.iter().filter(|v| *v % 1000 == 0).count();
+    assert!(
+        whole_us < values.len() / 4,
+        "{whole_us} of {} times and latencies are whole microseconds: {values:?}",
+        values.len()
+    );
+    assert_eq!(
+        TraceFile::open(&raw_out)
+            .unwrap()
+            .footer()
+            .tail
+            .skipped
+            .count,
+        0
+    );
+
+    // The text pipe on the same pattern: the same I/Os, microsecond times.
+    let text_out = dir.path().join("text.tmt");
+    let (stdout, stderr) = capture_script(&dev.path, &text_out, &["--text-pipe"], &script);
+    assert!(
+        stdout.contains("read from the text trace_pipe, µs times"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("reading the text trace_pipe (asked for)"),
+        "{stderr}"
+    );
+    assert_restored(&before, &snapshot(&lock.root));
+    let text = records(&text_out);
+    let text_got: Vec<(Op, u64, u64)> = text.iter().map(|r| (r.op, r.offset.0, r.len.0)).collect();
+    assert_eq!(text_got, got, "the text pipe and the ring buffer disagree");
+    for r in &text {
+        assert_eq!(r.time.0 % 1000, 0, "{r:?}");
+        assert_eq!(r.latency.map(|l| l.0 % 1000), Some(0), "{r:?}");
+    }
+    drop(lock);
+}
+
+#[test]
+fn ring_buffer_capture_pairs_ios_across_cpus() {
+    let test = "ring_buffer_capture_pairs_ios_across_cpus";
+    if !require_root(test) || !common::require_tool(test, "taskset") {
+        return;
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    // One sequential O_DIRECT stream per CPU (up to 4), all at once, each in
+    // its own region: issues and completions land on every CPU.
+    let streams = cpus.clamp(2, 4) as u64;
+    let per_stream = 400u64;
+    let mut jobs = Vec::new();
+    let mut expected = Vec::new();
+    for s in 0..streams {
+        let op = if s % 2 == 0 { Op::Write } else { Op::Read };
+        let base = s * 12 * MIB;
+        let cpu = s as usize % cpus;
+        jobs.push(format!(
+            "taskset -c {cpu} {} &",
+            dd(&dev.path, op, base, 4 * KIB, per_stream)
+        ));
+        for i in 0..per_stream {
+            expected.push((op, base + i * 4 * KIB, 4 * KIB));
+        }
+    }
+    let script = format!("{} wait", jobs.join(" "));
+    let out = dir.path().join("cpus.tmt");
+    let (stdout, _) = capture_script(&dev.path, &out, &[], &script);
+    assert!(stdout.contains("binary ring buffer"), "{stdout}");
+    assert!(stdout.contains("lost events: 0"), "{stdout}");
+    let recs = records(&out);
+    let mut got: Vec<(Op, u64, u64)> = recs.iter().map(|r| (r.op, r.offset.0, r.len.0)).collect();
+    got.sort_by_key(|&(op, off, len)| (off, len, op == Op::Write));
+    expected.sort_by_key(|&(op, off, len)| (off, len, op == Op::Write));
+    assert_eq!(got.len(), expected.len());
+    assert_eq!(got, expected);
+    assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
+    assert!(
+        recs.iter().all(|r| r.latency.is_some()),
+        "a request lost its completion"
+    );
+    for key in [
+        "completions without a matching request",
+        "requests without a completion (no latency)",
+        "records moved later to keep time order",
+    ] {
+        assert_eq!(note(&out, key).unwrap_or(0), 0, "{key}");
+    }
+    drop(lock);
+}
+
+#[test]
+fn capture_help_names_the_readers_and_hides_text_pipe() {
+    let run = tracemark().args(["capture", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success());
+    assert!(help.contains("nanosecond resolution"), "{help}");
+    assert!(help.contains("microsecond resolution"), "{help}");
+    assert!(!help.contains("--text-pipe"), "{help}");
+}
