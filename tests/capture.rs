@@ -616,3 +616,87 @@ fn capture_help_names_the_readers_and_hides_text_pipe() {
     assert!(help.contains("microsecond resolution"), "{help}");
     assert!(!help.contains("--text-pipe"), "{help}");
 }
+
+#[test]
+fn lost_events_are_reported_from_the_stats_and_the_pages() {
+    let test = "lost_events_are_reported_from_the_stats_and_the_pages";
+    if !require_root(test) {
+        return;
+    }
+    let lock = TracefsLock::acquire().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let dev = LoopDevice::new(dir.path(), 256).unwrap();
+    let before = snapshot(&lock.root);
+    let out = dir.path().join("lost.tmt");
+    // A 1 MiB buffer per CPU and a reader stopped while 50,000 reads
+    // (100,000 events) go by: the kernel must overwrite events.
+    let mut child = tracemark()
+        .args([
+            "capture",
+            "--buffer-mb",
+            "1",
+            "--duration",
+            "60s",
+            "--device",
+        ])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.contains("tracing"), "{first}");
+    let pid = child.id() as libc::pid_t;
+    // SAFETY: signals our own child process.
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    let st = std::process::Command::new("sh")
+        .args(["-c", &dd(&dev.path, Op::Read, 0, 4 * KIB, 50_000)])
+        .status();
+    // SAFETY: as above; the child continues whatever dd did.
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(st.unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    assert!(status.success(), "{stdout}\n{rest}");
+    assert!(stdout.contains("binary ring buffer"), "{stdout}");
+    assert_restored(&before, &snapshot(&lock.root));
+
+    let lost: u64 = stdout
+        .split("lost events: ")
+        .nth(1)
+        .and_then(|s| s.split(';').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no lost count in {stdout}"));
+    assert!(lost > 0, "nothing lost: {stdout}");
+    assert!(
+        rest.contains(&format!("warning: the kernel lost {lost} event(s)")),
+        "{rest}"
+    );
+    // The kernel's statistics and the pages' lost-event counts agree, and
+    // both are in the trace.
+    let overrun = note(&out, "lost events (ring buffer overrun)");
+    let marked = note(&out, "tracefs: events lost to buffer overruns");
+    assert_eq!(overrun, Some(lost));
+    assert_eq!(marked, Some(lost), "page marks differ from the stats");
+    // What was kept plus what was lost covers the workload: each read is an
+    // issue and a completion.
+    let kept = records(&out).len() as u64;
+    let unmatched = note(&out, "completions without a matching request").unwrap_or(0);
+    let no_completion = note(&out, "requests without a completion (no latency)").unwrap_or(0);
+    assert_eq!(
+        2 * kept - no_completion + unmatched + lost,
+        2 * 50_000,
+        "kept {kept}, unmatched completions {unmatched}, no completion {no_completion}, lost {lost}"
+    );
+    drop(lock);
+}
