@@ -11,8 +11,9 @@
 //!   global tracer. Without instance support the top level is used and every
 //!   file written there is restored;
 //! - the instance's binary ring buffer is read while the capture runs: each
-//!   CPU's `per_cpu/cpuN/trace_pipe_raw`, a page at a time (non-blocking,
-//!   polled), decoded by [`crate::ftrace_raw`] by the layouts the kernel's
+//!   CPU's `per_cpu/cpuN/trace_pipe_raw`, a page at a time (non-blocking; when
+//!   every CPU is read to empty it sleeps 20 ms so pages fill),
+//!   decoded by [`crate::ftrace_raw`] by the layouts the kernel's
 //!   format files give. The CPUs' streams are merged in time order behind a
 //!   watermark (below), and the events fed through the [`Normaliser`] into a
 //!   [`TraceWriter`]: memory stays flat however long the capture runs;
@@ -21,7 +22,7 @@
 //!   for it, the text `trace_pipe` is read instead, each line parsed by
 //!   [`crate::tracefs::parse_line`]; the capture's messages say so;
 //! - it stops when the duration has passed, the command it started has exited,
-//!   or on SIGINT/SIGTERM; tracing is then switched off, the pipe drained, the
+//!   or on SIGINT/SIGTERM; tracing is then switched off, the buffers drained, the
 //!   per-CPU buffer statistics read for lost events, and the trace renamed into
 //!   place. Every setting is restored by guards, also on errors and panics.
 //!
@@ -41,9 +42,9 @@
 //! are in time order; each read round notes the monotonic clock before it
 //! starts, and a CPU read to empty in that round has every event stamped
 //! before that time (less [`COMMIT_SLACK_NS`] for events still being
-//! written) already read. Events are held in a heap and released, in time
-//! order, up to the lowest such watermark over the CPUs (a CPU not read to
-//! empty counts up to its last event). A completion is written after its
+//! written) already read. Events are held in per-CPU queues and released, in
+//! time order (a merge of the queues), up to the lowest such watermark over
+//! the CPUs (a CPU not read to empty counts up to its last event). A completion is written after its
 //! issue was committed, so it is never released before that issue.
 //!
 //! Lost events: the kernel's per-CPU `stats` (overruns, dropped events) and
