@@ -120,9 +120,21 @@ punts() { # LABEL CMD...
     awk -F, -v l="$label" '/queue_async_work/ { a = $1 } /submit_req/ { s = $1 }
         END { printf "%s: %s of %s io_uring submissions punted to io-wq workers\n", l, a, s }' "$WORK/perf.txt"
 }
+# Where the CPU goes: share of all CPU samples (both cores, whole run) per
+# thread kind; iou-wrk-* are the io-wq workers doing zram's synchronous copy.
+cpu_split() { # LABEL CMD...
+    local label=$1; shift
+    command -v perf >/dev/null || return 0
+    perf record -a -q -F 997 -o "$WORK/perf.data" -- "$@" >/dev/null 2>&1 || { echo "$label: perf record failed"; return; }
+    perf report -i "$WORK/perf.data" --no-children --sort comm -q -g none 2>/dev/null \
+        | awk -v l="$label" '{ c = $2; sub(/-[0-9]+$/, "-*", c); s[c] += $1 }
+            END { printf "%s: CPU samples by thread:", l; for (c in s) if (s[c] >= 1) printf " %s %.0f%%", c, s[c]; printf "\n" }'
+}
 echo "# io_uring path (perf stat, one untimed run each):"
 punts "tracemark compressed QD32" "${TM_REPLAY[@]}" "$WORK/rr32.tmt" --mode compressed --queue-depth 32
 punts "fio io_uring randread QD32" fio --name=randread --filename="$DEV" --rw=randread --bs=4k --iodepth=32 --size="${SPAN_MIB}M" --io_size=$((IOS_B32 * 4))k --norandommap --randrepeat=0 "${FIO_COMMON[@]}"
+cpu_split "tracemark compressed 70/30 QD32" "${TM_REPLAY[@]}" "$WORK/mix.tmt" --mode compressed --queue-depth 32
+cpu_split "fio iolog replay 70/30 QD32" fio --name=replay --read_iolog="$WORK/mix.iolog" --replay_redirect="$DEV" --iodepth=32 --replay_no_stall=1 "${FIO_COMMON[@]}"
 
 # Tracing for (c): a private tracefs instance so other tracing users are not disturbed.
 ensure_tracefs
