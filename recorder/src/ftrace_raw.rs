@@ -15,8 +15,10 @@
 //!   a time extend (a delta too large for 27 bits), 31 an absolute timestamp.
 //!   The header is checked against these values, not assumed;
 //! - each event's `format` file gives the offset, size and signedness of its
-//!   fields ([`EventFormat`]); [`BlockDecoder`] reads `block_rq_issue`,
-//!   `block_rq_complete` and `block_rq_requeue` records by name through them,
+//!   fields ([`EventFormat`]); [`BlockDecoder`] reads the request events
+//!   `block_rq_issue`, `block_rq_complete` and `block_rq_requeue`, and the bio
+//!   events `block_bio_queue` and `block_bio_complete` (what bio-based devices
+//!   such as zram, device-mapper and md report instead), by name through them,
 //!   so a kernel that moves or resizes a field is still read correctly.
 //!
 //! The ring buffer is in the host's byte order. Times are in the instance's
@@ -652,7 +654,7 @@ impl<'p> Iterator for Records<'p> {
 }
 
 // ---------------------------------------------------------------------------
-// block request records
+// block request and bio records
 
 /// A field the decoder reads: where, how wide, signed or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -714,20 +716,21 @@ impl Field {
     }
 }
 
-/// The fields of one block request event.
+/// The fields of one block event (a request or a bio event).
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct RequestLayout {
+struct EventLayout {
     id: u16,
     action: Action,
     dev: Field,
     sector: Field,
     nr_sector: Field,
     rwbs: Field,
-    /// Issue only: bytes of the request (also set for passthrough).
+    /// `block_rq_issue` only: bytes of the request (also set for passthrough).
     bytes: Option<Field>,
-    /// Complete only.
+    /// Completions only.
     error: Option<Field>,
-    /// The passthrough command (empty for normal requests).
+    /// Request events only: the passthrough command (empty for normal
+    /// requests).
     cmd: Option<Field>,
     pid: Option<Field>,
 }
@@ -735,13 +738,16 @@ struct RequestLayout {
 /// Note key for records of events the decoder does not know.
 pub const NOTE_OTHER_EVENT: &str = crate::tracefs::note::OTHER_EVENT;
 
-/// Decodes `block_rq_issue`, `block_rq_complete` and `block_rq_requeue`
-/// records into block events, by the field layout of each event's format file.
+/// Decodes `block_rq_issue`, `block_rq_complete`, `block_rq_requeue`,
+/// `block_bio_queue` and `block_bio_complete` records into block events, by
+/// the field layout of each event's format file. A bio queue event becomes a
+/// [`Action::Queue`] event, a bio completion a [`Action::Complete`] one, as
+/// blkparse's `Q` and `C`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockDecoder {
     /// `common_type`: which event a record is.
     common_type: Field,
-    layouts: Vec<RequestLayout>,
+    layouts: Vec<EventLayout>,
 }
 
 fn field_of(
@@ -783,20 +789,22 @@ const NUMBER_SIZES: [usize; 4] = [1, 2, 4, 8];
 
 impl BlockDecoder {
     /// Builds the decoder from parsed format files, each with the file name
-    /// for errors. `block_rq_issue` and `block_rq_complete` are required,
-    /// `block_rq_requeue` is used when given; other events are refused.
+    /// for errors. Events other than the five it reads are refused, and one
+    /// that starts an I/O (`block_rq_issue` or `block_bio_queue`) is needed;
+    /// which completions a capture needs is the capture's to check.
     pub fn new(formats: &[(&str, &EventFormat)]) -> Result<BlockDecoder, FormatError> {
         let mut common_type: Option<Field> = None;
         let mut layouts = Vec::new();
         for &(file, format) in formats {
             let action = match format.name.as_str() {
                 "block_rq_issue" => Action::Issue,
-                "block_rq_complete" => Action::Complete,
+                "block_rq_complete" | "block_bio_complete" => Action::Complete,
                 "block_rq_requeue" => Action::Requeue,
+                "block_bio_queue" => Action::Queue,
                 other => {
                     return Err(format_error(
                         file,
-                        format!("`{other}` is not a block request event this decoder reads"),
+                        format!("`{other}` is not a block event this decoder reads"),
                     ))
                 }
             };
@@ -811,7 +819,7 @@ impl BlockDecoder {
                     ))
                 }
             }
-            if layouts.iter().any(|l: &RequestLayout| l.id == format.id) {
+            if layouts.iter().any(|l: &EventLayout| l.id == format.id) {
                 return Err(format_error(
                     file,
                     format!("event id {} is used twice", format.id),
@@ -821,14 +829,14 @@ impl BlockDecoder {
             if rwbs.kind == FieldKind::Inline && rwbs.size == 0 {
                 return Err(format_error(file, "field `rwbs` is empty"));
             }
-            layouts.push(RequestLayout {
+            layouts.push(EventLayout {
                 id: format.id,
                 action,
                 dev: field_of(format, file, "dev", &[4, 8])?,
                 sector: field_of(format, file, "sector", &[4, 8])?,
                 nr_sector: field_of(format, file, "nr_sector", &[2, 4, 8])?,
                 rwbs,
-                bytes: if action == Action::Issue {
+                bytes: if format.name == "block_rq_issue" {
                     optional_field(format, file, "bytes", &NUMBER_SIZES)?
                 } else {
                     None
@@ -842,16 +850,14 @@ impl BlockDecoder {
                 pid: optional_field(format, file, "common_pid", &NUMBER_SIZES)?,
             });
         }
-        for (action, name) in [
-            (Action::Issue, "block_rq_issue"),
-            (Action::Complete, "block_rq_complete"),
-        ] {
-            if !layouts.iter().any(|l| l.action == action) {
-                return Err(format_error(
-                    "events/block",
-                    format!("the format of {name} is needed"),
-                ));
-            }
+        if !layouts
+            .iter()
+            .any(|l| matches!(l.action, Action::Issue | Action::Queue))
+        {
+            return Err(format_error(
+                "events/block",
+                "the format of block_rq_issue or block_bio_queue is needed",
+            ));
         }
         let common_type = common_type.ok_or_else(|| format_error("events/block", "no formats"))?;
         Ok(BlockDecoder {
@@ -1021,6 +1027,49 @@ format:
 \tfield:__data_loc char[] cmd;\toffset:44;\tsize:4;\tsigned:1;
 ";
 
+    /// The bio events of Linux 6.18 (x86-64): no `bytes`, no `cmd`; the
+    /// queue event has the task's `comm`, the completion an `error`.
+    pub(crate) const BIO_QUEUE: &str = "name: block_bio_queue
+ID: 2097
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:char rwbs[10];\toffset:28;\tsize:10;\tsigned:0;
+\tfield:char comm[16];\toffset:38;\tsize:16;\tsigned:0;
+
+print fmt: \"%d,%d %s %llu + %u [%s]\", ((unsigned int) ((REC->dev) >> 20))
+";
+    pub(crate) const BIO_COMPLETE: &str = "name: block_bio_complete
+ID: 2100
+format:
+\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;
+\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;
+\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;
+\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;
+
+\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;
+\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;
+\tfield:unsigned nr_sector;\toffset:24;\tsize:4;\tsigned:0;
+\tfield:int error;\toffset:28;\tsize:4;\tsigned:1;
+\tfield:char rwbs[10];\toffset:32;\tsize:10;\tsigned:0;
+
+print fmt: \"%d,%d %s %llu + %u [%d]\", ((unsigned int) ((REC->dev) >> 20))
+";
+
+    /// (block_bio_queue, block_bio_complete).
+    pub(crate) fn bio_formats() -> (EventFormat, EventFormat) {
+        (
+            parse_event_format("bio_queue/format", BIO_QUEUE).unwrap(),
+            parse_event_format("bio_complete/format", BIO_COMPLETE).unwrap(),
+        )
+    }
+
     pub(crate) fn formats() -> (EventFormat, EventFormat, EventFormat) {
         (
             parse_event_format("issue/format", ISSUE).unwrap(),
@@ -1029,9 +1078,11 @@ format:
         )
     }
 
+    /// A decoder of all five events.
     pub(crate) fn decoder() -> BlockDecoder {
         let (i, c, r) = formats();
-        BlockDecoder::new(&[("i", &i), ("c", &c), ("r", &r)]).unwrap()
+        let (q, bc) = bio_formats();
+        BlockDecoder::new(&[("i", &i), ("c", &c), ("r", &r), ("q", &q), ("bc", &bc)]).unwrap()
     }
 
     pub(crate) fn layout() -> PageLayout {
@@ -1056,8 +1107,8 @@ format:
         rec[f.offset..f.offset + value.len()].copy_from_slice(value.as_bytes());
     }
 
-    /// A block request record built from its format: the size is the last
-    /// field's end, plus the (empty) `cmd` string.
+    /// A block request or bio record built from its format: the size is the
+    /// last field's end, plus the (empty) `cmd` string where it has one.
     pub(crate) fn record(
         format: &EventFormat,
         dev: u64,
@@ -1083,8 +1134,10 @@ format:
         }
         put_str(&mut rec, format, "rwbs", rwbs);
         // cmd: one NUL byte at the end of the record.
-        let loc = (1u64 << 16) | end as u64;
-        put(&mut rec, format, "cmd", loc);
+        if format.field("cmd").is_some() {
+            let loc = (1u64 << 16) | end as u64;
+            put(&mut rec, format, "cmd", loc);
+        }
         rec
     }
 
@@ -1260,9 +1313,131 @@ mod tests {
         let (_, c, _) = formats();
         let e = BlockDecoder::new(&[("issue/format", &issue), ("c", &c)]).unwrap_err();
         assert_eq!(e.to_string(), "issue/format: no field `sector`");
-        let (i, _, _) = formats();
-        let e = BlockDecoder::new(&[("i", &i)]).unwrap_err();
-        assert!(e.to_string().contains("block_rq_complete"), "{e}");
+        // Completions alone start no I/O.
+        let (_, c, _) = formats();
+        let (_, bc) = bio_formats();
+        let e = BlockDecoder::new(&[("c", &c), ("bc", &bc)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "events/block: the format of block_rq_issue or block_bio_queue is needed"
+        );
+        // An event it does not read.
+        let split = BIO_QUEUE.replace("name: block_bio_queue", "name: block_split");
+        let split = parse_event_format("split/format", &split).unwrap();
+        let e = BlockDecoder::new(&[("split/format", &split)]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "split/format: `block_split` is not a block event this decoder reads"
+        );
+        // A bio format without a sector count.
+        let q = parse_event_format(
+            "q/format",
+            &BIO_QUEUE.replace("unsigned int nr_sector;", "unsigned int sectors;"),
+        )
+        .unwrap();
+        let e = BlockDecoder::new(&[("q/format", &q)]).unwrap_err();
+        assert_eq!(e.to_string(), "q/format: no field `nr_sector`");
+    }
+
+    #[test]
+    fn bio_records_decode_by_their_format_files() {
+        let (queue, complete) = bio_formats();
+        // The bio formats alone make a decoder (a bio-based device).
+        let d = BlockDecoder::new(&[("q", &queue), ("c", &complete)]).unwrap();
+        let rwbs = complete.field("rwbs").unwrap();
+        assert_eq!((rwbs.offset, rwbs.size), (32, 10));
+        assert!(queue.field("cmd").is_none() && queue.field("comm").is_some());
+
+        let zram0 = 253 << 20;
+        let rec = record(&queue, zram0, 800, 8, "WS", 24584);
+        assert_eq!(rec.len(), 55);
+        let e = event(&d.decode(Nanos(7), &rec).unwrap());
+        assert_eq!(
+            (e.action, e.device, e.op, e.flags),
+            (
+                Action::Queue,
+                DeviceId {
+                    major: 253,
+                    minor: 0
+                },
+                Op::Write,
+                Flags::SYNC
+            )
+        );
+        assert_eq!(
+            (e.offset, e.len, e.pid, e.time),
+            (Bytes(800 * 512), Bytes(4096), Some(24584), Nanos(7))
+        );
+
+        let mut rec = record(&complete, zram0, 20480, 2048, "RS", 24586);
+        put(&mut rec, &complete, "error", (-5i32) as u32 as u64);
+        let e = event(&d.decode(Nanos(9), &rec).unwrap());
+        assert_eq!(
+            (e.action, e.op, e.offset, e.len, e.error),
+            (
+                Action::Complete,
+                Op::Read,
+                Bytes(20480 * 512),
+                Bytes(1 << 20),
+                -5
+            )
+        );
+
+        // A flush bio: a write with a preflush and no data.
+        let rec = record(&queue, zram0, 0, 0, "FWS", 1);
+        let e = event(&d.decode(Nanos(1), &rec).unwrap());
+        assert_eq!(
+            (e.action, e.op, e.offset, e.len),
+            (Action::Queue, Op::Flush, Bytes(0), Bytes(0))
+        );
+        // A discard bio.
+        let rec = record(&queue, zram0, 64, 256, "DS", 1);
+        let e = event(&d.decode(Nanos(1), &rec).unwrap());
+        assert_eq!((e.op, e.len), (Op::Discard, Bytes(256 * 512)));
+        // A request event is another event for a bio-only decoder.
+        let (issue, _, _) = formats();
+        let rec = record(&issue, zram0, 0, 8, "R", 1);
+        assert_eq!(d.decode(Nanos(1), &rec), Ok(Parsed::Note(NOTE_OTHER_EVENT)));
+        // A cut-off bio record, and garbage in its RWBS.
+        let rec = record(&queue, zram0, 0, 8, "R", 1);
+        assert!(d
+            .decode(Nanos(1), &rec[..30])
+            .unwrap_err()
+            .contains("field `rwbs` (bytes 28..38) runs past the 30-byte record"));
+        let rec = record(&complete, zram0, 0, 8, "Rx", 1);
+        assert_eq!(
+            d.decode(Nanos(1), &rec).unwrap_err(),
+            "`Rx` is not an RWBS field"
+        );
+    }
+
+    #[test]
+    fn a_page_of_bio_events_gives_queues_and_completions_in_order() {
+        let (queue, complete) = bio_formats();
+        let zram0 = 253 << 20;
+        let base = 11_725_221_266_000u64;
+        let mut pb = PageBuilder::new(base);
+        pb.record(0, &record(&queue, zram0, 800, 8, "WS", 24584))
+            .record(19_000, &record(&complete, zram0, 800, 8, "WS", 24584))
+            .record(19_000, &record(&queue, zram0, 808, 8, "WS", 24584))
+            .record(6_000, &record(&complete, zram0, 808, 8, "WS", 24584));
+        let got = events(&pb.build(&layout(), None), 0).unwrap();
+        let seen: Vec<(u64, Action, u64)> = got
+            .iter()
+            .map(|(t, p)| {
+                let e = event(p);
+                (t - base, e.action, e.offset.0 / 512)
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (0, Action::Queue, 800),
+                (19_000, Action::Complete, 800),
+                (38_000, Action::Queue, 808),
+                (44_000, Action::Complete, 808),
+            ]
+        );
     }
 
     #[test]

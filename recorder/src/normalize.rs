@@ -806,6 +806,25 @@ impl<'o> Normaliser<'o> {
         group
     }
 
+    /// A completion of the very bio that was queued (a bio completion, or a
+    /// request made of one bio): the oldest queued bio at the same sector with
+    /// the same length. Concurrent bios of one sector then pair one by one,
+    /// where a range would give the first completion all of them.
+    fn take_queued_bio(&mut self, e: &BlockEvent, slot_offset: u64) -> Option<RecKey> {
+        if slot_offset == FLUSH_SLOT {
+            return None;
+        }
+        let slot = (e.device, slot_offset);
+        let queue = self.queued.get_mut(&slot)?;
+        let records = &self.records;
+        let at = queue
+            .iter()
+            .position(|k| records.get(k).is_some_and(|p| p.record.len == e.len))?;
+        let key = queue.remove(at);
+        self.cleanup_queued(slot);
+        key
+    }
+
     fn complete(&mut self, rel: Nanos, e: &BlockEvent, slot_offset: u64) {
         let key = (e.device, slot_offset);
         let group = match self.issued.get_mut(&key).and_then(|q| q.pop_front()) {
@@ -813,7 +832,10 @@ impl<'o> Normaliser<'o> {
                 self.cleanup_issued(key);
                 g
             }
-            None if self.mode == Mode::Queue => self.gather_queued(e, slot_offset),
+            None if self.mode == Mode::Queue => match self.take_queued_bio(e, slot_offset) {
+                Some(key) => vec![key],
+                None => self.gather_queued(e, slot_offset),
+            },
             None => Vec::new(),
         };
         if group.is_empty() {
@@ -1120,6 +1142,50 @@ mod tests {
                 (5, 5000, Some(25))
             ]
         );
+    }
+
+    #[test]
+    fn queue_mode_pairs_bio_completions_one_by_one() {
+        // Bio events only (a bio-based device): two bios of one sector in
+        // flight at once, and a request completion covering two bios.
+        let events = [
+            ev(0, Queue, Op::Read, 80, 8),
+            ev(1, Queue, Op::Read, 80, 8),
+            ev(2, Queue, Op::Read, 80, 16),
+            ev(3, Queue, Op::Write, 200, 8),
+            ev(4, Queue, Op::Write, 208, 8),
+            ev(10, Complete, Op::Read, 80, 8),
+            ev(12, Complete, Op::Read, 80, 16),
+            ev(15, Complete, Op::Read, 80, 8),
+            ev(20, Complete, Op::Write, 200, 16),
+        ];
+        let opts = NormaliseOptions {
+            event: Some(EventChoice::Queue),
+            ..Default::default()
+        };
+        let (recs, o) = run(opts, &events);
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.time.0 / 1000,
+                    r.len.0 / 512,
+                    r.latency.map(|l| l.0 / 1000),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, 8, Some(10)),
+                (1, 8, Some(14)),
+                (2, 16, Some(10)),
+                (3, 8, Some(17)),
+                (4, 8, Some(16)),
+            ]
+        );
+        assert_eq!(note_count(&o, note::UNMATCHED_COMPLETION), 0);
+        assert!(o.messages.is_empty(), "{:?}", o.messages);
     }
 
     #[test]
