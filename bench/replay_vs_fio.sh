@@ -12,6 +12,10 @@
 #     realtime against fio's timed iolog replay; issue lateness measured from
 #     outside with tracefs block_bio_queue (zram is bio-based: block_rq_issue
 #     never fires for it) and bench/lateness.py.
+# (a') the same as (a) on a loop device over a file in /dev/shm: a RAM-speed
+#     device that takes non-blocking I/O, so io_uring issues inline (the path
+#     of an NVMe drive) and the engines' own cost weighs more; skipped when
+#     /dev/shm has no room (LOOP_SHM=0 skips it too).
 # Each is run RUNS times (alternating tracemark and fio); medians are printed.
 # Sizes can be changed with IOS_A, IOS_B1, IOS_B32, IOS_C, SPAN_MIB.
 # zram0 is used as found when it has a size (and left so); when its disksize is
@@ -39,6 +43,8 @@ exec 9>/tmp/tracemark-bench-zram0.lock
 flock -w 600 9 || die "another benchmark holds /tmp/tracemark-bench-zram0.lock"
 
 ZRAM_SIZED_HERE=0
+SHM_LOOP=""
+SHM_IMG=""
 WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
 INSTANCE=""
 cleanup() {
@@ -49,6 +55,8 @@ cleanup() {
     fi
     release_tracefs
     [ "$ZRAM_SIZED_HERE" = 1 ] && echo 1 > /sys/block/zram0/reset 2>/dev/null || true
+    [ -n "$SHM_LOOP" ] && losetup -d "$SHM_LOOP" 2>/dev/null || true
+    [ -n "$SHM_IMG" ] && rm -f "$SHM_IMG"
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -80,25 +88,34 @@ make_trace() { # NAME IOS READ_PCT [IOPS]
     "$TRACEMARK" export "$WORK/$1.tmt" --to fio --fio-file "$DEV" -o "$WORK/$1.iolog"
 }
 make_trace mix "$IOS_A" 70
+if [ "${LOOP_SHM:-1}" != 0 ] && command -v losetup >/dev/null \
+    && [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -gt $(((SPAN_MIB + 64) * 1024)) ]; then
+    SHM_IMG=$(mktemp /dev/shm/tracemark-bench.XXXXXX)
+    truncate -s "$((SPAN_MIB + 16))M" "$SHM_IMG"
+    SHM_LOOP=$(losetup -f --show "$SHM_IMG")
+    dd if=/dev/urandom of="$SHM_LOOP" bs=1M count="$SPAN_MIB" oflag=direct status=none
+    sed "s#$DEV#$SHM_LOOP#g" "$WORK/mix.iolog" > "$WORK/mix.loop.iolog"
+    echo "# (a') on $SHM_LOOP over $SHM_IMG (tmpfs)"
+fi
 make_trace rr1 "$IOS_B1" 100
 make_trace rr32 "$IOS_B32" 100
 make_trace rt "$IOS_C" 70 20000
 "$TRACEMARK" export "$WORK/rt.tmt" --to csv -o "$WORK/rt.csv"
 
-TM_REPLAY=("$TRACEMARK" replay --target "$DEV" --allow-write --mapping identity --passes 1 --no-warmup)
+TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup)
 FIO_COMMON=(--direct=1 --ioengine=io_uring --output-format=json)
 
 tm_iops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["iops"])' "$1"; }
 fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
 fio_ios() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["total_ios"]+j["write"]["total_ios"])' "$1"; }
 
-run_tm() { # OUT.json TRACE MODE QD [more tracemark args]
+run_tm() { # OUT.json TRACE MODE QD [more tracemark args]; env ON=DEVICE (default $DEV)
     local out=$1 trace=$2 mode=$3 qd=$4; shift 4
-    "${TM_REPLAY[@]}" "$trace" --mode "$mode" --queue-depth "$qd" --json "$out" "$@" >/dev/null
+    "${TM_REPLAY[@]}" --target "${ON:-$DEV}" "$trace" --mode "$mode" --queue-depth "$qd" --json "$out" "$@" >/dev/null
 }
-run_fio_replay() { # OUT.json IOLOG [extra fio args]
+run_fio_replay() { # OUT.json IOLOG [extra fio args]; env ON=DEVICE (default $DEV)
     local out=$1 log=$2; shift 2
-    fio --name=replay --read_iolog="$log" --replay_redirect="$DEV" --iodepth=32 "${FIO_COMMON[@]}" "$@" > "$out"
+    fio --name=replay --read_iolog="$log" --replay_redirect="${ON:-$DEV}" --iodepth=32 "${FIO_COMMON[@]}" "$@" > "$out"
 }
 run_fio_randread() { # OUT.json QD IOS
     fio --name=randread --filename="$DEV" --rw=randread --bs=4k --iodepth="$2" --size="${SPAN_MIB}M" \
@@ -131,9 +148,9 @@ cpu_split() { # LABEL CMD...
             END { printf "%s: CPU samples by thread:", l; for (c in s) if (s[c] >= 1) printf " %s %.0f%%", c, s[c]; printf "\n" }'
 }
 echo "# io_uring path (perf stat, one untimed run each):"
-punts "tracemark compressed QD32" "${TM_REPLAY[@]}" "$WORK/rr32.tmt" --mode compressed --queue-depth 32
+punts "tracemark compressed QD32" "${TM_REPLAY[@]}" --target "$DEV" "$WORK/rr32.tmt" --mode compressed --queue-depth 32
 punts "fio io_uring randread QD32" fio --name=randread --filename="$DEV" --rw=randread --bs=4k --iodepth=32 --size="${SPAN_MIB}M" --io_size=$((IOS_B32 * 4))k --norandommap --randrepeat=0 "${FIO_COMMON[@]}"
-cpu_split "tracemark compressed 70/30 QD32" "${TM_REPLAY[@]}" "$WORK/mix.tmt" --mode compressed --queue-depth 32
+cpu_split "tracemark compressed 70/30 QD32" "${TM_REPLAY[@]}" --target "$DEV" "$WORK/mix.tmt" --mode compressed --queue-depth 32
 cpu_split "fio iolog replay 70/30 QD32" fio --name=replay --read_iolog="$WORK/mix.iolog" --replay_redirect="$DEV" --iodepth=32 --replay_no_stall=1 "${FIO_COMMON[@]}"
 
 # Tracing for (c): a private tracefs instance so other tracing users are not disturbed.
@@ -173,6 +190,17 @@ for run in $(seq 1 "$RUNS"); do
     [ "$(fio_ios "$WORK/a.fio.json")" = "$IOS_A" ] || echo "warning: fio replayed $(fio_ios "$WORK/a.fio.json") of $IOS_A I/Os" >&2
     add a_tm "$(tm_iops "$WORK/a.tm.json")"; add a_fio "$(fio_iops "$WORK/a.fio.json")"
     add a_r "$(ratio "${R[a_tm]##* }" "${R[a_fio]##* }")"
+    if [ -n "$SHM_LOOP" ]; then
+        if [ $((run % 2)) = 1 ]; then
+            ON=$SHM_LOOP run_tm "$WORK/l.tm.json" "$WORK/mix.tmt" compressed 32
+            ON=$SHM_LOOP run_fio_replay "$WORK/l.fio.json" "$WORK/mix.loop.iolog" --replay_no_stall=1
+        else
+            ON=$SHM_LOOP run_fio_replay "$WORK/l.fio.json" "$WORK/mix.loop.iolog" --replay_no_stall=1
+            ON=$SHM_LOOP run_tm "$WORK/l.tm.json" "$WORK/mix.tmt" compressed 32
+        fi
+        add l_tm "$(tm_iops "$WORK/l.tm.json")"; add l_fio "$(fio_iops "$WORK/l.fio.json")"
+        add l_r "$(ratio "${R[l_tm]##* }" "${R[l_fio]##* }")"
+    fi
     # (b)
     for qd in 1 32; do
         n=$([ $qd = 1 ] && echo "$IOS_B1" || echo "$IOS_B32")
@@ -216,6 +244,7 @@ iops_row() { # KEY LABEL
     printf '| %s | %.0f | %.0f | %s | %s |\n' "$2" "$(m "$1_tm")" "$(m "$1_fio")" "$(ratio "$(m "$1_tm")" "$(m "$1_fio")")" "$(m "$1_r")"
 }
 iops_row a "(a) compressed replay IOPS, 4 KiB 70/30 random, QD32, $IOS_A I/Os (fio: replay_no_stall)"
+[ -n "$SHM_LOOP" ] && iops_row l "(a') the same on a loop device over tmpfs (inline io_uring path)"
 iops_row b1 "(b) IOPS, 4 KiB random reads QD1, $IOS_B1 I/Os (fio: randread)"
 iops_row b32 "(b) IOPS, 4 KiB random reads QD32, $IOS_B32 I/Os (fio: randread)"
 echo
@@ -231,6 +260,6 @@ lat_row c_ol "tracemark --mode realtime --open-loop"
 lat_row c_fio "fio timed iolog replay"
 printf '\ntracemark'"'"'s own lateness (--json, closed loop) p50 / p99: %.1f / %.1f us\n' "$(m c_tm_self_p50)" "$(m c_tm_self_p99)"
 echo
-for k in a_tm a_fio a_r b1_tm b1_fio b1_r b32_tm b32_fio b32_r c_tm_p50 c_tm_p99 c_ol_p50 c_ol_p99 c_fio_p50 c_fio_p99 c_tm_g99 c_ol_g99 c_fio_g99 c_tm_dur c_ol_dur c_fio_dur; do
+for k in a_tm a_fio a_r l_tm l_fio l_r b1_tm b1_fio b1_r b32_tm b32_fio b32_r c_tm_p50 c_tm_p99 c_ol_p50 c_ol_p99 c_fio_p50 c_fio_p99 c_tm_g99 c_ol_g99 c_fio_g99 c_tm_dur c_ol_dur c_fio_dur; do
     echo "- $k:${R[$k]}"
 done
