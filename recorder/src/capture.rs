@@ -5,8 +5,8 @@
 //! - tracefs is mounted at `/sys/kernel/tracing` if it is not (and unmounted at
 //!   the end);
 //! - a private tracing instance `instances/tracemark-<pid>` gets its own ring
-//!   buffer, `trace_clock` `mono`, and the `block_rq_issue`, `block_rq_complete`
-//!   and `block_rq_requeue` events with a kernel-side `filter` on the device;
+//!   buffer, `trace_clock` `mono`, and the block events of the chosen
+//!   [`EventSet`] with a kernel-side `filter` on the device;
 //!   removing the instance at the end undoes all of it and never disturbs the
 //!   global tracer. Without instance support the top level is used and every
 //!   file written there is restored;
@@ -26,11 +26,30 @@
 //!   per-CPU buffer statistics read for lost events, and the trace renamed into
 //!   place. Every setting is restored by guards, also on errors and panics.
 //!
-//! Partitions: block request events name the whole disk and give disk sectors.
+//! Which events ([`EventSet`]): a request-based (blk-mq) disk is traced by its
+//! request events, `block_rq_issue` (the issue time: what the driver was
+//! handed, after merging and splitting), `block_rq_complete` and
+//! `block_rq_requeue`. A bio-based device (zram, device-mapper, md, brd: no
+//! `mq` directory in its sysfs entry) never emits request events; it is
+//! traced by its bio events, `block_bio_queue` (the issue time: each bio as it
+//! was submitted) and `block_bio_complete`, paired by device, sector and
+//! length as blkparse's `Q` and `C` ([`EventChoice::Queue`]). The kernel
+//! traces a bio's completion only when it traced its queueing
+//! (`BIO_TRACE_COMPLETION`); for a request-based disk it traces the request's
+//! completion instead, so bio events of such a disk (asked for with
+//! [`CaptureOptions::events`]) take their completions from
+//! `block_rq_complete`, which covers every bio merged into the request. A bio
+//! capture that sees no completion at all says so (messages and a trace note)
+//! and has no latencies. Zero-length completions that are not flushes (the
+//! end of a flush sequence) are counted and not paired: they carry no sector.
+//!
+//! Partitions: block request and bio events name the whole disk and give disk
+//! sectors (a partition's bios are remapped before they are traced).
 //! Capturing a partition filters the disk's events to the partition's sector
 //! range (kernel-side) and maps offsets into the partition, so the trace looks
 //! as if the partition were a disk. Cache flushes carry no sector and cannot be
-//! attributed to a partition; every flush of the disk is kept.
+//! attributed to a partition; every flush of the disk is kept. This holds for
+//! bio events too, so a partition of a bio-based disk is captured the same way.
 //!
 //! Clocks: the instance uses the `mono` trace clock (CLOCK_MONOTONIC), so a
 //! trace time maps to wall-clock time with one offset measured at the start.
@@ -56,7 +75,7 @@
 use crate::blkparse::{self, Parsed};
 use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
-use crate::event::{BlockEvent, Location, SourceIo};
+use crate::event::{Action, BlockEvent, Location, SourceIo};
 use crate::ftrace_raw;
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
@@ -76,7 +95,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use trace_format::{
-    Bytes, DeviceId, DeviceInfo, IssueEvent, Nanos, Summary, TraceHeader, WriterOptions,
+    Bytes, DeviceId, DeviceInfo, IssueEvent, Nanos, Op, Summary, TraceHeader, WriterOptions,
 };
 
 /// Where tracefs is (or gets) mounted.
@@ -86,8 +105,85 @@ pub const TRACEFS_ROOT: &str = "/sys/kernel/tracing";
 /// loses nothing to bursts of a busy NVMe drive.
 pub const DEFAULT_BUFFER_MIB: u64 = 64;
 
-/// Block events the capture enables (the last is optional on old kernels).
-const EVENTS: [&str; 3] = ["block_rq_issue", "block_rq_complete", "block_rq_requeue"];
+/// Which block events a capture traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventSet {
+    /// `block_rq_issue`, `block_rq_complete`, `block_rq_requeue`: requests as
+    /// the driver got them (request-based disks only).
+    Request,
+    /// `block_bio_queue`, `block_bio_complete` (and `block_rq_complete` on a
+    /// request-based disk): bios as they were submitted, before merging; all a
+    /// bio-based device reports.
+    Bio,
+}
+
+impl EventSet {
+    /// `request` or `bio` (the `--events` values).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventSet::Request => "request",
+            EventSet::Bio => "bio",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<EventSet> {
+        match name {
+            "request" => Some(EventSet::Request),
+            "bio" => Some(EventSet::Bio),
+            _ => None,
+        }
+    }
+
+    /// `request events` or `bio events`, for the summary line.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EventSet::Request => "request events",
+            EventSet::Bio => "bio events",
+        }
+    }
+
+    /// The event whose time is a record's issue time.
+    fn start_event(self) -> &'static str {
+        match self {
+            EventSet::Request => "block_rq_issue",
+            EventSet::Bio => "block_bio_queue",
+        }
+    }
+}
+
+/// One event a capture enables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct TracedEvent {
+    name: &'static str,
+    /// Without it the capture cannot be made; without the others it is
+    /// made and says what is missing.
+    required: bool,
+}
+
+/// The events that make up a capture of `set` on a device that is (or is
+/// not) bio-based.
+fn traced_events(set: EventSet, bio_based: bool) -> Vec<TracedEvent> {
+    let event = |name, required| TracedEvent { name, required };
+    match set {
+        EventSet::Request => vec![
+            event("block_rq_issue", true),
+            event("block_rq_complete", true),
+            event("block_rq_requeue", false),
+        ],
+        EventSet::Bio => {
+            let mut events = vec![
+                event("block_bio_queue", true),
+                // Bios of a request-based disk complete as requests; this one
+                // still reports the bios that end before they become one.
+                event("block_bio_complete", false),
+            ];
+            if !bio_based {
+                events.push(event("block_rq_complete", false));
+            }
+            events
+        }
+    }
+}
 
 /// Name the parser's locations use for the live stream.
 const PIPE_NAME: &str = "trace_pipe";
@@ -114,6 +210,13 @@ pub mod note {
     pub const LOST_DROPPED: &str = "lost events (dropped, ring buffer full)";
     pub const OUTSIDE_PARTITION: &str =
         "capture: I/O of the whole disk outside the partition (not kept)";
+    /// Bio capture without any completion event: every record lacks latency.
+    pub const NO_BIO_COMPLETIONS: &str =
+        "capture: bios whose completion the kernel did not report (no latency)";
+    /// Completions of no data that are not flushes (the end of a flush
+    /// sequence): no sector to pair them by.
+    pub const EMPTY_COMPLETION: &str =
+        "capture: completions without data or flush (end of a flush sequence; not paired)";
 }
 
 /// Why a capture could not be made.
@@ -180,6 +283,9 @@ pub struct CaptureOptions {
     /// Read the text `trace_pipe` (microseconds) even where the binary ring
     /// buffer can be read (for testing and comparing the two).
     pub text_pipe: bool,
+    /// Which events to trace; `None` picks by the device (bio events for a
+    /// bio-based device, request events otherwise).
+    pub events: Option<EventSet>,
 }
 
 impl CaptureOptions {
@@ -196,6 +302,7 @@ impl CaptureOptions {
             writer: WriterOptions::default(),
             use_instance: true,
             text_pipe: false,
+            events: None,
         }
     }
 }
@@ -269,6 +376,8 @@ pub struct CaptureReport {
     pub used_instance: bool,
     /// How the events were read.
     pub reader: Reader,
+    /// Which events were traced.
+    pub events: EventSet,
     /// Lines of `trace_pipe`, or records and pages of the binary buffer, that
     /// could not be parsed (kept as examples).
     pub skipped_lines: u64,
@@ -287,6 +396,9 @@ pub struct TracedDevice {
     pub disk: DeviceId,
     /// For a partition: its first sector and length on the disk, in bytes.
     pub partition: Option<(Bytes, Bytes)>,
+    /// The disk has no request queue (zram, device-mapper, md, brd): it
+    /// reports bio events only.
+    pub bio_based: bool,
 }
 
 fn sysfs_string(path: &Path) -> Option<String> {
@@ -345,16 +457,9 @@ pub fn resolve_device(path: &Path) -> Result<TracedDevice, CaptureError> {
     } else {
         (sys.clone(), id, None)
     };
-    if !disk_dir.join("mq").exists() {
-        let disk_name = disk_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().to_string())
-            .unwrap_or_default();
-        return Err(bad(format!(
-            "{disk_name} is a bio-based device (no request queue, like zram, device-mapper \
-             or md): the kernel reports no request events for it; capture the disk under it"
-        )));
-    }
+    // blk-mq disks have `mq/` (their hardware queues); bio-based ones
+    // (zram, dm-*, md*, brd) have a `queue/` directory but no `mq/`.
+    let bio_based = !disk_dir.join("mq").exists();
     let logical_block_size =
         sysfs_u64(&disk_dir.join("queue/logical_block_size")).and_then(|n| u32::try_from(n).ok());
     let model = sysfs_string(&disk_dir.join("device/model")).filter(|m| !m.is_empty());
@@ -368,7 +473,54 @@ pub fn resolve_device(path: &Path) -> Result<TracedDevice, CaptureError> {
         },
         disk,
         partition,
+        bio_based,
     })
+}
+
+/// The name of the disk that holds the traced device (for messages).
+fn disk_name(device: &TracedDevice) -> String {
+    match device.partition {
+        None => device.info.name.clone(),
+        Some(_) => format!("the disk of {} ({})", device.info.name, device.disk),
+    }
+}
+
+/// Which events to trace: the ones asked for, or by the device. `Err` when
+/// request events are asked for on a bio-based device; the message (for
+/// the user) says what bio events mean when they are used.
+pub fn choose_events(
+    device: &TracedDevice,
+    asked: Option<EventSet>,
+    path: &Path,
+) -> Result<(EventSet, Option<String>), CaptureError> {
+    let name = disk_name(device);
+    match (asked, device.bio_based) {
+        (Some(EventSet::Request), true) => Err(CaptureError::Device {
+            path: path.to_path_buf(),
+            reason: format!(
+                "{name} is a bio-based device (no request queue, like zram, device-mapper or \
+                 md): the kernel reports no request events for it; capture its bio events \
+                 with --events bio (or auto)"
+            ),
+        }),
+        (None, true) | (Some(EventSet::Bio), true) => Ok((
+            EventSet::Bio,
+            Some(format!(
+                "{name} is a bio-based device (no request queue): capturing its bio events \
+                 (block_bio_queue to block_bio_complete); issue times are when each bio was \
+                 submitted"
+            )),
+        )),
+        (Some(EventSet::Bio), false) => Ok((
+            EventSet::Bio,
+            Some(format!(
+                "capturing the bio events of {name} (asked for): issue times are when each bio \
+                 was submitted, before merging; latencies run to the completion of the request \
+                 that carried it"
+            )),
+        )),
+        (None, false) | (Some(EventSet::Request), false) => Ok((EventSet::Request, None)),
+    }
 }
 
 /// The kernel's `dev_t` encoding used in block event fields (`MAJOR << 20 | MINOR`).
@@ -973,10 +1125,10 @@ fn mono_now_ns() -> u64 {
 }
 
 impl RawStream {
-    /// Reads the format files and opens every CPU's `trace_pipe_raw` in `dir`
-    /// (the instance or the top level); `Err` says why the binary buffer
-    /// cannot be used.
-    fn open(dir: &Path, root: &Path) -> Result<RawStream, String> {
+    /// Reads the format files of `events` (those the capture enabled) and
+    /// opens every CPU's `trace_pipe_raw` in `dir` (the instance or the top
+    /// level); `Err` says why the binary buffer cannot be used.
+    fn open(dir: &Path, root: &Path, events: &[&str]) -> Result<RawStream, String> {
         // Instances have their own copies of the header files; old kernels
         // only the top level.
         let header_dir = [dir.join("events"), root.join("events")]
@@ -993,7 +1145,7 @@ impl RawStream {
         ftrace_raw::check_header_event(&event_path.display().to_string(), &read_text(&event_path)?)
             .map_err(|e| e.to_string())?;
         let mut formats = Vec::new();
-        for event in EVENTS {
+        for event in events {
             let path = dir.join(format!("events/block/{event}/format"));
             if !path.is_file() {
                 continue;
@@ -1304,12 +1456,17 @@ impl EventStream {
 }
 
 /// Sits between the parser and the normaliser: maps a partition's events into
-/// the partition and remembers the first event time (the trace start).
+/// the partition, sets aside completions that carry nothing to pair by,
+/// counts what started and completed, and remembers the first event time
+/// (the trace start).
 struct CaptureView<'n> {
     inner: &'n mut dyn Sink,
     /// (disk, partition, first byte, end byte).
     partition: Option<(DeviceId, DeviceId, u64, u64)>,
     first_time: Rc<Cell<Option<Nanos>>>,
+    /// Issue (or queue) events and completion events handed on.
+    starts: u64,
+    completions: u64,
 }
 
 impl CaptureView<'_> {
@@ -1342,6 +1499,18 @@ impl Sink for CaptureView<'_> {
     fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
         if self.first_time.get().is_none() {
             self.first_time.set(Some(event.time));
+        }
+        match event.action {
+            // The end of a flush sequence completes the original request
+            // with no data and no flush op: its sector (0) would pair it
+            // with whatever I/O at sector 0 is in flight.
+            Action::Complete if event.len.0 == 0 && event.op != Op::Flush => {
+                self.inner.note(note::EMPTY_COMPLETION);
+                return Ok(());
+            }
+            Action::Complete => self.completions += 1,
+            Action::Issue | Action::Queue => self.starts += 1,
+            _ => {}
         }
         match self.map(event) {
             Some(e) => self.inner.event(at, e),
@@ -1496,6 +1665,9 @@ pub fn capture(
     }
     let device = resolve_device(&opts.device)?;
     let mut messages = Vec::new();
+    let (events, why) = choose_events(&device, opts.events, &opts.device)?;
+    messages.extend(why);
+    let traced = traced_events(events, device.bio_based);
 
     // The output first: a capture that cannot be written is not started.
     let output = &opts.output;
@@ -1513,10 +1685,10 @@ pub fn capture(
     let root = Path::new(TRACEFS_ROOT);
     let mut mount = TracefsMount::ensure(root)?;
     let events_dir = root.join("events/block");
-    if !events_dir.join(EVENTS[0]).is_dir() {
+    if !events_dir.join(events.start_event()).is_dir() {
         return Err(CaptureError::NoTracefs(format!(
             "{} is missing: this kernel has no block trace events",
-            events_dir.join(EVENTS[0]).display()
+            events_dir.join(events.start_event()).display()
         )));
     }
     let mut dir = TraceDir::open(root, opts.use_instance, &mut messages)?;
@@ -1540,21 +1712,24 @@ pub fn capture(
     let buffer_kb = fitting_buffer_kb(opts.buffer_kb_per_cpu, online_cpus(), &mut messages);
     dir.set("buffer_size_kb", &buffer_kb.to_string())?;
     let filter = event_filter(&device);
-    let mut enabled = 0;
-    for (i, event) in EVENTS.iter().enumerate() {
-        let event_dir = format!("events/block/{event}");
+    let mut enabled: Vec<&str> = Vec::new();
+    let mut missing: Vec<&str> = Vec::new();
+    for event in &traced {
+        let event_dir = format!("events/block/{}", event.name);
         if !dir.path(&event_dir).is_dir() {
-            if i < 2 {
+            if event.required {
                 return Err(CaptureError::NoTracefs(format!(
-                    "{} is missing: this kernel has no block request events",
-                    dir.path(&event_dir).display()
+                    "{} is missing: this kernel has no {} event",
+                    dir.path(&event_dir).display(),
+                    event.name
                 )));
             }
+            missing.push(event.name);
             continue;
         }
         dir.set(&format!("{event_dir}/filter"), &filter)?;
         dir.set(&format!("{event_dir}/enable"), "1")?;
-        enabled += 1;
+        enabled.push(event.name);
     }
     // Empty the buffer (a new instance's is empty; the top level's may not be).
     if !dir.instance {
@@ -1570,7 +1745,7 @@ pub fn capture(
         })
     } else {
         let raw = if mono {
-            RawStream::open(&dir.dir, root)
+            RawStream::open(&dir.dir, root, &enabled)
         } else {
             Err("without the `mono` clock the CPUs' buffers cannot be merged by time".into())
         };
@@ -1602,7 +1777,10 @@ pub fn capture(
     header.capture_host = host;
     header.capture_kernel = kernel;
     header.original_device = Some(device.info.clone());
-    header.issue_event = IssueEvent::Issue;
+    header.issue_event = match events {
+        EventSet::Request => IssueEvent::Issue,
+        EventSet::Bio => IssueEvent::Queue,
+    };
 
     let first_time = Rc::new(Cell::new(None));
     let clock = ClockOffset::measure(mono);
@@ -1612,7 +1790,10 @@ pub fn capture(
     });
     let mut normaliser = Normaliser::new(
         NormaliseOptions {
-            event: Some(EventChoice::Issue),
+            event: Some(match events {
+                EventSet::Request => EventChoice::Issue,
+                EventSet::Bio => EventChoice::Queue,
+            }),
             skip_bad: true,
             ..NormaliseOptions::default()
         },
@@ -1630,6 +1811,8 @@ pub fn capture(
         inner: &mut normaliser,
         partition,
         first_time,
+        starts: 0,
+        completions: 0,
     };
 
     dir.set("tracing_on", "1")?;
@@ -1730,12 +1913,37 @@ pub fn capture(
     let reader = stream.reader();
     drop(stream);
 
-    if enabled < EVENTS.len() {
-        messages.push(
-            "this kernel has no block_rq_requeue event; requeued requests may count twice".into(),
-        );
+    let (starts, completions) = (view.starts, view.completions);
+    for name in &missing {
+        messages.push(match *name {
+            "block_rq_requeue" => {
+                "this kernel has no block_rq_requeue event; requeued requests may count twice"
+                    .to_string()
+            }
+            other => format!("this kernel has no {other} event"),
+        });
     }
     let mut outcome = normaliser.finish()?;
+    if events == EventSet::Bio && starts > 0 && completions == 0 {
+        // Never silently: a bio capture whose completions the kernel did
+        // not trace has no latencies, and the trace says so.
+        let why = if missing.contains(&"block_bio_complete") {
+            "this kernel has no block_bio_complete event".to_string()
+        } else {
+            "block_bio_complete did not fire: the kernel traces a bio's completion only for \
+             bios it flagged BIO_TRACE_COMPLETION"
+                .to_string()
+        };
+        outcome
+            .tail
+            .notes
+            .push((note::NO_BIO_COMPLETIONS.to_string(), outcome.records));
+        messages.push(format!(
+            "the kernel reported no completion for the {starts} bio(s) traced on {} ({why}): \
+             the trace has no latencies",
+            disk_name(&device)
+        ));
+    }
     outcome.tail.notes.push((
         note::LOST_OVERRUN.to_string(),
         lost.overrun.max(lost.reader_missed),
@@ -1783,6 +1991,7 @@ pub fn capture(
         command_status,
         used_instance,
         reader,
+        events,
         skipped_lines: outcome.tail.skipped.count,
         notes: outcome.tail.notes,
         messages,
@@ -1814,7 +2023,97 @@ mod tests {
             },
             disk: DeviceId { major: 8, minor: 0 },
             partition,
+            bio_based: false,
         }
+    }
+
+    #[test]
+    fn events_follow_the_device_unless_asked() {
+        let path = Path::new("/dev/x");
+        let disk = device(None);
+        let zram = TracedDevice {
+            info: DeviceInfo {
+                id: DeviceId {
+                    major: 253,
+                    minor: 0,
+                },
+                name: "zram0".into(),
+                ..DeviceInfo::default()
+            },
+            disk: DeviceId {
+                major: 253,
+                minor: 0,
+            },
+            partition: None,
+            bio_based: true,
+        };
+        assert_eq!(
+            choose_events(&disk, None, path).unwrap(),
+            (EventSet::Request, None)
+        );
+        assert_eq!(
+            choose_events(&disk, Some(EventSet::Request), path).unwrap(),
+            (EventSet::Request, None)
+        );
+        let (set, why) = choose_events(&disk, Some(EventSet::Bio), path).unwrap();
+        assert_eq!(set, EventSet::Bio);
+        assert!(why.unwrap().contains("(asked for)"));
+        for asked in [None, Some(EventSet::Bio)] {
+            let (set, why) = choose_events(&zram, asked, path).unwrap();
+            assert_eq!(set, EventSet::Bio);
+            assert!(
+                why.unwrap()
+                    .starts_with("zram0 is a bio-based device (no request queue): capturing"),
+                "{asked:?}"
+            );
+        }
+        let e = choose_events(&zram, Some(EventSet::Request), path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/dev/x: zram0 is a bio-based device")
+                && e.ends_with("with --events bio (or auto)"),
+            "{e}"
+        );
+        // A partition names its disk.
+        let part = TracedDevice {
+            partition: Some((Bytes(512), Bytes(512))),
+            ..zram.clone()
+        };
+        let (_, why) = choose_events(&part, None, path).unwrap();
+        assert!(why.unwrap().starts_with("the disk of zram0 (253:0) is"));
+
+        let names = |set, bio| -> Vec<(&str, bool)> {
+            traced_events(set, bio)
+                .iter()
+                .map(|e| (e.name, e.required))
+                .collect()
+        };
+        assert_eq!(
+            names(EventSet::Request, false),
+            [
+                ("block_rq_issue", true),
+                ("block_rq_complete", true),
+                ("block_rq_requeue", false)
+            ]
+        );
+        assert_eq!(
+            names(EventSet::Bio, true),
+            [("block_bio_queue", true), ("block_bio_complete", false)]
+        );
+        assert_eq!(
+            names(EventSet::Bio, false),
+            [
+                ("block_bio_queue", true),
+                ("block_bio_complete", false),
+                ("block_rq_complete", false)
+            ]
+        );
+        for set in [EventSet::Request, EventSet::Bio] {
+            assert_eq!(EventSet::from_name(set.name()), Some(set));
+            assert_eq!(traced_events(set, true)[0].name, set.start_event());
+        }
+        assert_eq!(EventSet::from_name("auto"), None);
     }
 
     #[test]
@@ -1875,6 +2174,8 @@ mod tests {
             inner: &mut n,
             partition: Some((disk, part, 1 << 20, 2 << 20)),
             first_time: Rc::new(Cell::new(None)),
+            starts: 0,
+            completions: 0,
         };
         let e = view.map(event(disk, (1 << 20) + 4096, 4096)).unwrap();
         assert_eq!((e.device, e.offset), (part, Bytes(4096)));
@@ -1883,6 +2184,61 @@ mod tests {
         // A flush (no data) belongs to the partition, whatever its sector.
         let e = view.map(event(disk, u64::MAX - 511, 0)).unwrap();
         assert_eq!(e.device, part);
+    }
+
+    #[test]
+    fn empty_completions_are_set_aside_and_the_rest_counted() {
+        let disk = DeviceId { major: 7, minor: 0 };
+        let mut out: Vec<trace_format::IoRecord> = Vec::new();
+        let mut n = Normaliser::new(
+            NormaliseOptions {
+                event: Some(EventChoice::Queue),
+                ..NormaliseOptions::default()
+            },
+            &mut out,
+        );
+        let mut view = CaptureView {
+            inner: &mut n,
+            partition: None,
+            first_time: Rc::new(Cell::new(None)),
+            starts: 0,
+            completions: 0,
+        };
+        let at = Location::line("t", 1);
+        let with = |action, op, offset, len, time| BlockEvent {
+            action,
+            op,
+            time: Nanos(time),
+            ..event(disk, offset, len)
+        };
+        // A write at sector 0 in flight while a flush sequence ends: the
+        // data-less `WS 0 + 0` completion must not complete the write.
+        view.event(at, with(Action::Queue, Op::Write, 0, 4096, 10))
+            .unwrap();
+        view.event(at, with(Action::Queue, Op::Flush, 0, 0, 11))
+            .unwrap();
+        view.event(at, with(Action::Complete, Op::Flush, 0, 0, 20))
+            .unwrap();
+        view.event(at, with(Action::Complete, Op::Write, 0, 0, 21))
+            .unwrap();
+        view.event(at, with(Action::Complete, Op::Write, 0, 4096, 50))
+            .unwrap();
+        assert_eq!((view.starts, view.completions), (2, 2));
+        assert_eq!(view.first_time.get(), Some(Nanos(10)));
+        let outcome = n.finish().unwrap();
+        let got: Vec<(Op, Option<u64>)> =
+            out.iter().map(|r| (r.op, r.latency.map(|l| l.0))).collect();
+        assert_eq!(got, vec![(Op::Write, Some(40)), (Op::Flush, Some(9))]);
+        let count = |key: &str| {
+            outcome
+                .tail
+                .notes
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, n)| *n)
+        };
+        assert_eq!(count(note::EMPTY_COMPLETION), Some(1));
+        assert_eq!(count(crate::normalize::note::UNMATCHED_COMPLETION), None);
     }
 
     #[test]
@@ -2056,6 +2412,57 @@ mod tests {
         assert_eq!(
             got,
             vec![(0, 800 * 512, Some(1_501)), (2_003, 1600 * 512, Some(614))]
+        );
+    }
+
+    #[test]
+    fn bio_events_across_cpus_pair_queue_with_completion() {
+        use crate::ftrace_raw::testing::bio_formats;
+        let (queue, complete) = bio_formats();
+        let zram0 = 253u64 << 20;
+        let base = 9_000_000_000u64;
+        // Bio A queued on CPU 0 and completed on CPU 1; B queued on CPU 1
+        // and completed on CPU 0; C, a flush bio, never completes.
+        let cpu0 = page(
+            &[
+                (base, record(&queue, zram0, 800, 8, "WS", 10)),
+                (base + 4_000, record(&complete, zram0, 64, 16, "R", 0)),
+                (base + 5_000, record(&queue, zram0, 0, 0, "FWS", 10)),
+            ],
+            None,
+        );
+        let cpu1 = page(
+            &[
+                (base + 1_234, record(&queue, zram0, 64, 16, "R", 11)),
+                (base + 2_345, record(&complete, zram0, 800, 8, "WS", 0)),
+            ],
+            None,
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let mut raw = raw_stream(dir.path(), &[vec![cpu0], vec![cpu1]]);
+        let mut out: Vec<trace_format::IoRecord> = Vec::new();
+        let mut n = Normaliser::new(
+            NormaliseOptions {
+                event: Some(EventChoice::Queue),
+                ..NormaliseOptions::default()
+            },
+            &mut out,
+        );
+        raw.read_round(&mut n).unwrap();
+        raw.release(u64::MAX, &mut n).unwrap();
+        let outcome = n.finish().unwrap();
+        assert_eq!(outcome.issue_event, IssueEvent::Queue);
+        let got: Vec<(u64, Op, u64, u64, Option<u64>)> = out
+            .iter()
+            .map(|r| (r.time.0, r.op, r.offset.0, r.len.0, r.latency.map(|l| l.0)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Op::Write, 800 * 512, 4096, Some(2_345)),
+                (1_234, Op::Read, 64 * 512, 8192, Some(2_766)),
+                (5_000, Op::Flush, 0, 0, None),
+            ]
         );
     }
 

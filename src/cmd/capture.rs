@@ -5,7 +5,7 @@ use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
 use recorder::capture::{
-    capture, default_output, CaptureOptions, StopReason, TracedDevice, DEFAULT_BUFFER_MIB,
+    capture, default_output, CaptureOptions, EventSet, StopReason, TracedDevice, DEFAULT_BUFFER_MIB,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -17,16 +17,26 @@ use trace_format::WriterOptions;
 Ctrl-C (SIGINT/SIGTERM); without --duration or COMMAND it runs until Ctrl-C. Every tracing \
 setting is restored afterwards. Needs root.
 
-A partition (/dev/sda1) is captured through its disk's request events, keeping only the \
+A partition (/dev/sda1) is captured through its disk's events (request or bio), keeping only the \
 partition's sectors and giving offsets within the partition; every cache flush of the disk is \
 kept. Events are read from the kernel's binary per-CPU ring buffers (trace_pipe_raw), so \
 times have nanosecond resolution (CLOCK_MONOTONIC); where that is not possible the capture says \
 so and reads the text trace_pipe, with microsecond resolution.
 
+Events (--events): a request-based disk (SATA, NVMe, virtio, loop) is traced by its request \
+events: issue time is when the driver got each request (after merging), latency runs to its \
+completion. A bio-based device (zram, device-mapper volumes such as LVM or LUKS, md RAID, brd) \
+has no request events; `auto` (the default) traces its bio events instead: issue time is when \
+each bio was submitted, latency runs to the bio's completion, and the capture says so. \
+`--events bio` traces the bios of a request-based disk too (what the application submitted, \
+before merging). The summary line names the events used.
+
 Examples:
   sudo tracemark capture --device /dev/nvme0n1 --duration 60s -o boot.tmt
   sudo tracemark capture --device /dev/sdb -o build.tmt --name build -- make -j8
-  sudo tracemark capture --device /dev/sda2 --category office"
+  sudo tracemark capture --device /dev/sda2 --category office
+  sudo tracemark capture --device /dev/mapper/vg-home --duration 5m -o home.tmt
+  sudo tracemark capture --device /dev/sdb --events bio -o sdb-bios.tmt -- ./app"
 )]
 pub struct CaptureArgs {
     /// The block device to trace (a disk or a partition).
@@ -38,6 +48,11 @@ pub struct CaptureArgs {
     /// Stop after this long (`30s`, `5m`).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
+    /// Which block events to trace: `request` (block_rq_issue/complete),
+    /// `bio` (block_bio_queue/complete), or `auto`: bio events for a
+    /// bio-based device (zram, device-mapper, md), request events otherwise.
+    #[arg(long, default_value = "auto", value_parser = ["auto", "request", "bio"])]
+    pub events: String,
     /// Per-CPU trace buffer in MiB; larger loses fewer events under bursts.
     #[arg(long, default_value_t = DEFAULT_BUFFER_MIB)]
     pub buffer_mb: u64,
@@ -93,6 +108,13 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.category = args.category.clone();
     opts.use_instance = !args.no_instance;
     opts.text_pipe = args.text_pipe;
+    opts.events = match args.events.as_str() {
+        "auto" => None,
+        name => match EventSet::from_name(name) {
+            Some(set) => Some(set),
+            None => bail!("unknown --events '{name}' (auto, request or bio)"),
+        },
+    };
     opts.writer = WriterOptions {
         zstd_level: args.level,
         ..WriterOptions::default()
@@ -152,7 +174,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
         };
         println!(
             "{}: {} I/Os on {} over {} ({stopped}): {} reads ({}), {} writes ({}), {} flushes, \
-             {} discards; {} with latency; lost events: {}; read from the {}",
+             {} discards; {} with latency; lost events: {}; {}; read from the {}",
             report.output.display(),
             s.ios,
             report.device.info.name,
@@ -165,6 +187,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
             s.discards,
             s.with_latency,
             report.lost.total(),
+            report.events.describe(),
             report.reader.describe(),
         );
     }
