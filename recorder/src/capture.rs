@@ -523,6 +523,38 @@ pub fn choose_events(
     }
 }
 
+/// What to tell the user when a bio capture saw `starts` bios and no
+/// completion at all (`missing`: the optional events this kernel lacks);
+/// `None` when completions came, or nothing was traced.
+fn no_completions(
+    events: EventSet,
+    device: &TracedDevice,
+    starts: u64,
+    completions: u64,
+    missing: &[&str],
+) -> Option<String> {
+    if events != EventSet::Bio || starts == 0 || completions > 0 {
+        return None;
+    }
+    let lacks = |name: &str| missing.contains(&name);
+    let why = if lacks("block_bio_complete") && (device.bio_based || lacks("block_rq_complete")) {
+        "this kernel has no block_bio_complete event".to_string()
+    } else if device.bio_based {
+        "block_bio_complete did not fire: the kernel traces a bio's completion only for bios \
+         it flagged BIO_TRACE_COMPLETION"
+            .to_string()
+    } else if lacks("block_rq_complete") {
+        "this kernel has no block_rq_complete event, and its bios complete as requests".to_string()
+    } else {
+        "neither block_bio_complete nor block_rq_complete fired".to_string()
+    };
+    Some(format!(
+        "the kernel reported no completion for the {starts} bio(s) traced on {} ({why}): the \
+         trace has no latencies",
+        disk_name(device)
+    ))
+}
+
 /// The kernel's `dev_t` encoding used in block event fields (`MAJOR << 20 | MINOR`).
 pub fn kernel_dev_t(id: DeviceId) -> u64 {
     (u64::from(id.major) << 20) | u64::from(id.minor & 0xf_ffff)
@@ -1924,25 +1956,14 @@ pub fn capture(
         });
     }
     let mut outcome = normaliser.finish()?;
-    if events == EventSet::Bio && starts > 0 && completions == 0 {
-        // Never silently: a bio capture whose completions the kernel did
-        // not trace has no latencies, and the trace says so.
-        let why = if missing.contains(&"block_bio_complete") {
-            "this kernel has no block_bio_complete event".to_string()
-        } else {
-            "block_bio_complete did not fire: the kernel traces a bio's completion only for \
-             bios it flagged BIO_TRACE_COMPLETION"
-                .to_string()
-        };
+    // Never silently: a bio capture whose completions the kernel did not
+    // trace has no latencies, and the trace says so.
+    if let Some(message) = no_completions(events, &device, starts, completions, &missing) {
         outcome
             .tail
             .notes
             .push((note::NO_BIO_COMPLETIONS.to_string(), outcome.records));
-        messages.push(format!(
-            "the kernel reported no completion for the {starts} bio(s) traced on {} ({why}): \
-             the trace has no latencies",
-            disk_name(&device)
-        ));
+        messages.push(message);
     }
     outcome.tail.notes.push((
         note::LOST_OVERRUN.to_string(),
@@ -2239,6 +2260,42 @@ mod tests {
         };
         assert_eq!(count(note::EMPTY_COMPLETION), Some(1));
         assert_eq!(count(crate::normalize::note::UNMATCHED_COMPLETION), None);
+    }
+
+    #[test]
+    fn a_bio_capture_without_completions_says_why() {
+        let disk = device(None);
+        let zram = TracedDevice {
+            bio_based: true,
+            ..device(None)
+        };
+        let name = &disk.info.name;
+        // Completions came, nothing was traced, or request events: silence.
+        assert_eq!(no_completions(EventSet::Bio, &zram, 5, 1, &[]), None);
+        assert_eq!(no_completions(EventSet::Bio, &zram, 0, 0, &[]), None);
+        assert_eq!(no_completions(EventSet::Request, &zram, 5, 0, &[]), None);
+        let m = no_completions(EventSet::Bio, &zram, 5, 0, &[]).unwrap();
+        assert_eq!(
+            m,
+            format!(
+                "the kernel reported no completion for the 5 bio(s) traced on {name} \
+                 (block_bio_complete did not fire: the kernel traces a bio's completion only \
+                 for bios it flagged BIO_TRACE_COMPLETION): the trace has no latencies"
+            )
+        );
+        let m = no_completions(EventSet::Bio, &zram, 2, 0, &["block_bio_complete"]).unwrap();
+        assert!(
+            m.contains("(this kernel has no block_bio_complete event)"),
+            "{m}"
+        );
+        // A request-based disk's bios complete as requests.
+        let m = no_completions(EventSet::Bio, &disk, 2, 0, &["block_bio_complete"]).unwrap();
+        assert!(
+            m.contains("(neither block_bio_complete nor block_rq_complete fired)"),
+            "{m}"
+        );
+        let m = no_completions(EventSet::Bio, &disk, 2, 0, &["block_rq_complete"]).unwrap();
+        assert!(m.contains("no block_rq_complete event"), "{m}");
     }
 
     #[test]

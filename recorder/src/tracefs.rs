@@ -5,7 +5,12 @@
 //!   dd-5653  [000] .....  367.892716: block_rq_issue: 7,0 WS 4096 () 80 + 8 be,0,4 [dd]
 //!   ksoftirqd/1-22 [001] ..s.. 367.892902: block_rq_complete: 7,0 WS () 80 + 8 be,0,4 [0]
 //!   dd-5679  [001] d..1.  367.964428:   7,0    Q  WS 80 + 8 [dd]          (blk tracer)
+//!   dd-24584 [000] ..... 11725.221266: block_bio_queue: 253,0 WS 800 + 8 [dd]
+//!   dd-24584 [000] ..... 11725.221285: block_bio_complete: 253,0 WS 800 + 8 [0]
 //! ```
+//!
+//! The bio events (`Q` and `C`) are all a bio-based device (zram,
+//! device-mapper, md) reports; live capture reads them for such devices.
 //!
 //! Older kernels print no ioprio field (`... 80 + 8 [dd]`); the irq-flags column
 //! may be absent; `options/record-tgid` adds `(  TGID)` after the task. The event
@@ -377,6 +382,83 @@ mod tests {
             parse_line("  sg-3 [000] ..... 5.0: block_rq_issue: 8,0 N 36 (12 00 00 00 24 00) 0 + 0 none,0,0 [sg_inq]"),
             Ok(TraceLine::Parsed(Parsed::Note(note::PASSTHROUGH)))
         ));
+    }
+
+    #[test]
+    fn bio_event_lines_of_a_bio_based_device() {
+        // As Linux 6.18 prints them for zram (253,0) and a flush bio.
+        let zram0 = DeviceId {
+            major: 253,
+            minor: 0,
+        };
+        let e = ev("              dd-24584   [000] ..... 11725.221266: block_bio_queue: 253,0 WS 800 + 8 [dd]");
+        assert_eq!(
+            (e.action, e.device, e.op, e.flags, e.offset, e.len, e.pid),
+            (
+                Action::Queue,
+                zram0,
+                Op::Write,
+                Flags::SYNC,
+                Bytes(800 * 512),
+                Bytes(4096),
+                Some(24584)
+            )
+        );
+        assert_eq!(e.time, Nanos(11_725_221_266_000));
+        let e = ev("              dd-24586   [000] ..... 11725.230018: block_bio_complete: 253,0 RS 20480 + 2048 [0]");
+        assert_eq!(
+            (e.action, e.op, e.offset, e.len, e.error),
+            (
+                Action::Complete,
+                Op::Read,
+                Bytes(20480 * 512),
+                Bytes(1 << 20),
+                0
+            )
+        );
+        let e = ev("  kworker/0:2-99 [001] ..s.. 5.0: block_bio_complete: 253,0 W 64 + 8 [-5]");
+        assert_eq!((e.action, e.error), (Action::Complete, -5));
+        let e = ev("         losetup-24587   [000] ..... 11725.233923: block_bio_queue: 254,0 FWS 0 + 0 [losetup]");
+        assert_eq!(
+            (e.action, e.op, e.offset, e.len),
+            (Action::Queue, Op::Flush, Bytes(0), Bytes(0))
+        );
+        assert!(
+            parse_line("  dd-1 [000] ..... 5.0: block_bio_queue: 253,0 WS 800 +")
+                .unwrap_err()
+                .contains("truncated")
+        );
+
+        // A zram capture's text pairs in queue mode.
+        let text = "\
+              dd-24584   [000] ..... 11725.221266: block_bio_queue: 253,0 WS 800 + 8 [dd]
+              dd-24584   [000] ..... 11725.221285: block_bio_complete: 253,0 WS 800 + 8 [0]
+              dd-24586   [000] ..... 11725.229604: block_bio_queue: 253,0 RS 20480 + 2048 [dd]
+              dd-24586   [000] ..... 11725.230018: block_bio_complete: 253,0 RS 20480 + 2048 [0]
+";
+        let mut out = Vec::new();
+        let o = {
+            let opts = NormaliseOptions {
+                event: Some(crate::normalize::EventChoice::Queue),
+                ..NormaliseOptions::default()
+            };
+            let mut n = Normaliser::new(opts, &mut out);
+            let mut input = text.as_bytes();
+            parse(&mut input, "t", &mut n).unwrap();
+            n.finish().unwrap()
+        };
+        assert_eq!(o.issue_event, trace_format::IssueEvent::Queue);
+        let got: Vec<(u64, Op, u64, Option<u64>)> = out
+            .iter()
+            .map(|r| (r.time.0, r.op, r.len.0, r.latency.map(|l| l.0)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Op::Write, 4096, Some(19_000)),
+                (8_338_000, Op::Read, 1 << 20, Some(414_000))
+            ]
+        );
     }
 
     #[test]
