@@ -7,25 +7,10 @@ mod replay_util;
 
 use replay_util::*;
 use replayer::options::{DeviceRoute, DeviceSelector};
-use replayer::{IoEvent, MappingKind, MemorySource, Observer, ReplayOptions, TimingMode};
+use replayer::{IoEvent, IoLog, MappingKind, MemorySource, ReplayOptions, TimingMode};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trace_format::{DeviceEntry, DeviceId, IoRecord, Op, TraceHeader, TraceTail, TraceWriter};
-
-#[derive(Default)]
-struct Log(Vec<IoEvent>);
-
-impl Observer for Log {
-    fn wants_io_events(&self) -> bool {
-        true
-    }
-    fn io_completed(&mut self, e: &IoEvent) {
-        self.0.push(*e);
-    }
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
 
 fn opts() -> ReplayOptions {
     ReplayOptions {
@@ -129,7 +114,7 @@ fn several_targets_take_the_devices_in_order() {
         extra_targets: vec![b.clone()],
         ..opts()
     };
-    let mut log = Log::default();
+    let mut log = IoLog::default();
     let r = replayer::run_suite(&[&src], Some(&a), &o, &mut log).unwrap();
     check_routed(&recs, &log.0, |d| d as u32, 0);
     // each file sized to its own device's regions (5 and 3 MiB), not the sum
@@ -147,7 +132,7 @@ fn one_target_keeps_every_device_on_it() {
     let a = dir.path().join("a.bin");
     let recs = two_device_trace();
     let src = MemorySource::new("two", recs.clone());
-    let mut log = Log::default();
+    let mut log = IoLog::default();
     replayer::run_suite(&[&src], Some(&a), &opts(), &mut log).unwrap();
     assert!(log.0.iter().all(|e| e.target == 0));
     // device 0's 5 regions, then device 1's 3
@@ -205,7 +190,7 @@ fn device_map_routes_by_major_minor_and_by_index() {
         ],
         ..opts()
     };
-    let mut log = Log::default();
+    let mut log = IoLog::default();
     replayer::run_suite(&[&src], Some(&a), &o, &mut log).unwrap();
     check_routed(&recs, &log.0, |d| if d == 0 { 1 } else { 0 }, 0);
     assert_eq!(file_len(&a), 3 * MIB);
@@ -216,7 +201,7 @@ fn device_map_routes_by_major_minor_and_by_index() {
         device_map: vec![route(&format!("8:48={}", b.display()))],
         ..opts()
     };
-    let e = replayer::run_suite(&[&src], Some(&a), &o, &mut Log::default()).unwrap_err();
+    let e = replayer::run_suite(&[&src], Some(&a), &o, &mut IoLog::default()).unwrap_err();
     assert!(e.to_string().contains("no trace has device 8:48"), "{e}");
     assert!(matches!(
         "x=/dev/sdb".parse::<DeviceRoute>(),
@@ -258,7 +243,7 @@ fn target_offset_moves_every_mapping_and_sizes_the_file() {
             target_offset: off,
             ..opts()
         };
-        let mut log = Log::default();
+        let mut log = IoLog::default();
         let res = replayer::run_suite(&[&src], Some(&a), &o, &mut log).unwrap();
         let size = res.target.size_bytes;
         assert_eq!(size, file_len(&a));
@@ -304,7 +289,7 @@ fn unaligned_offset_is_refused() {
         target_offset: 1000,
         ..opts()
     };
-    let e = replayer::run_suite(&[&src], Some(&a), &o, &mut Log::default()).unwrap_err();
+    let e = replayer::run_suite(&[&src], Some(&a), &o, &mut IoLog::default()).unwrap_err();
     assert!(e.to_string().contains("not a multiple"), "{e}");
 }
 
@@ -324,7 +309,7 @@ fn skipped_operations_are_counted_and_never_sent() {
         skip_ops: vec![Op::Flush, Op::Write, Op::Discard],
         ..opts()
     };
-    let mut log = Log::default();
+    let mut log = IoLog::default();
     let r = replayer::run_suite(&[&src], Some(&a), &o, &mut log).unwrap();
     assert!(log.0.iter().all(|e| e.op == Op::Read), "only reads sent");
     assert_eq!(log.0.len() as u64, count(Op::Read));

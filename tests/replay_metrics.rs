@@ -3,23 +3,8 @@
 mod replay_util;
 
 use replay_util::*;
-use replayer::{IoEvent, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
+use replayer::{IoEvent, IoLog, MemorySource, ReplayOptions, TimingMode, TraceSource};
 use trace_format::{IoRecord, Op};
-
-#[derive(Default)]
-struct Events(Vec<IoEvent>);
-
-impl Observer for Events {
-    fn wants_io_events(&self) -> bool {
-        true
-    }
-    fn io_completed(&mut self, e: &IoEvent) {
-        self.0.push(*e);
-    }
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
 
 /// Total time covered by at least one [submit, complete] interval.
 fn union_ns(ev: &[&IoEvent]) -> u64 {
@@ -74,7 +59,7 @@ fn busy_time_bandwidth_and_access_time_match_the_timestamps() {
         warmup: false,
         ..Default::default()
     };
-    let mut ev = Events::default();
+    let mut ev = IoLog::default();
     let srcs: [&dyn TraceSource; 1] = [&src];
     let r = replayer::run_suite(&srcs, Some(&dir.path().join("s.bin")), &opts, &mut ev).unwrap();
     let t = &r.traces[0];
@@ -167,7 +152,7 @@ fn suite_figures_are_geometric_means_of_trace_figures() {
         &srcs,
         Some(&dir.path().join("s.bin")),
         &opts,
-        &mut Events::default(),
+        &mut IoLog::default(),
     )
     .unwrap();
     assert_eq!(r.traces.len(), 2);

@@ -9,7 +9,7 @@ mod replay_util;
 
 use common::{require_root, require_tool, LoopDevice, TracefsLock};
 use replay_util::*;
-use replayer::{IoEvent, MappingKind, MemorySource, Observer, ReplayOptions, TimingMode};
+use replayer::{IoEvent, IoLog, MappingKind, MemorySource, ReplayOptions, TimingMode};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_format::{IoRecord, Op};
@@ -169,21 +169,6 @@ fn a_device_whose_partition_is_mounted_is_refused() {
     );
 }
 
-#[derive(Default)]
-struct Log(Vec<IoEvent>);
-
-impl Observer for Log {
-    fn wants_io_events(&self) -> bool {
-        true
-    }
-    fn io_completed(&mut self, e: &IoEvent) {
-        self.0.push(*e);
-    }
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
-
 /// Reads, writes and discards spread over 3 GiB, with requests straddling
 /// region ends and the largest 1 MiB; `regions` distinct 1 MiB regions.
 fn wide_trace(regions: u64) -> Vec<IoRecord> {
@@ -239,7 +224,7 @@ fn no_io_goes_beyond_the_target_in_any_mapping_mode() {
             target_offset: offset,
             ..base.clone()
         };
-        let mut log = Log::default();
+        let mut log = IoLog::default();
         let r = replayer::run_suite(&[&src], Some(&dev.path), &o, &mut log);
         (r, log.0)
     };

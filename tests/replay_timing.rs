@@ -6,24 +6,9 @@
 mod replay_util;
 
 use replay_util::*;
-use replayer::{IoEvent, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
+use replayer::{IoEvent, IoLog, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
 use std::path::Path;
 use trace_format::{IoRecord, Op};
-
-#[derive(Default)]
-struct Events(Vec<IoEvent>);
-
-impl Observer for Events {
-    fn wants_io_events(&self) -> bool {
-        true
-    }
-    fn io_completed(&mut self, e: &IoEvent) {
-        self.0.push(*e);
-    }
-    fn should_stop(&self) -> bool {
-        false
-    }
-}
 
 fn one_pass(mode: TimingMode) -> ReplayOptions {
     ReplayOptions {
@@ -37,7 +22,7 @@ fn one_pass(mode: TimingMode) -> ReplayOptions {
 /// Replays `recs` once onto a scratch file in `dir`; the playback time (s) and the events.
 fn play(dir: &Path, recs: Vec<IoRecord>, opts: &ReplayOptions) -> (f64, Vec<IoEvent>) {
     let src = MemorySource::new("t", recs);
-    let mut ev = Events::default();
+    let mut ev = IoLog::default();
     let srcs: [&dyn TraceSource; 1] = [&src];
     let r = replayer::run_suite(&srcs, Some(&dir.join("scratch.bin")), opts, &mut ev).unwrap();
     ev.0.sort_by_key(|e| e.index);

@@ -37,5 +37,5 @@ pub use error::ReplayError;
 pub use metrics::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
 pub use options::{MappingKind, ReplayOptions, TimingMode};
 pub use source::{MemorySource, TmtSource, TraceSource};
-pub use suite::{run_suite, NoObserver};
+pub use suite::{run_suite, IoLog, NoObserver};
 pub use target::{Target, TargetKind, DEFAULT_SCRATCH_NAME};

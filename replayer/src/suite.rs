@@ -17,6 +17,24 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
+/// An observer that keeps every completed I/O, in completion order, and never
+/// asks to stop: for checking a replay from outside (tests, per-I/O logs of
+/// short traces; it grows with the trace).
+#[derive(Debug, Default)]
+pub struct IoLog(pub Vec<IoEvent>);
+
+impl Observer for IoLog {
+    fn wants_io_events(&self) -> bool {
+        true
+    }
+    fn io_completed(&mut self, e: &IoEvent) {
+        self.0.push(*e);
+    }
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
 /// Replays every trace on `target` (the scratch file in the current directory
 /// when `None`): one unscored warm-up pass (unless disabled) and
 /// `opts.passes` scored passes each, then the suite figures.
@@ -211,23 +229,10 @@ pub fn write_json(result: &SuiteResult, path: &Path) -> Result<(), ReplayError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::IoEvent;
     use crate::{MemorySource, TimingMode};
     use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
 
-    #[derive(Default)]
-    struct Log(Vec<IoEvent>);
-    impl Observer for Log {
-        fn wants_io_events(&self) -> bool {
-            true
-        }
-        fn io_completed(&mut self, e: &IoEvent) {
-            self.0.push(*e);
-        }
-        fn should_stop(&self) -> bool {
-            false
-        }
-    }
+    type Log = IoLog;
 
     fn rec(t_us: u64, op: Op, offset: u64, len: u64, lat_us: Option<u64>) -> IoRecord {
         IoRecord {
