@@ -42,6 +42,11 @@
 //! capture that sees no completion at all says so (messages and a trace note)
 //! and has no latencies. Zero-length completions that are not flushes (the
 //! end of a flush sequence) are counted and not paired: they carry no sector.
+//! A bio that a request-based disk splits into several requests (larger than
+//! its largest request) gets the latency of the first request's completion;
+//! the others count as completions without a matching request. A bio-based
+//! device that splits a bio (md at a chunk boundary) completes the remainder
+//! at its own sector, counted the same way.
 //!
 //! Partitions: block request and bio events name the whole disk and give disk
 //! sectors (a partition's bios are remapped before they are traced).
