@@ -86,6 +86,7 @@ impl IssueTracer {
         major: u32,
         minor: u32,
     ) -> std::io::Result<IssueTracer> {
+        remove_stale_instances(tracefs);
         let dir = tracefs
             .join("instances")
             .join(format!("tracemark-replay-{}", std::process::id()));
@@ -125,6 +126,27 @@ impl Drop for IssueTracer {
             "0",
         );
         let _ = fs::remove_dir(&self.dir);
+    }
+}
+
+/// Removes the instances of test processes that are gone (killed before their
+/// `IssueTracer` was dropped), switching their events off first.
+fn remove_stale_instances(tracefs: &Path) {
+    let Ok(entries) = fs::read_dir(tracefs.join("instances")) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(pid) = name.strip_prefix("tracemark-replay-") else {
+            continue;
+        };
+        if pid.parse::<u32>().is_err() || Path::new("/proc").join(pid).exists() {
+            continue;
+        }
+        let dir = entry.path();
+        let _ = fs::write(dir.join("tracing_on"), "0");
+        let _ = fs::write(dir.join("events/enable"), "0");
+        let _ = fs::remove_dir(&dir);
     }
 }
 
