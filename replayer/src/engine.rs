@@ -85,6 +85,8 @@ fn cooperative_ring(entries: u32) -> std::io::Result<IoUring> {
 /// one per online CPU keeps them from fighting over the device's locks.
 /// Measured on zram, 70/30 random 4 KiB at QD32 (bench/README.md): median
 /// 1.05x -> 1.18x fio's replay, where 8 uncapped workers gave 1.05x.
+/// The cost of the cap: a driver that sleeps inside submission gets at most
+/// one such submission per CPU at a time (the default allows four per CPU).
 /// Failure to cap is harmless (the default limits stay).
 fn share_punted_work(ring: &IoUring) {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
