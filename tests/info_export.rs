@@ -87,11 +87,61 @@ fn info_json_has_the_spec_keys_with_independent_counts() {
         .unwrap();
     assert_eq!(v["duration_ns"], last);
     assert_eq!(v["skipped"], 0);
+    // times are multiples of 250 µs, but latencies are ns-exact (80,001 ns)
+    assert_eq!(v["time_step_ns"], 1);
 
     let human = common::tracemark().arg("info").arg(&path).output().unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
         text.contains("Read sizes") && text.contains("Skipped input: none"),
+        "{text}"
+    );
+}
+
+/// A source with microsecond times (a fio v3 iolog) gives a 1 µs time step;
+/// the human output says so too.
+#[test]
+fn info_shows_the_time_resolution_of_the_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("t.iolog");
+    let mut text = String::from("fio version 3 iolog\n0 /dev/x add\n0 /dev/x open\n");
+    for i in 0..50u64 {
+        // irregular whole microseconds: no step coarser than 1 µs divides them
+        text.push_str(&format!(
+            "{} /dev/x read {} 4096\n",
+            3 + i * 17 + i * i % 5,
+            i * 8192
+        ));
+    }
+    text.push_str("900 /dev/x close\n");
+    std::fs::write(&log, text).unwrap();
+    let tmt = dir.path().join("t.tmt");
+    let conv = common::tracemark()
+        .arg("convert")
+        .arg(&log)
+        .arg("-o")
+        .arg(&tmt)
+        .arg("-q")
+        .output()
+        .unwrap();
+    assert!(
+        conv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&conv.stderr)
+    );
+    let out = common::tracemark()
+        .args(["info", "--json"])
+        .arg(&tmt)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ios"], 50);
+    assert_eq!(v["time_step_ns"], 1000);
+    let human = common::tracemark().arg("info").arg(&tmt).output().unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        text.lines()
+            .any(|l| l.contains("time step") && l.contains("1.0 µs")),
         "{text}"
     );
 }

@@ -117,6 +117,7 @@ fn to_json(
                 .map(|b| b.0 as f64 / s.duration.0 as f64)),
         );
         obj.insert("idle_ns".into(), json!(st.idle.0));
+        obj.insert("time_step_ns".into(), json!(st.time_step.map(|t| t.0)));
         obj.insert("issue_gaps_ns".into(), histogram_json(&st.issue_gaps));
     }
     v
@@ -250,6 +251,12 @@ fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::P
             output::duration_ns(st.idle.0),
             output::percent(st.idle.0 as f64, s.duration.0 as f64)
         );
+        if let Some(step) = st.time_step {
+            println!(
+                "  time step   {:>12}  (every time and latency is a multiple of it)",
+                output::duration_ns(step.0)
+            );
+        }
         println!(
             "  sequential  {:>12}  of reads and writes",
             output::percent(st.sequential as f64, st.data_requests as f64)

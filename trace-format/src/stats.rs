@@ -2,6 +2,7 @@
 //! shows beyond the footer's summary). Memory is bounded by the number of
 //! requests in flight at once in the original, not by the trace's length.
 
+use crate::codec::gcd;
 use crate::record::{IoRecord, Op};
 use crate::units::Nanos;
 use serde::Serialize;
@@ -56,6 +57,11 @@ pub struct TraceStats {
     /// Time without any request in flight (or, without latencies, the sum of
     /// inter-issue gaps above 1 ms), the part of the trace a compressed replay removes.
     pub idle: Nanos,
+    /// The largest unit that divides every record's time (counted from the
+    /// first record) and every latency: the trace's time resolution, e.g.
+    /// 1 µs for a source that gives microseconds, 1 ns for a ring-buffer
+    /// capture. None when there is nothing to measure (one record, no latency).
+    pub time_step: Option<Nanos>,
 }
 
 impl TraceStats {
@@ -104,6 +110,9 @@ pub struct StatsBuilder {
     idle_total: u64,
     prev_time: Option<u64>,
     gap_idle_total: u64,
+    first_time: Option<u64>,
+    /// GCD of the times from the first and of the latencies (0: none yet).
+    time_gcd: u64,
 }
 
 impl Default for StatsBuilder {
@@ -124,6 +133,7 @@ impl StatsBuilder {
                 busy: None,
                 issue_gaps: Histogram::new(TraceStats::GAP_BOUNDS.to_vec()),
                 idle: Nanos::ZERO,
+                time_step: None,
             },
             last_end: Vec::new(),
             in_flight: BinaryHeap::new(),
@@ -134,6 +144,8 @@ impl StatsBuilder {
             idle_total: 0,
             prev_time: None,
             gap_idle_total: 0,
+            first_time: None,
+            time_gcd: 0,
         }
     }
 
@@ -147,6 +159,11 @@ impl StatsBuilder {
             }
         }
         self.prev_time = Some(t);
+        let first = *self.first_time.get_or_insert(t);
+        self.time_gcd = gcd(self.time_gcd, t.abs_diff(first));
+        if let Some(lat) = r.latency {
+            self.time_gcd = gcd(self.time_gcd, lat.0);
+        }
         if r.op.carries_data() {
             self.stats.data_requests += 1;
             match r.op {
@@ -193,6 +210,7 @@ impl StatsBuilder {
     /// The statistics; `total_records` is the trace's record count (to tell
     /// whether every record had a latency).
     pub fn finish(mut self, total_records: u64) -> TraceStats {
+        self.stats.time_step = (self.time_gcd > 0).then_some(Nanos(self.time_gcd));
         if self.with_latency > 0 && self.with_latency == total_records {
             if let Some(end) = self.busy_end {
                 self.busy_total += end - self.busy_start;
@@ -261,5 +279,39 @@ mod tests {
         assert_eq!(s.queue_depth, None);
         assert_eq!(s.idle, Nanos(5_000_000));
         assert_eq!(s.issue_gaps.total(), 2);
+        assert_eq!(s.time_step, Some(Nanos(500)));
+    }
+
+    #[test]
+    fn time_step_is_the_resolution_of_times_and_latencies() {
+        let step = |recs: &[IoRecord]| {
+            let mut b = StatsBuilder::new();
+            recs.iter().for_each(|r| b.add(r));
+            b.finish(recs.len() as u64).time_step
+        };
+        // Microsecond times offset from zero, microsecond latencies.
+        let us = [
+            rec(1_234_567_000, Op::Read, 0, 4096, Some(3_000)),
+            rec(1_234_569_000, Op::Read, 0, 4096, Some(17_000)),
+            rec(1_234_600_000, Op::Write, 0, 4096, Some(250_000)),
+        ];
+        assert_eq!(step(&us), Some(Nanos(1_000)));
+        // One nanosecond-exact latency brings it to 1 ns.
+        let mut ns = us;
+        ns[1].latency = Some(Nanos(17_001));
+        assert_eq!(step(&ns), Some(Nanos(1)));
+        // Nothing to measure: one record without a latency.
+        assert_eq!(
+            step(
+                &us[..1]
+                    .iter()
+                    .map(|r| IoRecord {
+                        latency: None,
+                        ..*r
+                    })
+                    .collect::<Vec<_>>()
+            ),
+            None
+        );
     }
 }
