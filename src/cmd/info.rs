@@ -271,8 +271,10 @@ fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::P
     }
     if !tail.notes.is_empty() {
         println!("Not I/O (understood and counted)");
+        let width = tail.notes.iter().map(|(k, _)| k.chars().count()).max();
+        let width = width.unwrap_or(0).max(30);
         for (k, n) in &tail.notes {
-            println!("  {k:<30} {n:>10}");
+            println!("  {k:<width$} {n:>10}");
         }
     }
     if tail.skipped.count > 0 {
