@@ -19,9 +19,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location};
-use crate::line_input::{
-    head_lines, parse_fixed, report_bad, report_too_long, LineReader, NumberStyle,
-};
+use crate::line_input::{head_lines, parse_fixed, report_bad, LineReader, NumberStyle};
 use crate::sink::Sink;
 use std::io::BufRead;
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
@@ -829,11 +827,7 @@ fn trim_ascii_line(line: &[u8]) -> &[u8] {
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let mut reader = LineReader::new(input, file);
     let mut in_summary = false;
-    while let Some(line) = reader.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = reader.next_line(sink)? {
         // Plain ASCII (nearly every line): trim what `str::trim` would trim
         // and try the fast path before anything else.
         if line.bytes.is_ascii() {

@@ -28,7 +28,7 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, head_lines, nanos_from, parse_u64, report_bad, report_too_long, show, LineReader,
+    check_extent, head_lines, nanos_from, parse_u64, report_bad, show, LineReader,
 };
 use crate::sink::Sink;
 use std::collections::HashMap;
@@ -88,11 +88,7 @@ struct State {
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let mut lines = LineReader::new(input, file);
     let mut state: Option<State> = None;
-    while let Some(line) = lines.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = lines.next_line(sink)? {
         if line.bytes.trim_ascii().is_empty() {
             continue;
         }

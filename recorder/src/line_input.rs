@@ -7,6 +7,7 @@ use crate::error::ConvertError;
 use crate::event::Location;
 use crate::sink::Sink;
 use std::io::{ErrorKind, Read};
+use std::ops::Range;
 use std::path::PathBuf;
 use trace_format::Nanos;
 
@@ -26,9 +27,9 @@ pub(crate) const MAX_END: u64 = 1 << 63;
 pub(crate) struct Line<'b> {
     /// 1-based line number.
     pub number: u64,
+    /// For an over-long line (only ever handed to `report_too_long`), its
+    /// first [`MAX_LINE_BYTES`].
     pub bytes: &'b [u8],
-    /// The line was longer than [`MAX_LINE_BYTES`]; `bytes` holds its start.
-    pub too_long: bool,
 }
 
 /// Reads lines as bytes (never assuming UTF-8), strips `\r\n` / `\n` and a
@@ -189,33 +190,53 @@ impl<'a> LineReader<'a> {
         Ok(Found::Long)
     }
 
-    /// The next line, or `None` at the end of the input.
-    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, ConvertError> {
-        let (range, too_long) = match self.find()? {
+    /// The next line of at most [`MAX_LINE_BYTES`], or `None` at the end of
+    /// the input. An over-long line is reported to `sink` as bad input (which
+    /// stops the parse unless the sink goes on) and skipped: every parser
+    /// treats it so.
+    pub fn next_line(&mut self, sink: &mut dyn Sink) -> Result<Option<Line<'_>>, ConvertError> {
+        let file = self.file;
+        loop {
+            match self.advance()? {
+                None => return Ok(None),
+                Some(None) => report_too_long(sink, file, &self.line(None))?,
+                Some(range) => return Ok(Some(self.line(range))),
+            }
+        }
+    }
+
+    /// Moves to the next line: `None` at the end of the input, else where its
+    /// bytes are in the block, `None` for an over-long line (its start is in
+    /// `long`).
+    fn advance(&mut self) -> Result<Option<Option<Range<usize>>>, ConvertError> {
+        let range = match self.find()? {
             Found::End => return Ok(None),
             Found::Line(len) => {
                 let range = self.start..self.start + len;
                 self.start += len + 1;
-                (Some(range), false)
+                Some(range)
             }
             Found::Last(len) => {
                 let range = self.start..self.start + len;
                 self.start += len;
-                (Some(range), false)
+                Some(range)
             }
-            Found::Long => (None, true),
+            Found::Long => None,
         };
         self.number += 1;
+        Ok(Some(range))
+    }
+
+    /// The line `advance` moved to.
+    fn line(&mut self, range: Option<Range<usize>>) -> Line<'_> {
         let raw = match range {
             Some(r) => self.block.get(r).unwrap_or(&[]),
             None => &self.long,
         };
-        let bytes = clean_line(raw, self.number, &mut self.saw_content);
-        Ok(Some(Line {
+        Line {
             number: self.number,
-            bytes,
-            too_long,
-        }))
+            bytes: clean_line(raw, self.number, &mut self.saw_content),
+        }
     }
 
     /// Reports an input without any content as bad (`what` names the format).
@@ -257,11 +278,7 @@ pub(crate) fn report_bad(
 }
 
 /// Reports an over-long line as bad input.
-pub(crate) fn report_too_long(
-    sink: &mut dyn Sink,
-    file: &str,
-    line: &Line<'_>,
-) -> Result<(), ConvertError> {
+fn report_too_long(sink: &mut dyn Sink, file: &str, line: &Line<'_>) -> Result<(), ConvertError> {
     let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
     report_bad(sink, file, line.number, line.bytes, &reason)
 }
@@ -683,17 +700,24 @@ pub(crate) mod testing {
 mod tests {
     use super::*;
 
+    /// Every line as (number, bytes, over-long), over-long ones included.
+    fn all_lines(r: &mut LineReader<'_>) -> Vec<(u64, Vec<u8>, bool)> {
+        let mut got = Vec::new();
+        while let Some(range) = r.advance().unwrap() {
+            let too_long = range.is_none();
+            let l = r.line(range);
+            got.push((l.number, l.bytes.to_vec(), too_long));
+        }
+        got
+    }
+
     #[test]
     fn lines_strip_crlf_bom_and_cap_length() {
         let mut data = b"\xEF\xBB\xBFone\r\ntwo\n\nthree".to_vec();
         let mut input: &[u8] = &data;
         let mut r = LineReader::new(&mut input, "f");
-        let mut got = Vec::new();
-        while let Some(l) = r.next_line().unwrap() {
-            got.push((l.number, l.bytes.to_vec(), l.too_long));
-        }
         assert_eq!(
-            got,
+            all_lines(&mut r),
             vec![
                 (1, b"one".to_vec(), false),
                 (2, b"two".to_vec(), false),
@@ -705,12 +729,42 @@ mod tests {
         data.extend_from_slice(b"\nnext\n");
         let mut input = std::io::BufReader::with_capacity(1000, &data[..]);
         let mut r = LineReader::new(&mut input, "f");
-        let l = r.next_line().unwrap().unwrap();
-        assert!(l.too_long);
-        assert_eq!(l.bytes.len(), MAX_LINE_BYTES);
-        let l = r.next_line().unwrap().unwrap();
-        assert_eq!((l.number, l.bytes, l.too_long), (2, &b"next"[..], false));
-        assert!(r.next_line().unwrap().is_none());
+        assert_eq!(
+            all_lines(&mut r),
+            vec![
+                (1, vec![b'x'; MAX_LINE_BYTES], true),
+                (2, b"next".to_vec(), false)
+            ]
+        );
+    }
+
+    /// `next_line` reports an over-long line to the sink, once, as bad input
+    /// naming the limit, and goes on with the next line when the sink does;
+    /// a sink that stops makes it fail.
+    #[test]
+    fn over_long_lines_are_reported_and_skipped() {
+        let mut data = b"first\n".to_vec();
+        data.extend(vec![b'x'; MAX_LINE_BYTES + 10]);
+        data.extend_from_slice(b"\nlast\n");
+        let mut input: &[u8] = &data;
+        let mut r = LineReader::new(&mut input, "f");
+        let mut sink = testing::Collect::skipping();
+        let mut got = Vec::new();
+        while let Some(l) = r.next_line(&mut sink).unwrap() {
+            got.push((l.number, l.bytes.to_vec()));
+        }
+        assert_eq!(got, vec![(1, b"first".to_vec()), (3, b"last".to_vec())]);
+        assert_eq!(sink.bad.len(), 1);
+        let (line, content, reason) = &sink.bad[0];
+        assert_eq!(*line, 2);
+        assert_eq!(content.len(), MAX_LINE_BYTES);
+        assert_eq!(reason, &format!("line longer than {MAX_LINE_BYTES} bytes"));
+
+        let mut input: &[u8] = &data;
+        let mut r = LineReader::new(&mut input, "f");
+        let mut sink = testing::Collect::default();
+        assert!(r.next_line(&mut sink).unwrap().is_some());
+        assert!(r.next_line(&mut sink).is_err());
     }
 
     /// Hands out at most a few bytes per read, to exercise refills at every
@@ -796,11 +850,11 @@ mod tests {
                 }
                 let mut input = Trickle { data: &data, step };
                 let mut r = LineReader::new(&mut input, "f");
-                let mut got = Vec::new();
-                while let Some(l) = r.next_line().unwrap() {
-                    got.push((l.number, l.bytes.to_vec(), l.too_long));
-                }
-                assert_eq!(got, reference(&data), "round {round}, step {step}");
+                assert_eq!(
+                    all_lines(&mut r),
+                    reference(&data),
+                    "round {round}, step {step}"
+                );
             }
         }
     }

@@ -15,8 +15,7 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, head_lines, nanos_from, parse_u64, report_bad, report_too_long, show, Fields,
-    LineReader,
+    check_extent, head_lines, nanos_from, parse_u64, report_bad, show, Fields, LineReader,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -95,11 +94,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
     // Decided by the first record: subtract the Unix epoch (absolute FILETIMEs) or not.
     let mut epoch: Option<u64> = None;
     let mut records = 0u64;
-    while let Some(line) = lines.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = lines.next_line(sink)? {
         if line.bytes.trim_ascii().is_empty() {
             continue;
         }

@@ -9,8 +9,8 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, report_too_long,
-    show, Fields, LineReader, NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, show, Fields,
+    LineReader, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -70,11 +70,7 @@ fn parse_fields(line: &[u8]) -> Result<SourceIo, String> {
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let mut lines = LineReader::new(input, file);
-    while let Some(line) = lines.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = lines.next_line(sink)? {
         if line.bytes.trim_ascii().is_empty() {
             continue;
         }

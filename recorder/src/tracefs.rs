@@ -20,7 +20,7 @@
 use crate::blkparse::{self, parse_action, parse_device, parse_seconds, token, Parsed};
 use crate::error::ConvertError;
 use crate::event::Location;
-use crate::line_input::{head_lines, report_bad, report_too_long, LineReader};
+use crate::line_input::{head_lines, report_bad, LineReader};
 use crate::sink::Sink;
 use std::io::BufRead;
 use trace_format::Nanos;
@@ -289,11 +289,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let mut reader = LineReader::new(input, file);
-    while let Some(line) = reader.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = reader.next_line(sink)? {
         let Ok(text) = std::str::from_utf8(line.bytes) else {
             report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
             continue;

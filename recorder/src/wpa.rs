@@ -27,8 +27,8 @@
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad, report_too_long,
-    show, Fields, LineReader, NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad, show, Fields,
+    LineReader, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -292,11 +292,7 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let mut lines = LineReader::new(input, file);
     let mut layout: Option<Layout> = None;
-    while let Some(line) = lines.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = lines.next_line(sink)? {
         if line.bytes.trim_ascii().is_empty() {
             continue;
         }

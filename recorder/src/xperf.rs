@@ -28,7 +28,7 @@ use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, parse_u64, report_bad,
-    report_too_long, Fields, LineReader, NumberStyle,
+    Fields, LineReader, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -223,11 +223,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
     let mut lines = LineReader::new(input, file);
     // Read, Write, Flush layouts from the header, when there is one.
     let mut layouts: [Option<EventLayout>; 3] = [None; 3];
-    while let Some(line) = lines.next_line()? {
-        if line.too_long {
-            report_too_long(sink, file, &line)?;
-            continue;
-        }
+    while let Some(line) = lines.next_line(sink)? {
         let text = line.bytes.trim_ascii();
         if text.is_empty() || text == b"BeginHeader" || text == b"EndHeader" {
             continue;
