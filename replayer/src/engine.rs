@@ -221,7 +221,8 @@ impl<'t> Engine<'t> {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) => false,
             Err(e) => return Err(ring_err("cannot register buffers")(e)),
         };
-        if target.all().any(|t| !t.nowait) {
+        let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
+        if punted.contains(&true) {
             share_punted_work(&ring);
         }
         let fds: Vec<i32> = target.all().map(Target::fd).collect();
@@ -242,7 +243,7 @@ impl<'t> Engine<'t> {
                 .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
                 .collect(),
             spin_ns: SPIN_NS,
-            punted: target.all().map(|t| !t.nowait).collect(),
+            punted,
         })
     }
 
