@@ -6,7 +6,7 @@
 mod common;
 
 use common::{LoopDevice, TraceSetting, TracefsLock};
-use recorder::blktrace::{self, Framing};
+use recorder::formats::blktrace::{self, Framing};
 use recorder::{Action, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::collections::BTreeMap;
 use std::fs;

@@ -18,11 +18,31 @@ type ParseFn = fn(&mut dyn std::io::BufRead, &str, &mut dyn Sink) -> Result<(), 
 
 /// (name, looks_like, parse) of the formats under test.
 const FORMATS: [(&str, LooksLikeFn, ParseFn); 5] = [
-    ("msr", recorder::msr::looks_like, recorder::msr::parse),
-    ("xperf", recorder::xperf::looks_like, recorder::xperf::parse),
-    ("wpa", recorder::wpa::looks_like, recorder::wpa::parse),
-    ("fio", recorder::fio::looks_like, recorder::fio::parse),
-    ("spc", recorder::spc::looks_like, recorder::spc::parse),
+    (
+        "msr",
+        recorder::formats::msr::looks_like,
+        recorder::formats::msr::parse,
+    ),
+    (
+        "xperf",
+        recorder::formats::xperf::looks_like,
+        recorder::formats::xperf::parse,
+    ),
+    (
+        "wpa",
+        recorder::formats::wpa::looks_like,
+        recorder::formats::wpa::parse,
+    ),
+    (
+        "fio",
+        recorder::formats::fio::looks_like,
+        recorder::formats::fio::parse,
+    ),
+    (
+        "spc",
+        recorder::formats::spc::looks_like,
+        recorder::formats::spc::parse,
+    ),
 ];
 
 /// Sample folders that hold other parsers' formats.

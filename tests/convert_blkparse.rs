@@ -237,8 +237,8 @@ fn multi_device_merges_requeues_and_flushes() {
     let notes = &trace.footer().tail.notes;
     let note = |k: &str| notes.iter().find(|(n, _)| n == k).map_or(0, |(_, c)| *c);
     assert_eq!(note(recorder::normalize::note::REISSUE), 1);
-    assert_eq!(note(recorder::blkparse::note::PASSTHROUGH), 1);
-    assert_eq!(note(recorder::blkparse::note::SUMMARY), 7);
+    assert_eq!(note(recorder::formats::blkparse::note::PASSTHROUGH), 1);
+    assert_eq!(note(recorder::formats::blkparse::note::SUMMARY), 7);
 
     // Queue time: four bios on 8,0 (the two merged writes complete together)
     // and the discard; only 8,16 with --device.

@@ -226,8 +226,8 @@ fn real_loop_device_io_through_events_and_blk_tracer() {
 
 #[test]
 fn one_line_parser_is_public_for_live_capture() {
-    use recorder::blkparse::Parsed;
-    use recorder::tracefs::{parse_line, TraceLine};
+    use recorder::formats::blkparse::Parsed;
+    use recorder::formats::tracefs::{parse_line, TraceLine};
     let line = "  dd-1 [000] ..... 1.000001: block_rq_issue: 7,0 WS 4096 () 80 + 8 be,0,4 [dd]";
     let Ok(TraceLine::Parsed(Parsed::Event(e))) = parse_line(line) else {
         panic!("parse_line({line})");

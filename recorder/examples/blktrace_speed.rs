@@ -44,15 +44,15 @@ fn make(src: &Path, out: &Path, want: u64) -> Result<(), String> {
     let mut pos = 0usize;
     while let Some(rec) = data
         .get(pos..pos + 48)
-        .and_then(recorder::blktrace::decode_header)
+        .and_then(recorder::formats::blktrace::decode_header)
     {
-        if rec.version != 7 || rec.byte_order != recorder::blktrace::ByteOrder::Little {
+        if rec.version != 7 || rec.byte_order != recorder::formats::blktrace::ByteOrder::Little {
             return Err("the source must be a little-endian version 7 file".into());
         }
         let len = 48 + usize::from(rec.pdu_len);
         let bytes = data.get(pos..pos + len).ok_or("truncated source")?;
         // Notify records carry times of their own; leave them out.
-        if rec.categories() & recorder::blktrace::category::NOTIFY == 0 {
+        if rec.categories() & recorder::formats::blktrace::category::NOTIFY == 0 {
             records.push((rec.time, bytes.to_vec()));
         }
         pos += len;
@@ -85,7 +85,7 @@ fn parse(paths: &[String]) -> Result<(), String> {
     let paths: Vec<&Path> = paths.iter().map(Path::new).collect();
     let mut sink = Count::default();
     let start = Instant::now();
-    recorder::blktrace::parse_files(&paths, &mut sink).map_err(|e| e.to_string())?;
+    recorder::formats::blktrace::parse_files(&paths, &mut sink).map_err(|e| e.to_string())?;
     let secs = start.elapsed().as_secs_f64();
     let records = sink.events + sink.notes;
     println!(

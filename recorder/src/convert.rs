@@ -113,7 +113,9 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
         Some(f) => f == Format::Blktrace,
         // Standard input is detected when it is opened (it can be read once).
         None if is_stdin(first) => false,
-        None if !first.is_file() && !crate::blktrace::set_members(first)?.is_empty() => true,
+        None if !first.is_file() && !crate::formats::blktrace::set_members(first)?.is_empty() => {
+            true
+        }
         None => {
             let mut f = File::open(first).map_err(|e| io_error(first, e))?;
             let head = read_head(&mut f, first)?;
@@ -144,7 +146,7 @@ pub fn parse_inputs(
         Inputs::Blktrace(paths) => {
             on_format(Format::Blktrace);
             let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-            crate::blktrace::parse_files(&refs, sink)?;
+            crate::formats::blktrace::parse_files(&refs, sink)?;
             Ok(Format::Blktrace)
         }
         Inputs::Text(paths) => {
@@ -179,13 +181,13 @@ pub fn parse_text(
     sink: &mut dyn Sink,
 ) -> Result<(), ConvertError> {
     match format {
-        Format::Blkparse => crate::blkparse::parse(input, file, sink),
-        Format::Tracefs => crate::tracefs::parse(input, file, sink),
-        Format::Msr => crate::msr::parse(input, file, sink),
-        Format::Xperf => crate::xperf::parse(input, file, sink),
-        Format::Wpa => crate::wpa::parse(input, file, sink),
-        Format::Fio => crate::fio::parse(input, file, sink),
-        Format::Spc => crate::spc::parse(input, file, sink),
+        Format::Blkparse => crate::formats::blkparse::parse(input, file, sink),
+        Format::Tracefs => crate::formats::tracefs::parse(input, file, sink),
+        Format::Msr => crate::formats::msr::parse(input, file, sink),
+        Format::Xperf => crate::formats::xperf::parse(input, file, sink),
+        Format::Wpa => crate::formats::wpa::parse(input, file, sink),
+        Format::Fio => crate::formats::fio::parse(input, file, sink),
+        Format::Spc => crate::formats::spc::parse(input, file, sink),
         Format::Blktrace => Err(ConvertError::Usage(format!(
             "{file}: blktrace binary is read from files, not as text"
         ))),

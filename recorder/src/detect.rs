@@ -73,14 +73,14 @@ impl Format {
 
     fn looks_like(self, head: &[u8]) -> bool {
         match self {
-            Format::Blkparse => crate::blkparse::looks_like(head),
-            Format::Blktrace => crate::blktrace::looks_like(head),
-            Format::Tracefs => crate::tracefs::looks_like(head),
-            Format::Msr => crate::msr::looks_like(head),
-            Format::Xperf => crate::xperf::looks_like(head),
-            Format::Wpa => crate::wpa::looks_like(head),
-            Format::Fio => crate::fio::looks_like(head),
-            Format::Spc => crate::spc::looks_like(head),
+            Format::Blkparse => crate::formats::blkparse::looks_like(head),
+            Format::Blktrace => crate::formats::blktrace::looks_like(head),
+            Format::Tracefs => crate::formats::tracefs::looks_like(head),
+            Format::Msr => crate::formats::msr::looks_like(head),
+            Format::Xperf => crate::formats::xperf::looks_like(head),
+            Format::Wpa => crate::formats::wpa::looks_like(head),
+            Format::Fio => crate::formats::fio::looks_like(head),
+            Format::Spc => crate::formats::spc::looks_like(head),
         }
     }
 }

@@ -17,19 +17,8 @@ pub mod convert;
 pub mod detect;
 pub mod normalize;
 
-/// Shared plumbing of the line-per-request text parsers.
-mod line_input;
-
-pub mod blkparse;
-pub mod blktrace;
 pub mod capture;
-pub mod fio;
-pub mod ftrace_raw;
-pub mod msr;
-pub mod spc;
-pub mod tracefs;
-pub mod wpa;
-pub mod xperf;
+pub mod formats;
 
 pub use error::ConvertError;
 pub use event::{Action, BlockEvent, Location, Position, SourceIo};

@@ -15,11 +15,11 @@
 //! and counted, not parsed.
 //!
 //! The action part is shared with the ftrace `blk` tracer's text, which prints
-//! the same fields after its own prefix (see [`crate::tracefs`]).
+//! the same fields after its own prefix (see [`crate::formats::tracefs`]).
 
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location};
-use crate::line_input::{head_lines, parse_fixed, report_bad, LineReader, NumberStyle};
+use crate::formats::line_input::{head_lines, parse_fixed, report_bad, LineReader, NumberStyle};
 use crate::sink::Sink;
 use std::io::BufRead;
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};

@@ -14,7 +14,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
-use crate::line_input::{
+use crate::formats::line_input::{
     check_extent, head_lines, nanos_from, parse_u64, report_bad, show, Fields, LineReader,
 };
 use crate::sink::Sink;
@@ -165,7 +165,7 @@ fn unix_ns(ticks: u64) -> trace_format::Nanos {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line_input::testing::{run, run_strict};
+    use crate::formats::line_input::testing::{run, run_strict};
     use trace_format::Nanos;
 
     const SAMPLE: &[u8] = b"128166372003061629,web,1,Read,3154152960,32768,18741\n\

@@ -26,7 +26,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
-use crate::line_input::{
+use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, parse_u64, report_bad,
     Fields, LineReader, NumberStyle,
 };
@@ -276,7 +276,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line_input::testing::{run, run_strict};
+    use crate::formats::line_input::testing::{run, run_strict};
 
     /// Layout without the CPU column (SNIA Microsoft Production Server traces).
     const HEADER_NO_CPU: &str = "BeginHeader

@@ -27,7 +27,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
-use crate::line_input::{
+use crate::formats::line_input::{
     check_extent, head_lines, nanos_from, parse_u64, report_bad, show, LineReader,
 };
 use crate::sink::Sink;
@@ -234,7 +234,7 @@ fn parse_line(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line_input::testing::{run, run_strict};
+    use crate::formats::line_input::testing::{run, run_strict};
 
     #[test]
     fn detects_both_versions_only() {
@@ -374,7 +374,7 @@ mod tests {
 
     #[test]
     fn missing_header_is_an_error_even_when_skipping() {
-        let mut sink = crate::line_input::testing::Collect::skipping();
+        let mut sink = crate::formats::line_input::testing::Collect::skipping();
         let mut input: &[u8] = b"/f add\n/f read 0 1\n";
         let err = parse(&mut input, "x.log", &mut sink)
             .unwrap_err()

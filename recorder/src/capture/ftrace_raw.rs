@@ -24,8 +24,8 @@
 //! The ring buffer is in the host's byte order. Times are in the instance's
 //! trace clock (the capture uses `mono`: CLOCK_MONOTONIC nanoseconds).
 
-use crate::blkparse::{self, parse_rwbs, Parsed};
 use crate::event::Action;
+use crate::formats::blkparse::{self, parse_rwbs, Parsed};
 use std::fmt;
 use trace_format::{DeviceId, Nanos};
 
@@ -736,7 +736,7 @@ struct EventLayout {
 }
 
 /// Note key for records of events the decoder does not know.
-pub const NOTE_OTHER_EVENT: &str = crate::tracefs::note::OTHER_EVENT;
+pub const NOTE_OTHER_EVENT: &str = crate::formats::tracefs::note::OTHER_EVENT;
 
 /// Decodes `block_rq_issue`, `block_rq_complete`, `block_rq_requeue`,
 /// `block_bio_queue` and `block_bio_complete` records into block events, by

@@ -13,14 +13,14 @@
 //! - the instance's binary ring buffer is read while the capture runs: each
 //!   CPU's `per_cpu/cpuN/trace_pipe_raw`, a page at a time (non-blocking; when
 //!   every CPU is read to empty it sleeps 20 ms so pages fill),
-//!   decoded by [`crate::ftrace_raw`] by the layouts the kernel's
+//!   decoded by [`crate::capture::ftrace_raw`] by the layouts the kernel's
 //!   format files give. The CPUs' streams are merged in time order behind a
 //!   watermark (below), and the events fed through the [`Normaliser`] into a
 //!   [`TraceWriter`]: memory stays flat however long the capture runs;
 //! - when the binary buffer cannot be read (no `trace_pipe_raw`, format files
 //!   this version does not understand, no `mono` clock), or `--text-pipe` asks
 //!   for it, the text `trace_pipe` is read instead, each line parsed by
-//!   [`crate::tracefs::parse_line`]; the capture's messages say so;
+//!   [`crate::formats::tracefs::parse_line`]; the capture's messages say so;
 //! - it stops when the duration has passed, the command it started has exited,
 //!   or on SIGINT/SIGTERM; tracing is then switched off, the buffers drained, the
 //!   per-CPU buffer statistics read for lost events, and the trace renamed into
@@ -77,14 +77,15 @@
 //!
 //! [`TraceWriter`]: trace_format::TraceWriter
 
-use crate::blkparse::{self, Parsed};
+pub mod ftrace_raw;
+
 use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location, SourceIo};
-use crate::ftrace_raw;
+use crate::formats::blkparse::{self, Parsed};
+use crate::formats::tracefs;
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
-use crate::tracefs;
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::{CString, OsString};
@@ -2357,7 +2358,9 @@ mod tests {
         assert_eq!(seen.len(), 5);
     }
 
-    use crate::ftrace_raw::testing::{decoder, formats, layout, record, PageBuilder, LOOP0};
+    use crate::capture::ftrace_raw::testing::{
+        decoder, formats, layout, record, PageBuilder, LOOP0,
+    };
     use std::collections::HashMap;
 
     /// Collects what the raw stream hands on.
@@ -2479,7 +2482,7 @@ mod tests {
 
     #[test]
     fn bio_events_across_cpus_pair_queue_with_completion() {
-        use crate::ftrace_raw::testing::bio_formats;
+        use crate::capture::ftrace_raw::testing::bio_formats;
         let (queue, complete) = bio_formats();
         let zram0 = 253u64 << 20;
         let base = 9_000_000_000u64;

@@ -8,7 +8,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
-use crate::line_input::{
+use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, show, Fields,
     LineReader, NumberStyle,
 };
@@ -85,7 +85,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line_input::testing::{run, run_strict};
+    use crate::formats::line_input::testing::{run, run_strict};
 
     const SAMPLE: &[u8] = b"0,303567,3584,w,0.000000\n\
 1,55590,3072,W,0.000000\n\

@@ -26,7 +26,7 @@
 
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
-use crate::line_input::{
+use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad, show, Fields,
     LineReader, NumberStyle,
 };
@@ -377,7 +377,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line_input::testing::{run, run_strict};
+    use crate::formats::line_input::testing::{run, run_strict};
 
     const HEADER_DE: &str = "IO Type;Priority;Process (Name);Init Time (s);Complete Time (s);IO Time (\u{b5}s);Disk Service Time (\u{b5}s);Size (B);Min Offset;Max Offset;QD/I - Queue Depth at Init Time;QD/C - Queue Depth at Complete Time;Disk;Count\r\n";
 
@@ -555,7 +555,7 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
 
     #[test]
     fn header_problems_stop_even_when_skipping() {
-        let mut sink = crate::line_input::testing::Collect::skipping();
+        let mut sink = crate::formats::line_input::testing::Collect::skipping();
         let mut input: &[u8] = b"IO Type;Init Time (s);Size (B)\nRead;1,0;512\n";
         let err = parse(&mut input, "w.csv", &mut sink)
             .unwrap_err()

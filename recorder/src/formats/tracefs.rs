@@ -15,12 +15,12 @@
 //! Older kernels print no ioprio field (`... 80 + 8 [dd]`); the irq-flags column
 //! may be absent; `options/record-tgid` adds `(  TGID)` after the task. The event
 //! bodies follow `include/trace/events/block.h`; the blk tracer prints the
-//! blkparse action fields, parsed by [`crate::blkparse::parse_action`].
+//! blkparse action fields, parsed by [`crate::formats::blkparse::parse_action`].
 
-use crate::blkparse::{self, parse_action, parse_device, parse_seconds, token, Parsed};
 use crate::error::ConvertError;
 use crate::event::Location;
-use crate::line_input::{head_lines, report_bad, LineReader};
+use crate::formats::blkparse::{self, parse_action, parse_device, parse_seconds, token, Parsed};
+use crate::formats::line_input::{head_lines, report_bad, LineReader};
 use crate::sink::Sink;
 use std::io::BufRead;
 use trace_format::Nanos;
@@ -31,7 +31,7 @@ pub mod note {
     pub const LOST_EVENTS: &str = "tracefs: events lost to buffer overruns";
     pub const OTHER_EVENT: &str = "tracefs: events other than block I/O";
     pub const UNUSED_BLOCK: &str = "tracefs: unused block events";
-    pub const PASSTHROUGH: &str = crate::blkparse::note::PASSTHROUGH;
+    pub const PASSTHROUGH: &str = crate::formats::blkparse::note::PASSTHROUGH;
 }
 
 /// What one line of tracefs text is.
@@ -349,7 +349,7 @@ mod tests {
         assert_eq!(e.action, Action::Queue);
         assert!(matches!(
             parse_line("  kworker/u8:0-12 [001] ...1. 367.892813: block_rq_insert: 254,0 WS 4096 () 24330320 + 8 be,0,4 [kworker/u8:0]"),
-            Ok(TraceLine::Parsed(Parsed::Note(crate::blkparse::note::INSERT)))
+            Ok(TraceLine::Parsed(Parsed::Note(crate::formats::blkparse::note::INSERT)))
         ));
         let e = ev(
             "  jbd2-300 [000] ..... 5.0: block_rq_issue: 8,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]",
