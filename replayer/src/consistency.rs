@@ -20,7 +20,7 @@
 //! target rules: a block device needs `allow_write`; a mounted device is
 //! refused.
 
-use crate::engine::{Engine, Observer, PassKind};
+use crate::engine::{Engine, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{HostInfo, PassMetrics, TargetInfo, ToolInfo};
 use crate::options::{MappingKind, ReplayOptions, TimingMode};
@@ -265,15 +265,15 @@ fn write_pass(
         scan.max_data_len,
         opts.mode == crate::options::TimingMode::Compressed,
     )?;
-    let outcome = engine.run_pass(
-        source.name,
+    let plan = PassPlan {
+        trace: source.name,
         source,
-        &scan,
+        scan: &scan,
         map,
         opts,
-        PassKind::Scored(1),
-        &mut Deadline(deadline),
-    )?;
+        kind: PassKind::Scored(1),
+    };
+    let outcome = engine.run_pass(&plan, &mut Deadline(deadline))?;
     Ok(outcome.metrics())
 }
 

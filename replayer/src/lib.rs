@@ -8,8 +8,10 @@
 //!   `identity`, `wrap`).
 //! - [`target`]: opening the target (block device or file, scratch file by
 //!   default), the safety checks, filling the scratch file.
-//! - [`engine`]: the io_uring engine that runs one pass of a trace with the
-//!   timing and dependency rules of the chosen mode.
+//! - [`schedule`]: the timing and dependency rules of the modes (virtual
+//!   time, idle cap, time scale, closed-loop shift, dependency gate), pure.
+//! - [`engine`]: the io_uring engine that runs one pass of a trace, asking
+//!   the schedule when each I/O may go.
 //! - [`metrics`]: per-pass figures and their aggregation over passes.
 //! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
 //!   `tracemark suite` call; [`report`] formats its result for people.
@@ -27,6 +29,7 @@ pub mod metrics;
 pub mod options;
 pub mod report;
 pub mod rng;
+pub mod schedule;
 pub mod source;
 pub mod suite;
 pub mod suite_file;

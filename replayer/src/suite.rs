@@ -1,7 +1,7 @@
 //! Running a set of traces against one target: the function behind both
 //! `tracemark replay` and `tracemark suite`.
 
-use crate::engine::{Engine, IoEvent, Observer, PassKind};
+use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{
     HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TimelineBuilder, ToolInfo,
@@ -101,10 +101,18 @@ pub fn run_suite(
             break;
         }
         let name = t.name();
+        let plan = |kind| PassPlan {
+            trace: name,
+            source: *t,
+            scan,
+            map,
+            opts,
+            kind,
+        };
         let mut warmup = None;
         let mut scored = Vec::new();
         if opts.warmup {
-            let p = engine.run_pass(name, *t, scan, map, opts, PassKind::Warmup, observer)?;
+            let p = engine.run_pass(&plan(PassKind::Warmup), observer)?;
             interrupted |= p.interrupted;
             warmup = Some(p);
         }
@@ -112,7 +120,7 @@ pub fn run_suite(
             if interrupted {
                 break;
             }
-            let p = engine.run_pass(name, *t, scan, map, opts, PassKind::Scored(n), observer)?;
+            let p = engine.run_pass(&plan(PassKind::Scored(n)), observer)?;
             interrupted |= p.interrupted;
             scored.push(p);
         }

@@ -1,0 +1,511 @@
+//! The io_uring engine: one pass of one trace.
+//!
+//! One thread, one ring. Records stream in; each is mapped, then issued when
+//! (1) a slot is free (the queue depth caps concurrency in every mode),
+//! (2) its dependencies have completed, and (3) its scheduled time has come.
+//!
+//! Dependencies: when every record has an original completion time, an I/O
+//! depends on every I/O that had completed before it was issued in the
+//! original. Records are issued in order, so everything before an I/O has
+//! been issued; what is left is to wait until no I/O still in flight in the
+//! replay had an original completion at or before this I/O's original issue
+//! time. That is one comparison against the minimum original completion time
+//! of the in-flight set (at most queue-depth slots), no per-I/O sets. Without
+//! completion times, the original order and the queue depth are all there is.
+//!
+//! Timing: `compressed` issues as soon as (1) and (2) allow. `realtime`
+//! schedules record i at `start + shift + (t_i - t_0) / scale`; when waiting
+//! on (1) or (2) made an I/O later than its schedule, `shift` grows by that
+//! much (closed loop: a slow drive delays the rest, as it would the
+//! application). `--open-loop` ignores completions (no dependencies, no
+//! shift). `--idle-cap` shortens original idle periods (no I/O outstanding in
+//! the original) longer than the cap to the cap before scheduling. These
+//! rules live in [`crate::schedule`] (pure, unit-tested); this module asks
+//! them and does the waiting.
+//!
+//! Files: `pass.rs` (per-pass state: slots, counters), `ring.rs` (ring
+//! set-up, submission, waits), `priority.rs` (`--priority high`).
+//!
+//! Submission is batched: SQEs are queued while further I/Os are due, and
+//! submitted in one `io_uring_enter` before any wait. Waits for a future time
+//! sleep in `io_uring_enter` with a timeout (reaping completions as they come)
+//! and spin the last tens of microseconds. Buffers are registered once;
+//! nothing is allocated per I/O.
+//!
+//! Discards go to block devices as `BLOCK_URING_CMD_DISCARD` (asynchronous,
+//! Linux 6.12+); on files, on devices without support and on older kernels
+//! they are skipped and counted. Write-zeroes have no asynchronous form and
+//! are skipped and counted.
+
+mod pass;
+mod priority;
+mod ring;
+
+pub use priority::realtime_priority_available;
+
+use crate::buffer::AlignedBuf;
+use crate::clock::now_ns;
+use crate::mapping::{AddressMap, TraceScan};
+use crate::metrics::{PassMetrics, PassOutcome, Skipped};
+use crate::options::ReplayOptions;
+use crate::schedule::{IssueSchedule, ScheduleRules};
+use crate::source::TraceSource;
+use crate::target::{Target, TargetKind};
+use crate::ReplayError;
+use io_uring::{opcode, types, IoUring};
+use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
+use priority::PriorityGuard;
+use ring::{cooperative_ring, share_punted_work};
+use trace_format::{IoRecord, Op};
+
+/// `_IO(0x12, 0)`: the block layer's asynchronous discard command.
+const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
+/// The last stretch before a deadline is spun, not slept.
+const SPIN_NS: u64 = 50_000;
+/// The same under `--priority high`: a real-time thread wakes from a sleep
+/// within a few microseconds, and a shorter spin keeps it from using a
+/// whole core at high rates (which would trip the kernel's real-time
+/// throttling: a 50 ms stall every second).
+const FIFO_SPIN_NS: u64 = 10_000;
+/// Most completions between two progress callbacks.
+const PROGRESS_EVERY: u64 = 4096;
+
+/// Which pass of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassKind {
+    Warmup,
+    /// Scored pass number, from 1.
+    Scored(u32),
+}
+
+/// One completed I/O, for callers that check the engine from outside (tests,
+/// per-I/O logs). Times are ns since the pass's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IoEvent {
+    /// Index of the record in the trace.
+    pub index: u64,
+    pub op: Op,
+    /// Index of the target it went to (0: the first; see `Target::all`).
+    pub target: u32,
+    /// Target offset and length as issued.
+    pub offset: u64,
+    pub len: u64,
+    pub scheduled_ns: u64,
+    pub submit_ns: u64,
+    pub complete_ns: u64,
+    /// Bytes transferred, or a negative errno.
+    pub result: i32,
+}
+
+/// Hooks into a run: progress, per-I/O events, and when to stop.
+pub trait Observer {
+    fn pass_started(&mut self, _trace: &str, _pass: PassKind, _total_ios: u64) {}
+    fn progress(&mut self, _completed_ios: u64) {}
+    fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _metrics: &PassMetrics) {}
+    /// Return true to receive `io_completed` for every I/O.
+    fn wants_io_events(&self) -> bool {
+        false
+    }
+    fn io_completed(&mut self, _event: &IoEvent) {}
+    /// Checked between I/Os; true stops issuing (the pass drains and returns
+    /// a partial result). Defaults to the SIGINT flag.
+    fn should_stop(&self) -> bool {
+        crate::interrupt::interrupted()
+    }
+}
+
+/// What one pass replays, and how.
+pub struct PassPlan<'a> {
+    /// The trace's name, for the observer.
+    pub trace: &'a str,
+    pub source: &'a dyn TraceSource,
+    pub scan: &'a TraceScan,
+    pub map: &'a AddressMap,
+    pub opts: &'a ReplayOptions,
+    pub kind: PassKind,
+}
+
+/// The ring, the target and the registered buffers, reused across passes.
+pub struct Engine<'t> {
+    target: &'t Target,
+    ring: IoUring,
+    queue_depth: u32,
+    slot_len: u64,
+    read_bufs: AlignedBuf,
+    write_buf: AlignedBuf,
+    write_cursor: u64,
+    /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED); false where
+    /// the memory-lock limit refused pinning them.
+    fixed_buffers: bool,
+    /// Per target: block device opened for writing, and no "not supported" yet.
+    discard_supported: Vec<bool>,
+    /// How long before a deadline the wait spins instead of sleeping.
+    spin_ns: u64,
+    /// Per target: no non-blocking I/O, so every request goes to io-wq;
+    /// its SQEs carry IOSQE_ASYNC (see `Engine::new`).
+    punted: Vec<bool>,
+}
+
+impl<'t> Engine<'t> {
+    /// Sets up a ring for `queue_depth` I/Os of up to `max_len` bytes.
+    /// `cooperative`: the caller issues as fast as it can (compressed mode)
+    /// and never spins waiting for a time, so completions may wait for its
+    /// next system call.
+    pub fn new(
+        target: &'t Target,
+        queue_depth: u32,
+        max_len: u64,
+        cooperative: bool,
+    ) -> Result<Engine<'t>, ReplayError> {
+        let ring_err = |what: &str| {
+            let what = what.to_string();
+            move |source| ReplayError::Ring { what, source }
+        };
+        let slot_len = max_len.max(4096).div_ceil(4096) * 4096;
+        let read_total = slot_len.saturating_mul(queue_depth as u64);
+        if read_total > 1 << 30 {
+            return Err(ReplayError::Options(format!(
+                "queue depth {queue_depth} times the largest request ({slot_len} bytes) needs more than 1 GiB of buffers; lower --queue-depth"
+            )));
+        }
+        let entries = queue_depth.next_power_of_two().max(8);
+        let ring = if cooperative {
+            cooperative_ring(entries)
+        } else {
+            let mut builder = IoUring::builder();
+            builder.setup_submit_all();
+            builder.build(entries)
+        }
+        .or_else(|_| IoUring::new(entries))
+        .map_err(ring_err("cannot create a ring (is io_uring disabled?)"))?;
+        let mut read_bufs =
+            AlignedBuf::new(read_total as usize).map_err(ring_err("cannot allocate buffers"))?;
+        let write_len = (2 * slot_len).max(16 << 20);
+        let mut write_buf =
+            AlignedBuf::new(write_len as usize).map_err(ring_err("cannot allocate buffers"))?;
+        // Writes carry incompressible data; reads land in separate buffers,
+        // so whatever the device returns never leaks into later writes.
+        let mut rng = crate::rng::WyRand::from_entropy();
+        rng.fill(write_buf.as_mut_slice());
+        rng.fill(read_bufs.as_mut_slice());
+        let mut iovecs: Vec<libc::iovec> = (0..queue_depth as usize)
+            .map(|i| libc::iovec {
+                // SAFETY: each slot lies inside read_bufs.
+                iov_base: unsafe { read_bufs.as_mut_ptr().add(i * slot_len as usize) }.cast(),
+                iov_len: slot_len as usize,
+            })
+            .collect();
+        iovecs.push(write_buf.iovec());
+        // SAFETY: the buffers outlive the ring (both are fields of Engine and
+        // the ring is dropped first, as declared before them).
+        // Registering pins the buffers, which counts against RLIMIT_MEMLOCK
+        // (8 MiB for ordinary users on most systems): where it is refused, the
+        // same buffers are used unregistered, with plain READ/WRITE.
+        let fixed_buffers = match unsafe { ring.submitter().register_buffers(&iovecs) } {
+            Ok(()) => true,
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) => false,
+            Err(e) => return Err(ring_err("cannot register buffers")(e)),
+        };
+        let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
+        if punted.contains(&true) {
+            share_punted_work(&ring);
+        }
+        let fds: Vec<i32> = target.all().map(Target::fd).collect();
+        ring.submitter()
+            .register_files(&fds)
+            .map_err(ring_err("cannot register the targets"))?;
+        Ok(Engine {
+            target,
+            ring,
+            queue_depth,
+            slot_len,
+            read_bufs,
+            write_buf,
+            write_cursor: 0,
+            fixed_buffers,
+            discard_supported: target
+                .all()
+                .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
+                .collect(),
+            spin_ns: SPIN_NS,
+            punted,
+        })
+    }
+
+    /// Replays a trace once.
+    pub fn run_pass(
+        &mut self,
+        plan: &PassPlan<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<PassOutcome, ReplayError> {
+        observer.pass_started(plan.trace, plan.kind, plan.scan.summary.ios);
+        // Records are decoded a chunk at a time; a decoder thread keeps that
+        // pause away from the issuing loop.
+        std::thread::scope(|scope| {
+            let (mut records, producer) = crate::source::prefetch(plan.source);
+            scope.spawn(producer);
+            // After the spawn: the decoder keeps the normal priority.
+            let priority = PriorityGuard::apply(plan.opts.priority);
+            self.spin_ns = if priority.previous.is_some() {
+                FIFO_SPIN_NS
+            } else {
+                SPIN_NS
+            };
+            self.replay_records(plan, &mut records, observer)
+        })
+    }
+
+    /// The issuing loop: take the next record, wait for a slot, its
+    /// dependencies and its deadline (reaping meanwhile), issue; then drain.
+    fn replay_records(
+        &mut self,
+        plan: &PassPlan<'_>,
+        records: &mut dyn Iterator<Item = Result<IoRecord, ReplayError>>,
+        observer: &mut dyn Observer,
+    ) -> Result<PassOutcome, ReplayError> {
+        let rules = ScheduleRules::new(plan.opts, plan.scan.has_completions());
+        let mut pass = Pass::new(
+            PassSetup {
+                queue_depth: self.queue_depth,
+                warmup: plan.kind == PassKind::Warmup,
+                log_events: observer.wants_io_events(),
+                targets: self.discard_supported.len(),
+                io_timeout_ns: plan.opts.io_timeout.as_nanos() as u64,
+            },
+            IssueSchedule::new(rules),
+        );
+        pass.original_duration_ns = plan.scan.original_duration.0;
+
+        let mut pending: Option<Pending> = None;
+        let failure = loop {
+            if observer.should_stop() {
+                pass.interrupted = true;
+                break None;
+            }
+            let p = match pending.take() {
+                Some(p) => p,
+                None => match self.next_pending(&mut pass, records, plan, observer) {
+                    Ok(Some(p)) => p,
+                    Ok(None) => break None,
+                    Err(e) => break Some(e),
+                },
+            };
+            match self.step(&mut pass, p, observer) {
+                Ok(None) => {}
+                Ok(Some(again)) => pending = Some(again),
+                Err(e) => break Some(e),
+            }
+        };
+
+        // Drain whatever is queued or in flight, also after an error.
+        let drained = self.submit(&mut pass).and_then(|_| {
+            while pass.inflight > 0 {
+                self.wait_completion(&mut pass, &mut NeverStop(observer))?;
+            }
+            Ok(())
+        });
+        for (s, p) in self
+            .discard_supported
+            .iter_mut()
+            .zip(&pass.discard_supported)
+        {
+            *s &= *p;
+        }
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        drained?;
+        let outcome = pass.finish();
+        observer.pass_finished(plan.trace, plan.kind, &outcome.metrics());
+        Ok(outcome)
+    }
+
+    /// Reads records until one is to be sent (every record advances the
+    /// schedule's virtual time; skipped ones are counted), and maps it.
+    fn next_pending(
+        &self,
+        pass: &mut Pass,
+        records: &mut dyn Iterator<Item = Result<IoRecord, ReplayError>>,
+        plan: &PassPlan<'_>,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Pending>, ReplayError> {
+        for rec in records {
+            let rec = rec?;
+            let index = pass.records_read;
+            pass.records_read += 1;
+            let completion = rec.completion().map(|c| c.0);
+            let virtual_ns = pass.schedule.admit(rec.time.0, completion);
+            let target = plan.map.target_of(rec.device);
+            if let Some(reason) = self.skip_reason(&rec, target, plan.opts) {
+                reason(&mut pass.skipped);
+                pass.progress(observer);
+                continue;
+            }
+            let mapped = if rec.op == Op::Flush {
+                crate::mapping::Mapped {
+                    target,
+                    offset: 0,
+                    len: 0,
+                }
+            } else {
+                plan.map.map(rec.device, rec.offset.0, rec.len.0)
+            };
+            return Ok(Some(Pending {
+                index,
+                op: rec.op,
+                virtual_ns,
+                orig_issue: rec.time.0,
+                orig_completion: completion.unwrap_or(u64::MAX),
+                target: mapped.target,
+                offset: mapped.offset,
+                len: mapped.len,
+                waited: false,
+            }));
+        }
+        Ok(None)
+    }
+
+    /// One step for the next I/O: wait for a slot or a dependency, or for its
+    /// deadline, or issue it. Returns the I/O when it is still to be issued.
+    fn step(
+        &mut self,
+        pass: &mut Pass,
+        mut p: Pending,
+        observer: &mut dyn Observer,
+    ) -> Result<Option<Pending>, ReplayError> {
+        let min_completion = pass.gate.min_inflight_completion();
+        if pass.free.is_empty()
+            || pass
+                .schedule
+                .waits_on_dependency(p.orig_issue, min_completion)
+        {
+            self.submit(pass)?;
+            self.wait_completion(pass, observer)?;
+            p.waited = true;
+            return Ok(Some(p));
+        }
+        let now = now_ns();
+        let due = pass.schedule.deadline(p.virtual_ns, now, p.waited);
+        if pass.start_ns.is_none() {
+            pass.start_ns = pass.schedule.start_ns();
+        }
+        if now < due {
+            self.submit(pass)?;
+            self.wait_until(pass, due, observer)?;
+            if now_ns() < due {
+                return Ok(Some(p)); // stopped early
+            }
+        }
+        self.issue(pass, &p, due)?;
+        Ok(None)
+    }
+    /// Why a record is not sent to the target, as a counter to bump.
+    fn skip_reason(
+        &self,
+        rec: &trace_format::IoRecord,
+        target: u32,
+        opts: &ReplayOptions,
+    ) -> Option<fn(&mut Skipped)> {
+        let writes = !matches!(rec.op, Op::Read);
+        if opts.read_only && writes {
+            return Some(|s| s.read_only += 1);
+        }
+        if opts.skips(rec.op) {
+            return Some(|s| s.by_option += 1);
+        }
+        let discards = self.discard_supported.get(target as usize) == Some(&true);
+        match rec.op {
+            Op::Read | Op::Write if rec.len.0 == 0 => Some(|s| s.empty += 1),
+            Op::Discard if !discards || rec.len.0 == 0 => Some(|s| s.discards += 1),
+            Op::WriteZeroes => Some(|s| s.write_zeroes += 1),
+            _ => None,
+        }
+    }
+
+    fn issue(&mut self, pass: &mut Pass, p: &Pending, sched: u64) -> Result<(), ReplayError> {
+        let Some(slot) = pass.free.pop() else {
+            return Ok(()); // unreachable: checked by the caller
+        };
+        let fd = types::Fixed(p.target);
+        let len32 = p.len.min(u32::MAX as u64) as u32;
+        let entry = match p.op {
+            Op::Read => {
+                // SAFETY: slot < queue_depth, so the slot lies inside read_bufs.
+                let buf = unsafe {
+                    self.read_bufs
+                        .as_mut_ptr()
+                        .add(slot as usize * self.slot_len as usize)
+                };
+                if self.fixed_buffers {
+                    opcode::ReadFixed::new(fd, buf, len32, slot as u16)
+                        .offset(p.offset)
+                        .build()
+                } else {
+                    opcode::Read::new(fd, buf, len32).offset(p.offset).build()
+                }
+            }
+            Op::Write => {
+                let wlen = self.write_buf.len() as u64;
+                if self.write_cursor + p.len > wlen {
+                    self.write_cursor = 0;
+                }
+                // SAFETY: cursor + len <= the write buffer's length (len <= slot_len <= wlen / 2).
+                let buf = unsafe { self.write_buf.as_mut_ptr().add(self.write_cursor as usize) };
+                self.write_cursor += p.len.div_ceil(4096) * 4096;
+                if self.fixed_buffers {
+                    opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
+                        .offset(p.offset)
+                        .build()
+                } else {
+                    opcode::Write::new(fd, buf, len32).offset(p.offset).build()
+                }
+            }
+            Op::Flush => opcode::Fsync::new(fd).build(),
+            Op::Discard => {
+                let mut cmd = [0u8; 16];
+                cmd[..8].copy_from_slice(&p.len.to_le_bytes());
+                opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
+                    .addr(Some(p.offset))
+                    .cmd(cmd)
+                    .build()
+            }
+            Op::WriteZeroes => return Ok(()),
+        }
+        .user_data(slot as u64);
+        let entry = if self.punted.get(p.target as usize) == Some(&true) {
+            entry.flags(io_uring::squeue::Flags::ASYNC)
+        } else {
+            entry
+        };
+        // SAFETY: the buffers referenced stay valid until the completion.
+        while unsafe { self.ring.submission().push(&entry) }.is_err() {
+            self.submit(pass)?;
+        }
+        if let Some(s) = pass.slots.get_mut(slot as usize) {
+            *s = Slot {
+                index: p.index,
+                op: p.op,
+                target: p.target,
+                offset: p.offset,
+                len: p.len,
+                sched_ns: sched,
+                submit_ns: 0,
+                in_flight: true,
+            };
+        }
+        pass.inflight += 1;
+        pass.gate.enter(slot as usize, p.orig_completion);
+        pass.queued.push(slot);
+        Ok(())
+    }
+}
+
+impl Drop for Engine<'_> {
+    /// Unregisters the targets first: a ring's teardown is asynchronous, and
+    /// until it ends the kernel keeps the files open, so an exclusive open of
+    /// the same device right after a run (a second run in one process) would
+    /// fail with EBUSY. Unregistering waits for the files to be released.
+    fn drop(&mut self) {
+        let _ = self.ring.submitter().unregister_files();
+    }
+}

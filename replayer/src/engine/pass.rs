@@ -1,0 +1,256 @@
+//! The state of one pass: slots in flight, counters, histograms.
+
+use super::{IoEvent, Observer, PROGRESS_EVERY};
+use crate::clock::now_ns;
+use crate::metrics::{new_histogram, OpStats, PassOutcome, Skipped};
+use crate::schedule::{DependencyGate, IssueSchedule};
+use trace_format::Op;
+
+/// Passes everything through but never asks to stop (for draining).
+pub(super) struct NeverStop<'a>(pub(super) &'a mut dyn Observer);
+
+impl Observer for NeverStop<'_> {
+    fn progress(&mut self, n: u64) {
+        self.0.progress(n)
+    }
+    fn wants_io_events(&self) -> bool {
+        self.0.wants_io_events()
+    }
+    fn io_completed(&mut self, e: &IoEvent) {
+        self.0.io_completed(e)
+    }
+    fn should_stop(&self) -> bool {
+        false
+    }
+}
+
+/// The next I/O to issue, mapped.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Pending {
+    pub index: u64,
+    pub op: Op,
+    /// Time in the schedule (see [`IssueSchedule::admit`]).
+    pub virtual_ns: u64,
+    pub orig_issue: u64,
+    /// `u64::MAX` when unknown.
+    pub orig_completion: u64,
+    pub target: u32,
+    pub offset: u64,
+    pub len: u64,
+    /// It had to wait for a slot or a dependency.
+    pub waited: bool,
+}
+
+/// An I/O in flight, by ring slot.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Slot {
+    pub index: u64,
+    pub op: Op,
+    pub target: u32,
+    pub offset: u64,
+    pub len: u64,
+    pub sched_ns: u64,
+    pub submit_ns: u64,
+    pub in_flight: bool,
+}
+
+/// What a pass is set up with.
+pub(super) struct PassSetup {
+    pub queue_depth: u32,
+    pub warmup: bool,
+    /// The observer wants every I/O.
+    pub log_events: bool,
+    pub targets: usize,
+    /// With no completion for this long while I/O is in flight, fail.
+    pub io_timeout_ns: u64,
+}
+
+/// The state of one pass: slots, counters, histograms.
+pub(super) struct Pass {
+    pub slots: Vec<Slot>,
+    pub free: Vec<u32>,
+    /// Slots whose SQEs are queued but not submitted.
+    pub queued: Vec<u32>,
+    pub inflight: u32,
+    inflight_data: u32,
+    /// The original completions in flight, for dependencies.
+    pub gate: DependencyGate,
+    /// Deadlines and virtual time.
+    pub schedule: IssueSchedule,
+    /// Records taken from the trace so far (skipped ones too).
+    pub records_read: u64,
+    pub io_timeout_ns: u64,
+    /// The schedule's start: the base of `IoEvent` times.
+    pub start_ns: Option<u64>,
+    first_submit_ns: Option<u64>,
+    last_complete_ns: u64,
+    pub last_activity_ns: u64,
+    busy_start_ns: u64,
+    busy_ns: u64,
+    completed: u64,
+    ops: [OpStats; 5],
+    lateness: hdrhistogram::Histogram<u64>,
+    pub skipped: Skipped,
+    warmup: bool,
+    pub interrupted: bool,
+    pub original_duration_ns: u64,
+    /// Per target: no "not supported" answer to a discard in this pass.
+    pub discard_supported: Vec<bool>,
+    log_events: bool,
+}
+
+impl Pass {
+    pub fn new(setup: PassSetup, schedule: IssueSchedule) -> Pass {
+        let PassSetup {
+            queue_depth,
+            warmup,
+            log_events,
+            targets,
+            io_timeout_ns,
+        } = setup;
+        let empty = Slot {
+            index: 0,
+            op: Op::Read,
+            target: 0,
+            offset: 0,
+            len: 0,
+            sched_ns: 0,
+            submit_ns: 0,
+            in_flight: false,
+        };
+        Pass {
+            slots: vec![empty; queue_depth as usize],
+            free: (0..queue_depth).rev().collect(),
+            queued: Vec::with_capacity(queue_depth as usize),
+            inflight: 0,
+            inflight_data: 0,
+            gate: DependencyGate::new(queue_depth as usize),
+            schedule,
+            records_read: 0,
+            io_timeout_ns,
+            start_ns: None,
+            first_submit_ns: None,
+            last_complete_ns: 0,
+            last_activity_ns: now_ns(),
+            busy_start_ns: 0,
+            busy_ns: 0,
+            completed: 0,
+            ops: Default::default(),
+            lateness: new_histogram(),
+            skipped: Skipped::default(),
+            warmup,
+            interrupted: false,
+            original_duration_ns: 0,
+            discard_supported: vec![true; targets],
+            log_events,
+        }
+    }
+
+    pub fn progress(&mut self, observer: &mut dyn Observer) {
+        self.completed += 1;
+        if self.completed.is_multiple_of(PROGRESS_EVERY) {
+            observer.progress(self.completed);
+        }
+    }
+
+    pub fn stamp_submitted(&mut self, now: u64) {
+        for &i in &self.queued {
+            let Some(slot) = self.slots.get_mut(i as usize) else {
+                continue;
+            };
+            slot.submit_ns = now;
+            let _ = self
+                .lateness
+                .record(now.saturating_sub(slot.sched_ns).max(1));
+            if slot.op.carries_data() {
+                if self.inflight_data == 0 {
+                    self.busy_start_ns = now;
+                }
+                self.inflight_data += 1;
+            }
+        }
+        self.first_submit_ns.get_or_insert(now);
+        self.last_activity_ns = now;
+        self.queued.clear();
+    }
+
+    pub fn complete(
+        &mut self,
+        slot_index: u32,
+        result: i32,
+        now: u64,
+        observer: &mut dyn Observer,
+    ) {
+        let Some(slot) = self.slots.get_mut(slot_index as usize) else {
+            return;
+        };
+        if !slot.in_flight {
+            return;
+        }
+        slot.in_flight = false;
+        let slot = *slot;
+        self.free.push(slot_index);
+        self.inflight -= 1;
+        self.gate.leave(slot_index as usize);
+        self.last_complete_ns = now;
+        self.last_activity_ns = now;
+        if slot.op.carries_data() {
+            self.inflight_data -= 1;
+            if self.inflight_data == 0 {
+                self.busy_ns += now.saturating_sub(self.busy_start_ns);
+            }
+        }
+        let unsupported = slot.op == Op::Discard
+            && matches!(
+                -result,
+                libc::EOPNOTSUPP | libc::EINVAL | libc::ENOTTY | libc::ENXIO
+            );
+        if unsupported {
+            if let Some(s) = self.discard_supported.get_mut(slot.target as usize) {
+                *s = false;
+            }
+            self.skipped.discards += 1;
+        } else if let Some(stats) = self.ops.get_mut(slot.op.code() as usize) {
+            let latency = now.saturating_sub(slot.submit_ns);
+            stats.count += 1;
+            if result < 0 || (slot.op.carries_data() && (result as u64) < slot.len) {
+                stats.errors += 1;
+                stats.bytes += result.max(0) as u64;
+            } else {
+                stats.bytes += slot.len;
+                stats.latency_sum_ns += latency as u128;
+                let _ = stats.latency.record(latency.max(1));
+            }
+        }
+        if self.log_events {
+            let base = self.start_ns.unwrap_or(0);
+            observer.io_completed(&IoEvent {
+                index: slot.index,
+                op: slot.op,
+                target: slot.target,
+                offset: slot.offset,
+                len: slot.len,
+                scheduled_ns: slot.sched_ns.saturating_sub(base),
+                submit_ns: slot.submit_ns.saturating_sub(base),
+                complete_ns: now.saturating_sub(base),
+                result,
+            });
+        }
+        self.progress(observer);
+    }
+
+    pub fn finish(self) -> PassOutcome {
+        PassOutcome {
+            warmup: self.warmup,
+            interrupted: self.interrupted,
+            ops: self.ops,
+            lateness: self.lateness,
+            busy_ns: self.busy_ns,
+            playback_ns: self
+                .first_submit_ns
+                .map_or(0, |f| self.last_complete_ns.saturating_sub(f)),
+            original_duration_ns: self.original_duration_ns,
+            skipped: self.skipped,
+        }
+    }
+}
