@@ -30,6 +30,10 @@ pub enum FormatError {
     },
     #[error("record {index}: {reason}")]
     BadRecord { index: u64, reason: String },
+    #[error("{path}: is {kind}, not a trace file")]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("the file was changed by another program while being read (rewritten in place?); what was read of it cannot be trusted")]
+    Changed,
     #[error("metadata could not be encoded: {0}")]
     Encode(String),
 }

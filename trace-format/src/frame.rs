@@ -35,12 +35,32 @@ pub(crate) fn encode_meta<T: Serialize>(value: &T) -> Result<Vec<u8>, FormatErro
 
 /// Decodes header or footer bytes; `Err` carries the reason.
 pub(crate) fn decode_meta<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
-    let (value, used) =
-        bincode::serde::decode_from_slice(bytes, bincode_config()).map_err(|e| e.to_string())?;
+    let (value, used) = bincode::serde::decode_from_slice(bytes, bincode_config())
+        .map_err(describe_decode_error)?;
     if used != bytes.len() {
         return Err(format!("{} bytes left over", bytes.len() - used));
     }
     Ok(value)
+}
+
+/// A sentence for a bincode decoding error (whose own `Display` prints its
+/// debug form, `UnexpectedEnd { additional: 1 }`).
+fn describe_decode_error(e: bincode::error::DecodeError) -> String {
+    use bincode::error::DecodeError as E;
+    match e {
+        E::UnexpectedEnd { .. } => "its encoded fields end before the block does".into(),
+        E::LimitExceeded => {
+            "a field declares a length beyond the 64 MiB a header or footer may hold".into()
+        }
+        E::Utf8 { .. } => "a text field is not valid UTF-8".into(),
+        E::UnexpectedVariant { found, .. } => {
+            format!("a field holds the unknown choice number {found}")
+        }
+        E::InvalidBooleanValue(v) => format!("a yes/no field holds {v}"),
+        E::InvalidCharEncoding(_) => "a character field is not a valid character".into(),
+        E::OutsideUsizeRange(v) => format!("a length of {v} is too large"),
+        _ => "its fields cannot be decoded".into(),
+    }
 }
 
 pub(crate) fn u32_at(b: &[u8], at: usize) -> u32 {

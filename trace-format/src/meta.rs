@@ -158,20 +158,20 @@ impl Summary {
         match r.op {
             Op::Read => {
                 self.reads += 1;
-                self.read_bytes += r.len.0;
+                self.read_bytes = self.read_bytes.saturating_add(r.len.0);
             }
             Op::Write => {
                 self.writes += 1;
-                self.write_bytes += r.len.0;
+                self.write_bytes = self.write_bytes.saturating_add(r.len.0);
             }
             Op::Flush => self.flushes += 1,
             Op::Discard => {
                 self.discards += 1;
-                self.discard_bytes += r.len.0;
+                self.discard_bytes = self.discard_bytes.saturating_add(r.len.0);
             }
             Op::WriteZeroes => {
                 self.write_zeroes += 1;
-                self.write_zeroes_bytes += r.len.0;
+                self.write_zeroes_bytes = self.write_zeroes_bytes.saturating_add(r.len.0);
             }
         }
         if r.latency.is_some() {

@@ -39,6 +39,8 @@ pub struct TraceWriter<W: Write> {
     /// more than compressing a chunk at low levels. Output is the same.
     compressor: zstd::bulk::Compressor<'static>,
     last_time: Nanos,
+    /// The highest device index pushed, checked against the table at the end.
+    max_device: u16,
 }
 
 impl<W: Write> TraceWriter<W> {
@@ -77,6 +79,7 @@ impl<W: Write> TraceWriter<W> {
             payload: Vec::new(),
             compressor,
             last_time: Nanos::ZERO,
+            max_device: 0,
         })
     }
 
@@ -103,6 +106,7 @@ impl<W: Write> TraceWriter<W> {
             });
         }
         self.last_time = record.time;
+        self.max_device = self.max_device.max(record.device);
         self.summary.add(record);
         self.pending.push(*record);
         if self.pending.len() >= self.opts.chunk_records as usize {
@@ -144,7 +148,16 @@ impl<W: Write> TraceWriter<W> {
 
     /// Flushes the last chunk and writes the footer and trailer; returns the
     /// output and the summary.
+    /// Fails if a record names a device beyond `tail.devices` (a trace
+    /// without a device table may only use device 0).
     pub fn finish(mut self, tail: &TraceTail) -> Result<(W, Summary), FormatError> {
+        let table = tail.devices.len();
+        if usize::from(self.max_device) >= table.max(1) {
+            return Err(FormatError::Encode(format!(
+                "a record names device {} but the device table has {table} entries",
+                self.max_device
+            )));
+        }
         self.flush_chunk()?;
         let footer = Footer {
             chunks: std::mem::take(&mut self.chunks),

@@ -17,7 +17,7 @@ fn arb_record() -> impl Strategy<Value = (u64, IoRecord)> {
         0u8..16,
         prop::option::of(prop_oneof![0u64..1000, 0u64..(1u64 << 50)]),
         prop::option::of(any::<u32>()),
-        prop_oneof![Just(0u16), any::<u16>()],
+        prop_oneof![Just(0u16), 0u16..300, Just(u16::MAX)],
     )
         .prop_map(|(dt, op, offset, len, flags, latency, stream, device)| {
             (
@@ -61,11 +61,19 @@ fn write(records: &[IoRecord], chunk_records: u32) -> Vec<u8> {
     for r in records {
         w.push(r).unwrap();
     }
+    // A table with an entry for every device index used.
+    let table_len = records
+        .iter()
+        .map(|r| r.device as u32 + 1)
+        .max()
+        .unwrap_or(1);
     let tail = TraceTail {
-        devices: vec![DeviceEntry {
-            id: DeviceId { major: 8, minor: 0 },
-            name: "sda".into(),
-        }],
+        devices: (0..table_len)
+            .map(|i| DeviceEntry {
+                id: DeviceId { major: 8, minor: i },
+                name: format!("sd{i}"),
+            })
+            .collect(),
         ..Default::default()
     };
     w.finish(&tail).unwrap().0
@@ -86,7 +94,8 @@ proptest! {
         prop_assert_eq!(&back, &records);
         prop_assert_eq!(file.summary().ios, records.len() as u64);
         prop_assert_eq!(file.header().name.as_str(), "prop");
-        prop_assert_eq!(file.footer().tail.devices.len(), 1);
+        let table_len = records.iter().map(|r| r.device as usize + 1).max().unwrap_or(1);
+        prop_assert_eq!(file.footer().tail.devices.len(), table_len);
 
         let mut stream = TraceReader::new(&bytes[..]).unwrap();
         let back2: Vec<IoRecord> = stream.by_ref().collect::<Result<_, _>>().unwrap();
