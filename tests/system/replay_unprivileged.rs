@@ -2,15 +2,14 @@
 //! scratch file: where pinning the buffers is refused, the engine uses them
 //! unregistered instead of failing.
 
-mod common;
-
+use crate::support;
 use std::os::unix::fs::PermissionsExt;
 use trace_format::*;
 
 #[test]
 fn an_ordinary_user_replays_onto_a_scratch_file() {
     let test = "an_ordinary_user_replays_onto_a_scratch_file";
-    if !common::require_root(test) || !common::require_tool(test, "setpriv") {
+    if !support::require_root(test) || !support::require_tool(test, "setpriv") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -1,8 +1,7 @@
 //! `tracemark info` and `tracemark export` on traces with known content: the
 //! JSON keys SPEC fixes, the CSV columns, and a fio iolog that fio replays.
 
-mod common;
-
+use crate::support;
 use std::path::Path;
 use trace_format::*;
 
@@ -54,7 +53,7 @@ fn info_json_has_the_spec_keys_with_independent_counts() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.tmt");
     let records = write_trace(&path);
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["info", "--json"])
         .arg(&path)
         .output()
@@ -90,7 +89,11 @@ fn info_json_has_the_spec_keys_with_independent_counts() {
     // times are multiples of 250 µs, but latencies are ns-exact (80,001 ns)
     assert_eq!(v["time_step_ns"], 1);
 
-    let human = common::tracemark().arg("info").arg(&path).output().unwrap();
+    let human = support::tracemark()
+        .arg("info")
+        .arg(&path)
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
         text.contains("Read sizes") && text.contains("Skipped input: none"),
@@ -116,7 +119,7 @@ fn info_shows_the_time_resolution_of_the_source() {
     text.push_str("900 /dev/x close\n");
     std::fs::write(&log, text).unwrap();
     let tmt = dir.path().join("t.tmt");
-    let conv = common::tracemark()
+    let conv = support::tracemark()
         .arg("convert")
         .arg(&log)
         .arg("-o")
@@ -129,7 +132,7 @@ fn info_shows_the_time_resolution_of_the_source() {
         "{}",
         String::from_utf8_lossy(&conv.stderr)
     );
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["info", "--json"])
         .arg(&tmt)
         .output()
@@ -137,7 +140,7 @@ fn info_shows_the_time_resolution_of_the_source() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ios"], 50);
     assert_eq!(v["time_step_ns"], 1000);
-    let human = common::tracemark().arg("info").arg(&tmt).output().unwrap();
+    let human = support::tracemark().arg("info").arg(&tmt).output().unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
         text.lines()
@@ -151,7 +154,7 @@ fn csv_export_has_one_line_per_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("t.tmt");
     let records = write_trace(&path);
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["export", "--to", "csv"])
         .arg(&path)
         .output()
@@ -179,7 +182,7 @@ fn csv_export_has_one_line_per_record() {
 
 #[test]
 fn fio_export_replays_in_fio() {
-    if !common::require_tool("fio_export_replays_in_fio", "fio") {
+    if !support::require_tool("fio_export_replays_in_fio", "fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -191,7 +194,7 @@ fn fio_export_replays_in_fio() {
         .set_len(4 << 20)
         .unwrap();
     let log = dir.path().join("t.iolog");
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["export", "--to", "fio", "--fio-file"])
         .arg(&target)
         .arg("-o")
@@ -259,7 +262,11 @@ fn a_corrupt_trace_gives_one_clear_error() {
     bytes[mid] ^= 0x40;
     std::fs::write(&path, &bytes).unwrap();
     for args in [vec!["info"], vec!["export", "--to", "csv"]] {
-        let out = common::tracemark().args(&args).arg(&path).output().unwrap();
+        let out = support::tracemark()
+            .args(&args)
+            .arg(&path)
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(1));
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(

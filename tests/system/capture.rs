@@ -5,9 +5,8 @@
 //! and `--events bio` on a loop device gives the same I/Os as its request
 //! events. Needs root (CI runs as root).
 
-mod common;
-
-use common::{require_root, tracemark, LoopDevice, TraceSetting, TracefsLock, ZramDevice};
+use crate::support;
+use crate::support::{require_root, tracemark, LoopDevice, TraceSetting, TracefsLock, ZramDevice};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -544,7 +543,7 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
 #[test]
 fn ring_buffer_capture_pairs_ios_across_cpus() {
     let test = "ring_buffer_capture_pairs_ios_across_cpus";
-    if !require_root(test) || !common::require_tool(test, "taskset") {
+    if !require_root(test) || !support::require_tool(test, "taskset") {
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());

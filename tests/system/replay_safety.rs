@@ -4,11 +4,8 @@
 //! mapping mode — checked from the engine's per-I/O events and, from outside,
 //! with the kernel's own record of the issued requests.
 
-mod common;
-mod replay_util;
-
-use common::{require_root, require_tool, LoopDevice, TracefsLock};
-use replay_util::*;
+use crate::support::replay::*;
+use crate::support::{require_root, require_tool, LoopDevice, TracefsLock};
 use replayer::{IoEvent, IoLog, MappingKind, MemorySource, ReplayOptions, TimingMode};
 use std::path::{Path, PathBuf};
 use std::process::Command;

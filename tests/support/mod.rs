@@ -1,7 +1,9 @@
 //! Shared helpers for the end-to-end tests: skipping (or, in CI, failing) when
 //! root or a kernel feature is missing, loop devices and tracefs access that are
 //! cleaned up also when a test fails.
-#![allow(dead_code)]
+
+pub mod replay;
+pub mod result_fixture;
 
 use std::fs;
 use std::path::{Path, PathBuf};

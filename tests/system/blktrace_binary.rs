@@ -3,9 +3,8 @@
 //! in the other byte order and record version, corrupted, and the shared
 //! samples; each cross-checked with the real `blkparse`.
 
-mod common;
-
-use common::{LoopDevice, TraceSetting, TracefsLock};
+use crate::support;
+use crate::support::{LoopDevice, TraceSetting, TracefsLock};
 use recorder::formats::blktrace::{self, Framing};
 use recorder::{Action, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::collections::BTreeMap;
@@ -524,7 +523,7 @@ fn record_starts_count(file: &[u8]) -> usize {
 
 /// The capture, or None after a SKIP line when not root.
 fn need_capture(test: &str) -> Option<&'static Capture> {
-    if !common::require_root(test) {
+    if !support::require_root(test) {
         return None;
     }
     match capture() {
@@ -578,7 +577,7 @@ fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
     blktrace::parse_reader(&cap.merged[..], "merged", Framing::Blktrace, &mut one).unwrap();
     assert_eq!(one.events, live.events, "ftrace framing changes the events");
 
-    if !common::require_tool(test, "blkparse") {
+    if !support::require_tool(test, "blkparse") {
         return;
     }
     let dir = cap.prefix.parent().unwrap();
@@ -592,7 +591,7 @@ fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
 fn both_byte_orders_and_versions_parse_identically() {
     let test = "both_byte_orders_and_versions_parse_identically";
     let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
-    if common::is_root() {
+    if support::is_root() {
         if let Some(cap) = need_capture(test) {
             inputs.push(("kernel capture".into(), cap.merged.clone()));
         }
@@ -601,7 +600,7 @@ fn both_byte_orders_and_versions_parse_identically() {
         inputs.push((name, data));
     }
     if inputs.is_empty() {
-        common::skip(
+        support::skip(
             test,
             "needs root for a kernel capture, or the shared samples",
         );
@@ -648,13 +647,13 @@ fn both_byte_orders_and_versions_parse_identically() {
 
 /// One real capture file for the corruption tests.
 fn some_real_file(test: &str) -> Option<Vec<u8>> {
-    if common::is_root() {
+    if support::is_root() {
         return need_capture(test).map(|c| c.merged.clone());
     }
     if let Some((_, data)) = sample_files().into_iter().next() {
         return Some(data);
     }
-    common::skip(
+    support::skip(
         test,
         "needs root for a kernel capture, or the shared samples",
     );
@@ -930,7 +929,7 @@ fn binary_and_blkparse_text_of_one_capture_convert_to_the_same_records() {
     let Some(cap) = need_capture(test) else {
         return;
     };
-    if !common::require_tool(test, "blkparse") {
+    if !support::require_tool(test, "blkparse") {
         return;
     }
     let dir = cap.prefix.parent().unwrap();

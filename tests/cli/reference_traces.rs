@@ -3,8 +3,7 @@
 //! suite runs end to end producing a score and a JSON result with every field
 //! SPEC lists.
 
-mod common;
-
+use crate::support;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use trace_format::TraceFile;
@@ -133,7 +132,7 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
     let json = dir.path().join("result.json");
     // Compressed and one pass keep CI short; the default scratch file in the
     // current directory is the target, as in the README's first command.
-    let out = common::tracemark()
+    let out = support::tracemark()
         .current_dir(dir.path())
         .args(["suite", "--passes", "1", "--mode", "compressed", "--json"])
         .arg(&json)
@@ -249,7 +248,7 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     .unwrap();
     let run = |extra: &[&str]| -> serde_json::Value {
         let json = dir.path().join("r.json");
-        let out = common::tracemark()
+        let out = support::tracemark()
             .current_dir(dir.path())
             .args(["suite", "--passes", "1", "--no-warmup", "--json"])
             .arg(&json)

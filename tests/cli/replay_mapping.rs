@@ -3,9 +3,7 @@
 //! from the engine's per-I/O events against mappings computed here
 //! independently, on file targets (no root needed).
 
-mod replay_util;
-
-use replay_util::*;
+use crate::support::replay::*;
 use replayer::options::{DeviceRoute, DeviceSelector};
 use replayer::{IoEvent, IoLog, MappingKind, MemorySource, ReplayOptions, TimingMode};
 use std::collections::BTreeMap;

@@ -1,8 +1,6 @@
 //! Metrics against values computed independently from the per-I/O timestamps.
 
-mod replay_util;
-
-use replay_util::*;
+use crate::support::replay::*;
 use replayer::{IoEvent, IoLog, MemorySource, ReplayOptions, TimingMode, TraceSource};
 use trace_format::{IoRecord, Op};
 

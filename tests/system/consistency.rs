@@ -1,10 +1,8 @@
 //! `tracemark consistency` end to end on a small loop device: every phase in
 //! the table, the JSON and the HTML; the device really written; safety.
 
-mod common;
-mod replay_util;
-
-use replay_util::{rec, write_trace, KIB, MIB};
+use crate::support;
+use crate::support::replay::{rec, write_trace, KIB, MIB};
 use serde_json::Value;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
@@ -35,18 +33,18 @@ fn make_suite(dir: &Path) -> (String, String) {
 #[test]
 fn every_phase_on_a_loop_device() {
     let test = "every_phase_on_a_loop_device";
-    if !common::require_root(test) || !common::require_tool(test, "losetup") {
+    if !support::require_root(test) || !support::require_tool(test, "losetup") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = make_suite(dir.path());
-    let dev = common::LoopDevice::new(dir.path(), 64).unwrap();
+    let dev = support::LoopDevice::new(dir.path(), 64).unwrap();
     let target = dev.path.display().to_string();
     let json = dir.path().join("c.json");
     let html = dir.path().join("c.html");
 
     // Refused without --allow-write, before anything is written.
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["consistency", &a, &b, "--target", &target])
         .output()
         .unwrap();
@@ -55,7 +53,7 @@ fn every_phase_on_a_loop_device() {
     assert!(err.contains("--allow-write"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["consistency", &a, &b, "--target", &target, "--allow-write"])
         .args([
             "--rounds-degrade",
@@ -195,14 +193,14 @@ fn every_phase_on_a_loop_device() {
 #[test]
 fn default_durations_scale_with_a_small_target() {
     let test = "default_durations_scale_with_a_small_target";
-    if !common::require_root(test) || !common::require_tool(test, "losetup") {
+    if !support::require_root(test) || !support::require_tool(test, "losetup") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let (a, _) = make_suite(dir.path());
-    let dev = common::LoopDevice::new(dir.path(), 32).unwrap();
+    let dev = support::LoopDevice::new(dir.path(), 32).unwrap();
     let json = dir.path().join("c.json");
-    let out = common::tracemark()
+    let out = support::tracemark()
         .args(["consistency", &a, "--target"])
         .arg(&dev.path)
         .args([

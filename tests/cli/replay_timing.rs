@@ -3,9 +3,7 @@
 //! --idle-cap and --time-scale change playback as they should, and no I/O is
 //! issued before the ones it depends on have completed.
 
-mod replay_util;
-
-use replay_util::*;
+use crate::support::replay::*;
 use replayer::{IoEvent, IoLog, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
 use std::path::Path;
 use trace_format::{IoRecord, Op};

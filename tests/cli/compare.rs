@@ -1,14 +1,12 @@
 //! `tracemark compare`: ratios from result files with known figures, flags
 //! for results that are not comparable, missing traces, bad files.
 
-mod common;
-mod result_fixture;
-
-use result_fixture::{result, write, Figures};
+use crate::support;
+use crate::support::result_fixture::{result, write, Figures};
 use std::path::Path;
 
 fn compare(args: &[&Path], extra: &[&str]) -> (i32, String, String) {
-    let out = common::tracemark()
+    let out = support::tracemark()
         .arg("compare")
         .args(args)
         .args(extra)

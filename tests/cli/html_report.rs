@@ -2,10 +2,8 @@
 //! are laid out with the right number of bars and points, and a screenshot
 //! of the page is drawn.
 
-mod common;
-mod result_fixture;
-
-use result_fixture::{result, write, Figures};
+use crate::support;
+use crate::support::result_fixture::{result, write, Figures};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -70,7 +68,7 @@ fn html_unescape(s: &str) -> String {
 #[test]
 fn report_charts_render_in_chromium() {
     let test = "report_charts_render_in_chromium";
-    if !common::require_tool(test, "chromium") {
+    if !support::require_tool(test, "chromium") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -114,7 +112,7 @@ fn report_charts_render_in_chromium() {
         ),
     );
     let report = dir.path().join("report.html");
-    let out = common::tracemark()
+    let out = support::tracemark()
         .arg("compare")
         .args([&a, &b, &c])
         .arg("--html")

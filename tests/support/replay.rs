@@ -1,7 +1,6 @@
 //! Helpers for the replay tests: synthetic traces written with the real
 //! writer, running `tracemark replay`, and watching a device's issued
 //! requests through a private tracefs instance.
-#![allow(dead_code)]
 
 use std::fs;
 use std::path::{Path, PathBuf};

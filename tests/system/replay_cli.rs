@@ -1,11 +1,8 @@
 //! `tracemark replay` as a user runs it: the result file, Ctrl-C, bad options,
 //! and the safety rules on block devices.
 
-mod common;
-mod replay_util;
-
-use common::{require_root, require_tool, LoopDevice};
-use replay_util::*;
+use crate::support::replay::*;
+use crate::support::{require_root, require_tool, LoopDevice};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use trace_format::Op;

@@ -2,9 +2,8 @@
 //! `blk` tracer — converted through the library and read back: every I/O the
 //! test made (op, offset, length) must appear exactly once, with its latency.
 
-mod common;
-
-use common::{LoopDevice, TraceSetting, TracefsLock};
+use crate::support;
+use crate::support::{LoopDevice, TraceSetting, TracefsLock};
 use recorder::convert::{convert, ConvertOptions};
 use recorder::detect::Format;
 use recorder::normalize::EventChoice;
@@ -188,7 +187,7 @@ fn convert_and_check(input: &Path, device: DeviceId, out_dir: &Path, label: &str
 #[test]
 fn real_loop_device_io_through_events_and_blk_tracer() {
     let test = "real_loop_device_io_through_events_and_blk_tracer";
-    if !common::require_root(test) || !common::require_tool(test, "losetup") {
+    if !support::require_root(test) || !support::require_tool(test, "losetup") {
         return;
     }
     let lock = TracefsLock::acquire().expect("tracefs");
@@ -208,7 +207,7 @@ fn real_loop_device_io_through_events_and_blk_tracer() {
     {
         capture_blk_tracer(&lock.root, &dev, &blk_txt);
     } else {
-        common::skip(test, "the kernel has no blk tracer");
+        support::skip(test, "the kernel has no blk tracer");
     }
     drop(dev);
     drop(lock);

@@ -1,11 +1,8 @@
 //! Exactness measured from outside: the kernel's own record of the requests
 //! issued to a loop device during a replay must be the trace, mapped.
 
-mod common;
-mod replay_util;
-
-use common::{require_root, require_tool, LoopDevice, TracefsLock, ZramDevice};
-use replay_util::*;
+use crate::support::replay::*;
+use crate::support::{require_root, require_tool, LoopDevice, TracefsLock, ZramDevice};
 use std::collections::BTreeMap;
 use trace_format::{IoRecord, Op};
 

@@ -1,7 +1,6 @@
 //! Result files with chosen figures, written the way `tracemark replay
 //! --json` writes them (the schema of replayer/README.md), for the compare
 //! and report tests.
-#![allow(dead_code)]
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,19 @@
+//! End-to-end tests that need no privilege: conversion, info and export,
+//! replay to scratch files, compare and reports, the reference traces.
+//! (Tests that need root, devices or tracefs are in `tests/system/`.)
+
+// `pub`: the support module is shared by both test binaries, and each uses a
+// part of it.
+#[path = "../support/mod.rs"]
+pub mod support;
+
+mod compare;
+mod conformance_samples;
+mod convert_blkparse;
+mod html_report;
+mod info_export;
+mod parsers_never_panic;
+mod reference_traces;
+mod replay_mapping;
+mod replay_metrics;
+mod replay_timing;

@@ -1,0 +1,18 @@
+//! End-to-end tests of the system: live capture through tracefs, replay to
+//! loop and zram devices, device safety checks, dropping privileges. They need
+//! root; without it each prints a SKIP line (or fails when
+//! `TRACEMARK_NO_SKIP=1`, as in CI).
+
+// `pub`: the support module is shared by both test binaries, and each uses a
+// part of it.
+#[path = "../support/mod.rs"]
+pub mod support;
+
+mod blktrace_binary;
+mod capture;
+mod consistency;
+mod convert_tracefs;
+mod replay_cli;
+mod replay_exact;
+mod replay_safety;
+mod replay_unprivileged;
