@@ -50,3 +50,9 @@ pub enum ReplayError {
         source: std::io::Error,
     },
 }
+
+impl From<results::options::InvalidOptions> for ReplayError {
+    fn from(e: results::options::InvalidOptions) -> Self {
+        ReplayError::Options(e.0)
+    }
+}

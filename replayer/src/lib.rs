@@ -12,22 +12,19 @@
 //!   time, idle cap, time scale, closed-loop shift, dependency gate), pure.
 //! - [`engine`]: the io_uring engine that runs one pass of a trace, asking
 //!   the schedule when each I/O may go.
-//! - [`metrics`]: per-pass figures and their aggregation over passes.
+//! - [`metrics`]: per-pass figures and their aggregation over passes, into
+//!   the result schema of the `results` crate.
 //! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
-//!   `tracemark suite` call; [`report`] formats its result for people.
+//!   `tracemark suite` call.
 
 pub mod buffer;
 pub mod clock;
-pub mod compare;
 pub mod consistency;
 pub mod engine;
 pub mod error;
-pub mod html;
 pub mod interrupt;
 pub mod mapping;
 pub mod metrics;
-pub mod options;
-pub mod report;
 pub mod rng;
 pub mod schedule;
 pub mod source;
@@ -37,8 +34,9 @@ pub mod target;
 
 pub use engine::{IoEvent, Observer, PassKind};
 pub use error::ReplayError;
-pub use metrics::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
 pub use options::{MappingKind, ReplayOptions, TimingMode};
+pub use results::options;
+pub use results::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
 pub use source::{MemorySource, TmtSource, TraceSource};
 pub use suite::{run_suite, IoLog, NoObserver};
 pub use target::{Target, TargetKind, DEFAULT_SCRATCH_NAME};

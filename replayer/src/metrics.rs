@@ -1,8 +1,11 @@
-//! Per-pass figures, their aggregation over passes and traces, and the result
-//! file's schema (documented in the crate README).
+//! Measuring a pass (counters, histograms, timelines) and summarising it
+//! into the result schema of the `results` crate.
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
+use results::schema::{
+    Fidelity, Lateness, OpMetrics, PassMetrics, Percentiles, Skipped, Spread, Timeline, TraceResult,
+};
+use results::stats::{mean, score};
 use std::collections::BTreeMap;
 use trace_format::Op;
 
@@ -39,29 +42,6 @@ impl Default for OpStats {
             latency_sum_ns: 0,
             latency: new_histogram(),
         }
-    }
-}
-
-/// I/Os of the trace that were not sent to the target, by reason.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Skipped {
-    /// Writes, flushes, discards and write-zeroes left out by `--read-only`.
-    pub read_only: u64,
-    /// Discards on a file target (punching holes would unfill the scratch
-    /// file) or on a device that does not support them.
-    pub discards: u64,
-    /// Write-zeroes (not replayed: io_uring has no asynchronous form).
-    pub write_zeroes: u64,
-    /// Reads or writes of length zero.
-    pub empty: u64,
-    /// Any operation left out by `--skip-ops`.
-    #[serde(default)]
-    pub by_option: u64,
-}
-
-impl Skipped {
-    pub fn total(&self) -> u64 {
-        self.read_only + self.discards + self.write_zeroes + self.empty + self.by_option
     }
 }
 
@@ -123,7 +103,7 @@ impl PassOutcome {
                     count: s.count,
                     bytes: s.bytes,
                     errors: s.errors,
-                    latency_us: Percentiles::of(&s.latency, s.latency_sum_ns),
+                    latency_us: percentiles(&s.latency, s.latency_sum_ns),
                 },
             );
         }
@@ -147,7 +127,7 @@ impl PassOutcome {
             ops,
             skipped: self.skipped,
             fidelity: Fidelity {
-                lateness_us: Lateness::of(&self.lateness),
+                lateness_us: lateness(&self.lateness),
                 original_s: self.original_duration_ns as f64 / 1e9,
                 achieved_s: self.playback_ns as f64 / 1e9,
             },
@@ -155,198 +135,32 @@ impl PassOutcome {
     }
 }
 
-/// PCMark's trace score: the geometric mean of bandwidth (MB/s) and the
-/// inverse of access time (s); 0 when the trace moved no data.
-pub fn score(bandwidth_mb_s: f64, access_time_us: f64) -> f64 {
-    if bandwidth_mb_s <= 0.0 || access_time_us <= 0.0 {
-        return 0.0;
-    }
-    (bandwidth_mb_s / (access_time_us / 1e6)).sqrt()
-}
-
-/// Latency summary, µs.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    pub mean: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p99_9: f64,
-    pub max: f64,
-}
-
-impl Percentiles {
-    pub fn of(h: &Histogram<u64>, sum_ns: u128) -> Option<Percentiles> {
-        if h.is_empty() {
-            return None;
-        }
-        let us = |ns: u64| ns as f64 / 1e3;
-        Some(Percentiles {
-            mean: sum_ns as f64 / h.len() as f64 / 1e3,
-            p50: us(h.value_at_quantile(0.50)),
-            p90: us(h.value_at_quantile(0.90)),
-            p99: us(h.value_at_quantile(0.99)),
-            p99_9: us(h.value_at_quantile(0.999)),
-            max: us(h.max()),
-        })
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Lateness {
-    pub p50: f64,
-    pub p99: f64,
-    pub max: f64,
-}
-
-impl Lateness {
-    pub fn of(h: &Histogram<u64>) -> Lateness {
-        if h.is_empty() {
-            return Lateness::default();
-        }
-        Lateness {
-            p50: h.value_at_quantile(0.5) as f64 / 1e3,
-            p99: h.value_at_quantile(0.99) as f64 / 1e3,
-            max: h.max() as f64 / 1e3,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Fidelity {
-    /// How late I/Os were issued against their scheduled time, µs. In
-    /// compressed mode the schedule is "as soon as ready".
-    pub lateness_us: Lateness,
-    /// The trace's first issue to last completion (or issue).
-    pub original_s: f64,
-    /// The replay's first issue to last completion.
-    pub achieved_s: f64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OpMetrics {
-    pub count: u64,
-    pub bytes: u64,
-    pub errors: u64,
-    pub latency_us: Option<Percentiles>,
-}
-
-/// One pass, as the result file shows it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PassMetrics {
-    pub warmup: bool,
-    pub interrupted: bool,
-    pub score: f64,
-    pub bandwidth_mb_s: f64,
-    pub access_time_us: f64,
-    pub playback_s: f64,
-    pub busy_s: f64,
-    /// Reads and writes per second of busy time.
-    pub iops: f64,
-    /// I/Os completed (all operations, errors included).
-    pub ios: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub errors: u64,
-    pub ops: BTreeMap<String, OpMetrics>,
-    pub skipped: Skipped,
-    pub fidelity: Fidelity,
-}
-
-/// Minimum, maximum and (population) standard deviation over passes.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Spread {
-    pub min: f64,
-    pub max: f64,
-    pub stddev: f64,
-}
-
-impl Spread {
-    pub fn of(values: &[f64]) -> Spread {
-        if values.is_empty() {
-            return Spread::default();
-        }
-        let mean = mean(values);
-        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
-        Spread {
-            min: values.iter().copied().fold(f64::INFINITY, f64::min),
-            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-            stddev: var.sqrt(),
-        }
-    }
-}
-
-pub fn mean(values: &[f64]) -> f64 {
-    if values.is_empty() {
-        0.0
-    } else {
-        values.iter().sum::<f64>() / values.len() as f64
-    }
-}
-
-/// Geometric mean of the positive values (None when there are none).
-pub fn geometric_mean(values: &[f64]) -> Option<f64> {
-    let pos: Vec<f64> = values.iter().copied().filter(|v| *v > 0.0).collect();
-    if pos.is_empty() {
+/// Latency summary of a histogram of nanoseconds (None when it is empty).
+pub fn percentiles(h: &Histogram<u64>, sum_ns: u128) -> Option<Percentiles> {
+    if h.is_empty() {
         return None;
     }
-    Some((pos.iter().map(|v| v.ln()).sum::<f64>() / pos.len() as f64).exp())
+    let us = |ns: u64| ns as f64 / 1e3;
+    Some(Percentiles {
+        mean: sum_ns as f64 / h.len() as f64 / 1e3,
+        p50: us(h.value_at_quantile(0.50)),
+        p90: us(h.value_at_quantile(0.90)),
+        p99: us(h.value_at_quantile(0.99)),
+        p99_9: us(h.value_at_quantile(0.999)),
+        max: us(h.max()),
+    })
 }
 
-/// One trace: its passes and the means over the scored ones.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TraceResult {
-    pub name: String,
-    pub path: Option<String>,
-    /// `completion` (dependencies from the trace's completion times) or
-    /// `order` (original order, concurrency capped by the queue depth).
-    pub dependencies: String,
-    pub warmup: Option<PassMetrics>,
-    pub passes: Vec<PassMetrics>,
-    pub score: f64,
-    pub score_spread: Spread,
-    pub bandwidth_mb_s: f64,
-    pub bandwidth_spread: Spread,
-    pub access_time_us: f64,
-    pub access_time_spread: Spread,
-    pub playback_s: f64,
-    pub playback_spread: Spread,
-    pub busy_s: f64,
-    pub iops: f64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub ios: u64,
-    pub errors: BTreeMap<String, u64>,
-    pub skipped: Skipped,
-    /// Over all scored passes (histograms merged).
-    pub latency_us: BTreeMap<String, Percentiles>,
-    pub fidelity: Fidelity,
-    pub interrupted: bool,
-    /// What was replayed, so results of different versions of a trace are
-    /// not compared as if they were the same (absent in older result files).
-    #[serde(default)]
-    pub trace_id: Option<TraceIdentity>,
-    /// Latency distribution per operation over the scored passes: about 60
-    /// `[quantile, µs]` points from the merged histograms.
-    #[serde(default)]
-    pub latency_cdf_us: BTreeMap<String, Vec<[f64; 2]>>,
-    /// Bandwidth and mean latency over the playback of the last scored pass
-    /// (the warm-up when no scored pass finished).
-    #[serde(default)]
-    pub timeline: Option<Timeline>,
-}
-
-/// A trace's identity as recorded: its records, bytes and duration and a
-/// checksum over every record (FNV-1a 64 of time, op, offset, length and
-/// device), so two results name the same trace only when it is the same.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TraceIdentity {
-    pub records: u64,
-    pub read_bytes: u64,
-    pub write_bytes: u64,
-    pub duration_ns: u64,
-    /// 16 hex digits.
-    pub checksum: String,
+/// Lateness summary of a histogram of nanoseconds.
+pub fn lateness(h: &Histogram<u64>) -> Lateness {
+    if h.is_empty() {
+        return Lateness::default();
+    }
+    Lateness {
+        p50: h.value_at_quantile(0.5) as f64 / 1e3,
+        p99: h.value_at_quantile(0.99) as f64 / 1e3,
+        max: h.max() as f64 / 1e3,
+    }
 }
 
 /// FNV-1a 64 over records, fed one record at a time.
@@ -418,27 +232,6 @@ pub fn cdf_points(h: &Histogram<u64>) -> Vec<[f64; 2]> {
             [q, ns as f64 / 1e3]
         })
         .collect()
-}
-
-/// Per-interval figures over one pass's playback (intervals of
-/// `interval_s`: 1 s, or a power-of-ten fraction of a second for passes
-/// shorter than 10 s so there are at least 10 points). Each interval counts
-/// the reads and writes that completed in it; bandwidth is their bytes over
-/// the interval (the last one over the part that was played);
-/// `mean_latency_us` is 0 where nothing completed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Timeline {
-    pub interval_s: f64,
-    /// The pass it comes from: 0 for the warm-up, else the scored pass number.
-    pub pass: u32,
-    /// Start of each interval, s since the pass started.
-    pub t_s: Vec<f64>,
-    pub read_mb_s: Vec<f64>,
-    pub write_mb_s: Vec<f64>,
-    pub bandwidth_mb_s: Vec<f64>,
-    /// Reads and writes completed in the interval.
-    pub ios: Vec<u64>,
-    pub mean_latency_us: Vec<f64>,
 }
 
 /// Collects a [`Timeline`] from completions, in memory bounded by the
@@ -565,171 +358,90 @@ impl TimelineBuilder {
     }
 }
 
-impl TraceResult {
-    /// Summarises the passes; `scored` may be empty after an early Ctrl-C,
-    /// in which case the warm-up's figures stand in.
-    pub fn from_passes(
-        name: &str,
-        path: Option<String>,
-        dependencies: &str,
-        warmup: Option<&PassOutcome>,
-        scored: &[PassOutcome],
-    ) -> TraceResult {
-        let basis: Vec<&PassOutcome> = if scored.is_empty() {
-            warmup.into_iter().collect()
-        } else {
-            scored.iter().collect()
-        };
-        let metrics: Vec<PassMetrics> = basis.iter().map(|p| p.metrics()).collect();
-        let pick =
-            |f: &dyn Fn(&PassMetrics) -> f64| -> Vec<f64> { metrics.iter().map(f).collect() };
-        let scores = pick(&|m| m.score);
-        let bws = pick(&|m| m.bandwidth_mb_s);
-        let ats = pick(&|m| m.access_time_us);
-        let pbs = pick(&|m| m.playback_s);
-        let mut latency_us = BTreeMap::new();
-        let mut latency_cdf_us = BTreeMap::new();
-        let mut errors = BTreeMap::new();
-        for op in Op::ALL {
-            let mut h = new_histogram();
-            let mut sum = 0u128;
-            let mut errs = 0u64;
-            for p in &basis {
-                let _ = h.add(&p.op(op).latency);
-                sum += p.op(op).latency_sum_ns;
-                errs += p.op(op).errors;
-            }
-            if let Some(pc) = Percentiles::of(&h, sum) {
-                latency_us.insert(op.name().to_string(), pc);
-                latency_cdf_us.insert(op.name().to_string(), cdf_points(&h));
-            }
-            if errs > 0 || op.carries_data() {
-                errors.insert(op.name().to_string(), errs);
-            }
-        }
-        let mut lateness = new_histogram();
+/// Summarises the passes; `scored` may be empty after an early Ctrl-C,
+/// in which case the warm-up's figures stand in.
+pub fn trace_result(
+    name: &str,
+    path: Option<String>,
+    dependencies: &str,
+    warmup: Option<&PassOutcome>,
+    scored: &[PassOutcome],
+) -> TraceResult {
+    let basis: Vec<&PassOutcome> = if scored.is_empty() {
+        warmup.into_iter().collect()
+    } else {
+        scored.iter().collect()
+    };
+    let metrics: Vec<PassMetrics> = basis.iter().map(|p| p.metrics()).collect();
+    let pick = |f: &dyn Fn(&PassMetrics) -> f64| -> Vec<f64> { metrics.iter().map(f).collect() };
+    let scores = pick(&|m| m.score);
+    let bws = pick(&|m| m.bandwidth_mb_s);
+    let ats = pick(&|m| m.access_time_us);
+    let pbs = pick(&|m| m.playback_s);
+    let mut latency_us = BTreeMap::new();
+    let mut latency_cdf_us = BTreeMap::new();
+    let mut errors = BTreeMap::new();
+    for op in Op::ALL {
+        let mut h = new_histogram();
+        let mut sum = 0u128;
+        let mut errs = 0u64;
         for p in &basis {
-            let _ = lateness.add(&p.lateness);
+            let _ = h.add(&p.op(op).latency);
+            sum += p.op(op).latency_sum_ns;
+            errs += p.op(op).errors;
         }
-        let n = basis.len().max(1) as u64;
-        let avg_u64 = |f: &dyn Fn(&PassMetrics) -> u64| metrics.iter().map(f).sum::<u64>() / n;
-        let skipped = basis.first().map(|p| p.skipped).unwrap_or_default();
-        TraceResult {
-            name: name.to_string(),
-            path,
-            dependencies: dependencies.to_string(),
-            warmup: warmup.map(|w| w.metrics()),
-            passes: scored.iter().map(|p| p.metrics()).collect(),
-            score: mean(&scores),
-            score_spread: Spread::of(&scores),
-            bandwidth_mb_s: mean(&bws),
-            bandwidth_spread: Spread::of(&bws),
-            access_time_us: mean(&ats),
-            access_time_spread: Spread::of(&ats),
-            playback_s: mean(&pbs),
-            playback_spread: Spread::of(&pbs),
-            busy_s: mean(&pick(&|m| m.busy_s)),
-            iops: mean(&pick(&|m| m.iops)),
-            read_bytes: avg_u64(&|m| m.read_bytes),
-            write_bytes: avg_u64(&|m| m.write_bytes),
-            ios: avg_u64(&|m| m.ios),
-            errors,
-            skipped,
-            latency_us,
-            fidelity: Fidelity {
-                lateness_us: Lateness::of(&lateness),
-                original_s: metrics.first().map_or(0.0, |m| m.fidelity.original_s),
-                achieved_s: mean(&pick(&|m| m.fidelity.achieved_s)),
-            },
-            interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
-            trace_id: None,
-            latency_cdf_us,
-            timeline: None,
+        if let Some(pc) = percentiles(&h, sum) {
+            latency_us.insert(op.name().to_string(), pc);
+            latency_cdf_us.insert(op.name().to_string(), cdf_points(&h));
+        }
+        if errs > 0 || op.carries_data() {
+            errors.insert(op.name().to_string(), errs);
         }
     }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SuiteSummary {
-    /// Geometric mean of the trace scores.
-    pub score: f64,
-    /// Geometric mean of the traces' bandwidths.
-    pub bandwidth_mb_s: f64,
-    /// Geometric mean of the traces' access times.
-    pub access_time_us: f64,
-}
-
-impl SuiteSummary {
-    pub fn of(traces: &[TraceResult]) -> Option<SuiteSummary> {
-        let get = |f: &dyn Fn(&TraceResult) -> f64| -> Vec<f64> { traces.iter().map(f).collect() };
-        Some(SuiteSummary {
-            score: geometric_mean(&get(&|t| t.score))?,
-            bandwidth_mb_s: geometric_mean(&get(&|t| t.bandwidth_mb_s))?,
-            access_time_us: geometric_mean(&get(&|t| t.access_time_us))?,
-        })
+    let mut late = new_histogram();
+    for p in &basis {
+        let _ = late.add(&p.lateness);
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ToolInfo {
-    pub name: String,
-    pub version: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HostInfo {
-    pub hostname: String,
-    pub kernel: String,
-    pub cpus: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetInfo {
-    pub path: String,
-    /// `file` or `block_device`.
-    pub kind: String,
-    pub size_bytes: u64,
-    pub model: Option<String>,
-    pub logical_block_size: u64,
-    pub direct_io: bool,
-    /// How the kernel runs io_uring requests on it: `inline` (non-blocking
-    /// issue from the submitting thread) or `io-wq` (the device takes no
-    /// non-blocking I/O, so every request runs on a kernel worker thread).
-    #[serde(default)]
-    pub io_path: String,
-    /// The further targets of a multi-target replay (`--target` given more
-    /// than once, `--device-map`), in order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub others: Vec<TargetInfo>,
-}
-
-/// The result file (`--json`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SuiteResult {
-    pub tool: ToolInfo,
-    pub host: HostInfo,
-    pub target: TargetInfo,
-    pub options: crate::ReplayOptions,
-    /// `realtime` or `compressed`.
-    pub mode: String,
-    pub traces: Vec<TraceResult>,
-    /// None when no trace moved data (or none finished).
-    pub suite: Option<SuiteSummary>,
-    pub interrupted: bool,
-    /// Wall-clock start, seconds since the Unix epoch.
-    pub started_unix_s: u64,
+    let n = basis.len().max(1) as u64;
+    let avg_u64 = |f: &dyn Fn(&PassMetrics) -> u64| metrics.iter().map(f).sum::<u64>() / n;
+    let skipped = basis.first().map(|p| p.skipped).unwrap_or_default();
+    TraceResult {
+        name: name.to_string(),
+        path,
+        dependencies: dependencies.to_string(),
+        warmup: warmup.map(|w| w.metrics()),
+        passes: scored.iter().map(|p| p.metrics()).collect(),
+        score: mean(&scores),
+        score_spread: Spread::of(&scores),
+        bandwidth_mb_s: mean(&bws),
+        bandwidth_spread: Spread::of(&bws),
+        access_time_us: mean(&ats),
+        access_time_spread: Spread::of(&ats),
+        playback_s: mean(&pbs),
+        playback_spread: Spread::of(&pbs),
+        busy_s: mean(&pick(&|m| m.busy_s)),
+        iops: mean(&pick(&|m| m.iops)),
+        read_bytes: avg_u64(&|m| m.read_bytes),
+        write_bytes: avg_u64(&|m| m.write_bytes),
+        ios: avg_u64(&|m| m.ios),
+        errors,
+        skipped,
+        latency_us,
+        fidelity: Fidelity {
+            lateness_us: lateness(&late),
+            original_s: metrics.first().map_or(0.0, |m| m.fidelity.original_s),
+            achieved_s: mean(&pick(&|m| m.fidelity.achieved_s)),
+        },
+        interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
+        trace_id: None,
+        latency_cdf_us,
+        timeline: None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn score_is_sqrt_of_bandwidth_over_access_seconds() {
-        // 400 MB/s at 100 µs: sqrt(400 / 1e-4) = 2000
-        assert!((score(400.0, 100.0) - 2000.0).abs() < 1e-9);
-        assert_eq!(score(0.0, 100.0), 0.0);
-    }
 
     #[test]
     fn timeline_buckets_by_second_and_by_fraction_for_short_passes() {
@@ -771,13 +483,5 @@ mod tests {
             .all(|w| w[0][0] < w[1][0] && w[0][1] <= w[1][1]));
         assert!((c[c.len() - 1][1] - 1000.0).abs() < 1.0);
         assert!((c[25][1] - 500.0).abs() < 2.0, "{:?}", c[25]);
-    }
-
-    #[test]
-    fn geometric_mean_and_spread() {
-        assert!((geometric_mean(&[1.0, 100.0]).unwrap() - 10.0).abs() < 1e-9);
-        assert_eq!(geometric_mean(&[0.0]), None);
-        let s = Spread::of(&[1.0, 3.0]);
-        assert_eq!((s.min, s.max, s.stddev), (1.0, 3.0, 1.0));
     }
 }

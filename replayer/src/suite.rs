@@ -3,13 +3,11 @@
 
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
-use crate::metrics::{
-    HostInfo, PassMetrics, RecordChecksum, SuiteResult, SuiteSummary, TimelineBuilder, ToolInfo,
-    TraceIdentity, TraceResult,
-};
+use crate::metrics::{trace_result, RecordChecksum, TimelineBuilder};
 use crate::options::ReplayOptions;
 use crate::source::TraceSource;
 use crate::ReplayError;
+use results::schema::{HostInfo, PassMetrics, SuiteResult, SuiteSummary, ToolInfo, TraceIdentity};
 use std::path::Path;
 
 /// An observer that does nothing (stops on SIGINT).
@@ -129,7 +127,7 @@ pub fn run_suite(
         } else {
             "order"
         };
-        let mut result = TraceResult::from_passes(
+        let mut result = trace_result(
             name,
             t.path().map(|p| p.display().to_string()),
             deps,
@@ -162,7 +160,7 @@ pub fn run_suite(
 struct TimelineObserver<'a> {
     inner: &'a mut dyn Observer,
     builder: TimelineBuilder,
-    last: Option<crate::metrics::Timeline>,
+    last: Option<results::schema::Timeline>,
 }
 
 impl Observer for TimelineObserver<'_> {

@@ -4,11 +4,11 @@
 
 use crate::buffer::AlignedBuf;
 use crate::mapping::{AddressMap, TargetSpace, TraceScan};
-use crate::metrics::TargetInfo;
 use crate::options::{DeviceSelector, ReplayOptions};
 use crate::rng::WyRand;
 use crate::source::TraceSource;
 use crate::ReplayError;
+use results::schema::TargetInfo;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io;

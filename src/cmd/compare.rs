@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use replayer::compare::{format_tables, load_result, Comparison};
+use results::compare::{format_tables, load_result, Comparison};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -33,7 +33,7 @@ pub fn run(args: CompareArgs) -> Result<i32> {
     let comparison = Comparison::new(results, &args.label)?;
     print!("{}", format_tables(&comparison));
     if let Some(path) = &args.html {
-        std::fs::write(path, replayer::html::compare_report(&comparison))
+        std::fs::write(path, results::html::compare_report(&comparison))
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
         println!("\nreport written to {}", path.display());
     }

@@ -46,7 +46,7 @@ pub use priority::realtime_priority_available;
 use crate::buffer::AlignedBuf;
 use crate::clock::now_ns;
 use crate::mapping::{AddressMap, TraceScan};
-use crate::metrics::{PassMetrics, PassOutcome, Skipped};
+use crate::metrics::PassOutcome;
 use crate::options::ReplayOptions;
 use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
@@ -55,6 +55,7 @@ use crate::ReplayError;
 use io_uring::{opcode, types, IoUring};
 use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
 use priority::PriorityGuard;
+use results::schema::{PassMetrics, Skipped};
 use ring::{cooperative_ring, share_punted_work};
 use trace_format::{IoRecord, Op};
 

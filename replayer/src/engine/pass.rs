@@ -2,8 +2,9 @@
 
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::clock::now_ns;
-use crate::metrics::{new_histogram, OpStats, PassOutcome, Skipped};
+use crate::metrics::{new_histogram, OpStats, PassOutcome};
 use crate::schedule::{DependencyGate, IssueSchedule};
+use results::schema::Skipped;
 use trace_format::Op;
 
 /// Passes everything through but never asks to stop (for draining).

@@ -1,6 +1,6 @@
 //! The table people read.
 
-use crate::metrics::{SuiteResult, TraceResult};
+use crate::schema::{SuiteResult, TraceResult};
 use std::fmt::Write;
 
 fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {

@@ -3,7 +3,8 @@
 //! comparable (mode, options that change the figures, other versions of a
 //! trace, interrupted runs) named instead of silently mixed.
 
-use crate::metrics::{geometric_mean, SuiteResult, TraceResult};
+use crate::schema::{SuiteResult, TraceResult};
+use crate::stats::geometric_mean;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 

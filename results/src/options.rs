@@ -1,4 +1,4 @@
-//! What a user chooses for a replay.
+//! What a user chooses for a replay, as the result file records it.
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -190,10 +190,15 @@ impl Default for ReplayOptions {
     }
 }
 
+/// A combination of options that makes no sense; the message names the option.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidOptions(pub String);
+
 impl ReplayOptions {
     /// Checks the combinations that make no sense.
-    pub fn validate(&self) -> Result<(), crate::ReplayError> {
-        let bad = |s: &str| Err(crate::ReplayError::Options(s.to_string()));
+    pub fn validate(&self) -> Result<(), InvalidOptions> {
+        let bad = |s: &str| Err(InvalidOptions(s.to_string()));
         if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
             return bad("--time-scale must be a positive number");
         }
@@ -213,7 +218,7 @@ impl ReplayOptions {
         }
         for (i, a) in self.device_map.iter().enumerate() {
             if self.device_map[..i].iter().any(|b| b.source == a.source) {
-                return Err(crate::ReplayError::Options(format!(
+                return Err(InvalidOptions(format!(
                     "--device-map names device {} twice",
                     a.source
                 )));

@@ -1,0 +1,20 @@
+//! The tracemark result file: the contract between the replayer, which
+//! writes results, and everything that reads them (as `trace-format` is
+//! between recorder and replayer).
+//!
+//! - [`schema`]: a run of a suite ([`SuiteResult`]) with its traces, passes,
+//!   target and host; [`options`]: the replay options it records;
+//!   [`consistency`]: the consistency test's result.
+//! - [`stats`]: the trace score, means, spreads.
+//! - [`compare`]: several result files side by side.
+//! - [`report`] (text table) and [`html`] (self-contained pages).
+
+pub mod compare;
+pub mod consistency;
+pub mod html;
+pub mod options;
+pub mod report;
+pub mod schema;
+pub mod stats;
+
+pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

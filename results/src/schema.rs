@@ -1,0 +1,235 @@
+//! The result file's schema: a run of a suite ([`SuiteResult`]), each trace
+//! ([`TraceResult`]) and pass ([`PassMetrics`]), the target and host. The
+//! field names are the JSON keys (documented in the crate README); a field
+//! added later is `#[serde(default)]` so older files still read.
+
+use crate::options::ReplayOptions;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// I/Os of the trace that were not sent to the target, by reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// Writes, flushes, discards and write-zeroes left out by `--read-only`.
+    pub read_only: u64,
+    /// Discards on a file target (punching holes would unfill the scratch
+    /// file) or on a device that does not support them.
+    pub discards: u64,
+    /// Write-zeroes (not replayed: io_uring has no asynchronous form).
+    pub write_zeroes: u64,
+    /// Reads or writes of length zero.
+    pub empty: u64,
+    /// Any operation left out by `--skip-ops`.
+    #[serde(default)]
+    pub by_option: u64,
+}
+
+impl Skipped {
+    pub fn total(&self) -> u64 {
+        self.read_only + self.discards + self.write_zeroes + self.empty + self.by_option
+    }
+}
+
+/// Latency summary, µs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Percentiles {
+    pub mean: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p99_9: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Lateness {
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Fidelity {
+    /// How late I/Os were issued against their scheduled time, µs. In
+    /// compressed mode the schedule is "as soon as ready".
+    pub lateness_us: Lateness,
+    /// The trace's first issue to last completion (or issue).
+    pub original_s: f64,
+    /// The replay's first issue to last completion.
+    pub achieved_s: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpMetrics {
+    pub count: u64,
+    pub bytes: u64,
+    pub errors: u64,
+    pub latency_us: Option<Percentiles>,
+}
+
+/// One pass, as the result file shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PassMetrics {
+    pub warmup: bool,
+    pub interrupted: bool,
+    pub score: f64,
+    pub bandwidth_mb_s: f64,
+    pub access_time_us: f64,
+    pub playback_s: f64,
+    pub busy_s: f64,
+    /// Reads and writes per second of busy time.
+    pub iops: f64,
+    /// I/Os completed (all operations, errors included).
+    pub ios: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub errors: u64,
+    pub ops: BTreeMap<String, OpMetrics>,
+    pub skipped: Skipped,
+    pub fidelity: Fidelity,
+}
+
+/// Minimum, maximum and (population) standard deviation over passes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Spread {
+    pub min: f64,
+    pub max: f64,
+    pub stddev: f64,
+}
+
+/// One trace: its passes and the means over the scored ones.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceResult {
+    pub name: String,
+    pub path: Option<String>,
+    /// `completion` (dependencies from the trace's completion times) or
+    /// `order` (original order, concurrency capped by the queue depth).
+    pub dependencies: String,
+    pub warmup: Option<PassMetrics>,
+    pub passes: Vec<PassMetrics>,
+    pub score: f64,
+    pub score_spread: Spread,
+    pub bandwidth_mb_s: f64,
+    pub bandwidth_spread: Spread,
+    pub access_time_us: f64,
+    pub access_time_spread: Spread,
+    pub playback_s: f64,
+    pub playback_spread: Spread,
+    pub busy_s: f64,
+    pub iops: f64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub ios: u64,
+    pub errors: BTreeMap<String, u64>,
+    pub skipped: Skipped,
+    /// Over all scored passes (histograms merged).
+    pub latency_us: BTreeMap<String, Percentiles>,
+    pub fidelity: Fidelity,
+    pub interrupted: bool,
+    /// What was replayed, so results of different versions of a trace are
+    /// not compared as if they were the same (absent in older result files).
+    #[serde(default)]
+    pub trace_id: Option<TraceIdentity>,
+    /// Latency distribution per operation over the scored passes: about 60
+    /// `[quantile, µs]` points from the merged histograms.
+    #[serde(default)]
+    pub latency_cdf_us: BTreeMap<String, Vec<[f64; 2]>>,
+    /// Bandwidth and mean latency over the playback of the last scored pass
+    /// (the warm-up when no scored pass finished).
+    #[serde(default)]
+    pub timeline: Option<Timeline>,
+}
+
+/// A trace's identity as recorded: its records, bytes and duration and a
+/// checksum over every record (FNV-1a 64 of time, op, offset, length and
+/// device), so two results name the same trace only when it is the same.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceIdentity {
+    pub records: u64,
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub duration_ns: u64,
+    /// 16 hex digits.
+    pub checksum: String,
+}
+
+/// Per-interval figures over one pass's playback (intervals of
+/// `interval_s`: 1 s, or a power-of-ten fraction of a second for passes
+/// shorter than 10 s so there are at least 10 points). Each interval counts
+/// the reads and writes that completed in it; bandwidth is their bytes over
+/// the interval (the last one over the part that was played);
+/// `mean_latency_us` is 0 where nothing completed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub interval_s: f64,
+    /// The pass it comes from: 0 for the warm-up, else the scored pass number.
+    pub pass: u32,
+    /// Start of each interval, s since the pass started.
+    pub t_s: Vec<f64>,
+    pub read_mb_s: Vec<f64>,
+    pub write_mb_s: Vec<f64>,
+    pub bandwidth_mb_s: Vec<f64>,
+    /// Reads and writes completed in the interval.
+    pub ios: Vec<u64>,
+    pub mean_latency_us: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    /// Geometric mean of the trace scores.
+    pub score: f64,
+    /// Geometric mean of the traces' bandwidths.
+    pub bandwidth_mb_s: f64,
+    /// Geometric mean of the traces' access times.
+    pub access_time_us: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostInfo {
+    pub hostname: String,
+    pub kernel: String,
+    pub cpus: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetInfo {
+    pub path: String,
+    /// `file` or `block_device`.
+    pub kind: String,
+    pub size_bytes: u64,
+    pub model: Option<String>,
+    pub logical_block_size: u64,
+    pub direct_io: bool,
+    /// How the kernel runs io_uring requests on it: `inline` (non-blocking
+    /// issue from the submitting thread) or `io-wq` (the device takes no
+    /// non-blocking I/O, so every request runs on a kernel worker thread).
+    #[serde(default)]
+    pub io_path: String,
+    /// The further targets of a multi-target replay (`--target` given more
+    /// than once, `--device-map`), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<TargetInfo>,
+}
+
+/// The result file (`--json`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteResult {
+    pub tool: ToolInfo,
+    pub host: HostInfo,
+    pub target: TargetInfo,
+    pub options: ReplayOptions,
+    /// `realtime` or `compressed`.
+    pub mode: String,
+    pub traces: Vec<TraceResult>,
+    /// None when no trace moved data (or none finished).
+    pub suite: Option<SuiteSummary>,
+    pub interrupted: bool,
+    /// Wall-clock start, seconds since the Unix epoch.
+    pub started_unix_s: u64,
+}
