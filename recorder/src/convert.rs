@@ -7,8 +7,8 @@
 //! written to a temporary file next to the output and renamed into place only
 //! when everything succeeded, so a failed conversion leaves no half file.
 
-use crate::detect::{detect, Format, HEAD_BYTES};
 use crate::error::ConvertError;
+use crate::formats::{detect, Format, Reader, HEAD_BYTES};
 use crate::normalize::{EventChoice, NormaliseOptions, NormaliseOutcome, Normaliser, RecordSink};
 use crate::sink::Sink;
 use std::cell::Cell;
@@ -58,8 +58,8 @@ pub struct ConvertReport {
 
 /// The inputs as the parsers will read them.
 enum Inputs {
-    /// One blktrace capture: all its files.
-    Blktrace(Vec<PathBuf>),
+    /// One capture in files read together (blktrace's per-CPU files).
+    FileSet(Format, Vec<PathBuf>),
     /// Text files read in order.
     Text(Vec<PathBuf>),
 }
@@ -104,33 +104,45 @@ fn open_text(
     Ok((format, Box::new(reader)))
 }
 
-/// Works out whether the inputs are one blktrace capture or text files.
+/// Works out whether the inputs are one file set (a blktrace capture) or text
+/// streams.
 fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, ConvertError> {
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
-    let binary = match format {
-        Some(f) => f == Format::Blktrace,
+    let file_set = match format {
+        Some(f) => (!f.is_text()).then_some(f),
         // Standard input is detected when it is opened (it can be read once).
-        None if is_stdin(first) => false,
-        None if !first.is_file() && !crate::formats::blktrace::set_members(first)?.is_empty() => {
-            true
-        }
+        None if is_stdin(first) => None,
+        None if !first.is_file() => file_set_named_by(first)?,
         None => {
             let mut f = File::open(first).map_err(|e| io_error(first, e))?;
             let head = read_head(&mut f, first)?;
-            detect(&head, first)? == Format::Blktrace
+            Some(detect(&head, first)?).filter(|f| !f.is_text())
         }
     };
-    if binary {
+    if let Some(format) = file_set {
         if inputs.iter().any(|p| is_stdin(p)) {
-            return Err(ConvertError::Usage(
-                "blktrace binary cannot be read from standard input; name the files".into(),
-            ));
+            return Err(ConvertError::Usage(format!(
+                "{format} input cannot be read from standard input; name the files"
+            )));
         }
-        return Ok(Inputs::Blktrace(inputs.to_vec()));
+        return Ok(Inputs::FileSet(format, inputs.to_vec()));
     }
     Ok(Inputs::Text(inputs.to_vec()))
+}
+
+/// The file-set format whose files `prefix` names (`NAME` for
+/// `NAME.blktrace.N`), if any.
+fn file_set_named_by(prefix: &Path) -> Result<Option<Format>, ConvertError> {
+    for format in Format::all() {
+        if let Reader::FileSet { members, .. } = format.spec().reader {
+            if !members(prefix)?.is_empty() {
+                return Ok(Some(format));
+            }
+        }
+    }
+    Ok(None)
 }
 
 /// Parses every input into `sink` (the parsers' view, before normalisation);
@@ -143,20 +155,25 @@ pub fn parse_inputs(
     on_format: &mut dyn FnMut(Format),
 ) -> Result<Format, ConvertError> {
     match classify(inputs, format)? {
-        Inputs::Blktrace(paths) => {
-            on_format(Format::Blktrace);
+        Inputs::FileSet(format, paths) => {
+            let Reader::FileSet { parse, .. } = format.spec().reader else {
+                return Err(ConvertError::Usage(format!(
+                    "{format} is not read as files"
+                )));
+            };
+            on_format(format);
             let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-            crate::formats::blktrace::parse_files(&refs, sink)?;
-            Ok(Format::Blktrace)
+            parse(&refs, sink)?;
+            Ok(format)
         }
         Inputs::Text(paths) => {
             let mut chosen = format;
             let mut announced = false;
             for path in &paths {
                 let (f, mut reader) = open_text(path, chosen)?;
-                if f == Format::Blktrace {
+                if !f.is_text() {
                     return Err(ConvertError::Usage(format!(
-                        "{}: blktrace binary cannot be mixed with text inputs",
+                        "{}: {f} input cannot be mixed with text inputs",
                         path.display()
                     )));
                 }
@@ -180,16 +197,10 @@ pub fn parse_text(
     file: &str,
     sink: &mut dyn Sink,
 ) -> Result<(), ConvertError> {
-    match format {
-        Format::Blkparse => crate::formats::blkparse::parse(input, file, sink),
-        Format::Tracefs => crate::formats::tracefs::parse(input, file, sink),
-        Format::Msr => crate::formats::msr::parse(input, file, sink),
-        Format::Xperf => crate::formats::xperf::parse(input, file, sink),
-        Format::Wpa => crate::formats::wpa::parse(input, file, sink),
-        Format::Fio => crate::formats::fio::parse(input, file, sink),
-        Format::Spc => crate::formats::spc::parse(input, file, sink),
-        Format::Blktrace => Err(ConvertError::Usage(format!(
-            "{file}: blktrace binary is read from files, not as text"
+    match format.spec().reader {
+        Reader::Text(parse) => parse(input, file, sink),
+        Reader::FileSet { .. } => Err(ConvertError::Usage(format!(
+            "{file}: {format} input is read from files, not as text"
         ))),
     }
 }

@@ -1,6 +1,7 @@
-//! Turns block I/O logs into tracemark records: one module per input format,
-//! format detection, the normaliser that pairs events into requests, and live
-//! capture from the kernel's tracefs.
+//! Turns block I/O logs into tracemark records: one module per input format
+//! under [`formats`] (with the table that detects and dispatches them), the
+//! normaliser that pairs events into requests, and live capture from the
+//! kernel's tracefs ([`capture`]).
 //!
 //! Contract of a format module: `looks_like(head)` says whether the first bytes
 //! of an input are of that format (used by auto-detection), and `parse` reads
@@ -14,7 +15,6 @@ pub mod event;
 pub mod sink;
 
 pub mod convert;
-pub mod detect;
 pub mod normalize;
 
 pub mod capture;

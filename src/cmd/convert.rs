@@ -5,29 +5,13 @@ use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
 use recorder::convert::{convert, ConvertOptions};
-use recorder::detect::{format_names, Format};
+use recorder::formats::{format_names, Format};
 use recorder::normalize::EventChoice;
 use std::path::PathBuf;
 use trace_format::{DeviceId, Nanos, WriterOptions};
 
 #[derive(Args, Debug)]
-#[command(
-    after_help = "Input formats (detected from content unless --format names one):
-  blkparse   blkparse text output (`8,0 3 1 0.000000000 697 Q W 223490 + 8 [comm]`)
-  blktrace   blktrace binary: NAME.blktrace.N per-CPU sets (give NAME or the files), blkparse -d dumps
-  tracefs    /sys/kernel/tracing text: block_rq_issue/block_rq_complete events, or the blk tracer
-  msr        MSR Cambridge / SNIA IOTTA CSV (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)
-  xperf      Windows `xperf -a dumper` DiskRead/DiskWrite/DiskFlush lines (alias: etw)
-  wpa        Windows Performance Analyzer Disk Usage CSV export
-  fio        fio iolog version 2 or 3
-  spc        SPC / UMass CSV (ASU,LBA,Size,Opcode,Timestamp)
-
-Examples:
-  tracemark convert sda.blktrace.* -o boot.tmt
-  tracemark convert sda -o boot.tmt --event queue --device 8:0
-  tracemark convert web_0.csv -o msr-web.tmt --name msr-web --description \"MSR Cambridge web server, volume 0\"
-  tracemark convert messy.txt -o t.tmt --skip-bad"
-)]
+#[command(after_help = after_help())]
 pub struct ConvertArgs {
     /// Input files (`-` for standard input). Several text files are read one
     /// after the other; the files of a blktrace set are merged by time.
@@ -71,6 +55,29 @@ pub struct ConvertArgs {
     /// Print nothing on success.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// The input formats (from the recorder's table) and examples.
+fn after_help() -> String {
+    let mut help =
+        String::from("Input formats (detected from content unless --format names one):\n");
+    for f in Format::all() {
+        let spec = f.spec();
+        help.push_str(&format!("  {:<10} {}", spec.name, spec.about));
+        if !spec.aliases.is_empty() {
+            help.push_str(&format!(" (alias: {})", spec.aliases.join(", ")));
+        }
+        help.push('\n');
+    }
+    help.push_str(
+        "
+Examples:
+  tracemark convert sda.blktrace.* -o boot.tmt
+  tracemark convert sda -o boot.tmt --event queue --device 8:0
+  tracemark convert web_0.csv -o msr-web.tmt --name msr-web --description \"MSR Cambridge web server, volume 0\"
+  tracemark convert messy.txt -o t.tmt --skip-bad",
+    );
+    help
 }
 
 fn nanos(d: std::time::Duration) -> Nanos {

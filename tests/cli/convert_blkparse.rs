@@ -2,7 +2,6 @@
 //! counts (awk over the same text) and read back with `trace_format::TraceFile`.
 
 use recorder::convert::{convert, ConvertOptions};
-use recorder::detect::Format;
 use recorder::normalize::EventChoice;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,7 +100,7 @@ fn shared_samples_match_an_independent_count() {
             };
             let report = convert(std::slice::from_ref(&file), &out, &opts)
                 .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            assert_eq!(report.format, Format::Blkparse);
+            assert_eq!(report.format.name(), "blkparse");
             let (trace, records) = read_back(&out);
             let got = per_op(&records);
             assert_eq!(
@@ -237,7 +236,7 @@ fn multi_device_merges_requeues_and_flushes() {
     let notes = &trace.footer().tail.notes;
     let note = |k: &str| notes.iter().find(|(n, _)| n == k).map_or(0, |(_, c)| *c);
     assert_eq!(note(recorder::normalize::note::REISSUE), 1);
-    assert_eq!(note(recorder::formats::blkparse::note::PASSTHROUGH), 1);
+    assert_eq!(note(recorder::formats::block_events::note::PASSTHROUGH), 1);
     assert_eq!(note(recorder::formats::blkparse::note::SUMMARY), 7);
 
     // Queue time: four bios on 8,0 (the two merged writes complete together)
@@ -384,8 +383,8 @@ fn blktrace_set_given_by_prefix_or_files_is_one_capture() {
         &ConvertOptions::default(),
     )
     .unwrap();
-    assert_eq!(by_prefix.format, Format::Blktrace);
-    assert_eq!(by_files.format, Format::Blktrace);
+    assert_eq!(by_prefix.format.name(), "blktrace");
+    assert_eq!(by_files.format.name(), "blktrace");
     assert!(by_prefix.summary.ios > 0);
     assert_eq!(by_prefix.summary, by_files.summary);
     let (trace, _) = read_back(&out.path().join("a.tmt"));

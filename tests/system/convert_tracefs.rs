@@ -5,7 +5,6 @@
 use crate::support;
 use crate::support::{LoopDevice, TraceSetting, TracefsLock};
 use recorder::convert::{convert, ConvertOptions};
-use recorder::detect::Format;
 use recorder::normalize::EventChoice;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -167,7 +166,7 @@ fn convert_and_check(input: &Path, device: DeviceId, out_dir: &Path, label: &str
         };
         let report =
             convert(&[input.to_path_buf()], &out, &opts).unwrap_or_else(|e| panic!("{label}: {e}"));
-        assert_eq!(report.format, Format::Tracefs);
+        assert_eq!(report.format.name(), "tracefs");
         assert_eq!(report.skipped.count, 0);
         let (trace, recs) = read_records(&out);
         assert_eq!(
@@ -225,7 +224,7 @@ fn real_loop_device_io_through_events_and_blk_tracer() {
 
 #[test]
 fn one_line_parser_is_public_for_live_capture() {
-    use recorder::formats::blkparse::Parsed;
+    use recorder::formats::block_events::Parsed;
     use recorder::formats::tracefs::{parse_line, TraceLine};
     let line = "  dd-1 [000] ..... 1.000001: block_rq_issue: 7,0 WS 4096 () 80 + 8 be,0,4 [dd]";
     let Ok(TraceLine::Parsed(Parsed::Event(e))) = parse_line(line) else {

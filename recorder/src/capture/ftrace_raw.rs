@@ -25,7 +25,7 @@
 //! trace clock (the capture uses `mono`: CLOCK_MONOTONIC nanoseconds).
 
 use crate::event::Action;
-use crate::formats::blkparse::{self, parse_rwbs, Parsed};
+use crate::formats::block_events::{self, parse_rwbs, Parsed};
 use std::fmt;
 use trace_format::{DeviceId, Nanos};
 
@@ -894,17 +894,17 @@ impl BlockDecoder {
             })?;
         if let Some(cmd) = &layout.cmd {
             if !cmd.text(payload, "cmd")?.is_empty() {
-                return Ok(Parsed::Note(blkparse::note::PASSTHROUGH));
+                return Ok(Parsed::Note(block_events::note::PASSTHROUGH));
             }
         }
         // A driver-private request (`N`) carrying bytes but no sectors is a
         // passthrough command (the kernel no longer fills `cmd`).
         if let Some(bytes) = &layout.bytes {
-            if rwbs.op == blkparse::RwbsOp::None
+            if rwbs.op == block_events::RwbsOp::None
                 && nr_sector == 0
                 && bytes.unsigned(payload, "bytes")? > 0
             {
-                return Ok(Parsed::Note(blkparse::note::PASSTHROUGH));
+                return Ok(Parsed::Note(block_events::note::PASSTHROUGH));
             }
         }
         let error = match &layout.error {
@@ -920,7 +920,7 @@ impl BlockDecoder {
                 .filter(|&p| p != 0),
             None => None,
         };
-        blkparse::io_event(
+        block_events::io_event(
             device,
             time,
             pid,
@@ -1495,14 +1495,14 @@ mod tests {
         put(&mut rec, &issue, "cmd", (6u64 << 16) | at as u64);
         assert_eq!(
             d.decode(Nanos(1), &rec),
-            Ok(Parsed::Note(blkparse::note::PASSTHROUGH))
+            Ok(Parsed::Note(block_events::note::PASSTHROUGH))
         );
         // `N` with bytes and no sectors.
         let mut rec = record(&issue, LOOP0, 0, 0, "N", 1);
         put(&mut rec, &issue, "bytes", 36);
         assert_eq!(
             d.decode(Nanos(1), &rec),
-            Ok(Parsed::Note(blkparse::note::PASSTHROUGH))
+            Ok(Parsed::Note(block_events::note::PASSTHROUGH))
         );
         // Another event.
         let mut rec = record(&issue, LOOP0, 0, 8, "R", 1);

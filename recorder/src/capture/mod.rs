@@ -82,7 +82,7 @@ pub mod ftrace_raw;
 use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location, SourceIo};
-use crate::formats::blkparse::{self, Parsed};
+use crate::formats::block_events::{self, Parsed};
 use crate::formats::tracefs;
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
 use crate::sink::Sink;
@@ -1372,7 +1372,7 @@ impl RawStream {
                     event,
                 }),
                 Ok(other) => {
-                    blkparse::deliver(other, Location::record(&cpu.name, index, byte), sink)?
+                    block_events::deliver(other, Location::record(&cpu.name, index, byte), sink)?
                 }
                 Err(reason) => sink.bad_input(
                     Location::record(&cpu.name, index, byte),

@@ -14,6 +14,7 @@
 //! (`0x65617400 | version`) tells which. The action's low 16 bits are the action
 //! code, the bits above are category flags (read, write, sync, ...).
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location};
 use crate::sink::Sink;
@@ -275,6 +276,19 @@ pub fn decode_header(bytes: &[u8]) -> Option<RawRecord> {
         )
     })
 }
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "blktrace",
+    aliases: &[],
+    about: "blktrace binary: NAME.blktrace.N per-CPU sets (give NAME or the files), blkparse -d dumps",
+    looks_like,
+    reader: Reader::FileSet {
+        parse: parse_files,
+        members: set_members,
+    },
+    example: "",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like
 /// blktrace binary: a record magic of version 7 or 8 in either byte order, and,

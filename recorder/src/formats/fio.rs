@@ -25,6 +25,7 @@
 //! `add` lines from 0 in order. An I/O on a file that was never added is bad
 //! input (fio would index its file table with -1).
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
@@ -37,6 +38,16 @@ use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
 
 const V2_HEADER: &[u8] = b"fio version 2 iolog";
 const V3_HEADER: &[u8] = b"fio version 3 iolog";
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "fio",
+    aliases: &["iolog"],
+    about: "fio iolog version 2 or 3",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "fio version 3 iolog\n0 /dev/sdb add\n0 /dev/sdb open\n10 /dev/sdb read 0 4096\n20 /dev/sdb write 8192 4096\n30 /dev/sdb close\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {

@@ -12,6 +12,7 @@
 //! Unix epoch; otherwise (relative tick counts, as some derived files have) they
 //! are kept as ticks since zero. A header line naming the columns is tolerated.
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
@@ -24,6 +25,16 @@ use trace_format::{Bytes, DeviceId, Flags, Op};
 /// FILETIME ticks (100 ns since 1601-01-01) at the Unix epoch.
 const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
 const TICK_NS: u64 = 100;
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "msr",
+    aliases: &["snia"],
+    about: "MSR Cambridge / SNIA IOTTA CSV (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime)",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "128166372003061629,web,1,Read,3154152960,32768,18741\n128166372003061639,web,1,Write,3154185728,4096,1000\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {

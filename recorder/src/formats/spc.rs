@@ -6,6 +6,7 @@
 //! is seconds (decimal) since the start of the trace. Fields after the fifth
 //! (optional, unspecified by the format) are ignored.
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
@@ -15,6 +16,16 @@ use crate::formats::line_input::{
 use crate::sink::Sink;
 use std::io::BufRead;
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op, Sectors};
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "spc",
+    aliases: &["umass"],
+    about: "SPC / UMass CSV (ASU,LBA,Size,Opcode,Timestamp)",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "0,20941264,8192,W,0.551706\n0,20939840,8192,r,0.554041\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {

@@ -17,9 +17,10 @@
 //! bodies follow `include/trace/events/block.h`; the blk tracer prints the
 //! blkparse action fields, parsed by [`crate::formats::blkparse::parse_action`].
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::Location;
-use crate::formats::blkparse::{self, parse_action, parse_device, parse_seconds, token, Parsed};
+use crate::formats::block_events::{self, parse_action, parse_device, parse_seconds, token, Parsed};
 use crate::formats::line_input::{head_lines, report_bad, LineReader};
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -31,7 +32,7 @@ pub mod note {
     pub const LOST_EVENTS: &str = "tracefs: events lost to buffer overruns";
     pub const OTHER_EVENT: &str = "tracefs: events other than block I/O";
     pub const UNUSED_BLOCK: &str = "tracefs: unused block events";
-    pub const PASSTHROUGH: &str = crate::formats::blkparse::note::PASSTHROUGH;
+    pub const PASSTHROUGH: &str = crate::formats::block_events::note::PASSTHROUGH;
 }
 
 /// What one line of tracefs text is.
@@ -148,7 +149,7 @@ fn parse_block_event(
         "block_bio_bounce" => "B",
         "block_split" => "X",
         "block_bio_remap" | "block_rq_remap" => "A",
-        "block_plug" | "block_unplug" => return Ok(Parsed::Note(blkparse::note::PLUG)),
+        "block_plug" | "block_unplug" => return Ok(Parsed::Note(block_events::note::PLUG)),
         _ => return Ok(Parsed::Note(note::UNUSED_BLOCK)),
     };
     let (dev, rest) = token(body).ok_or("truncated line: device missing")?;
@@ -250,7 +251,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine, String> {
 /// Reports one parsed line to `sink`.
 pub fn deliver(line: TraceLine, at: Location<'_>, sink: &mut dyn Sink) -> Result<(), ConvertError> {
     match line {
-        TraceLine::Parsed(p) => blkparse::deliver(p, at, sink),
+        TraceLine::Parsed(p) => block_events::deliver(p, at, sink),
         TraceLine::Lost { events, .. } => {
             sink.note(note::LOST_LINES);
             for _ in 0..events {
@@ -261,6 +262,16 @@ pub fn deliver(line: TraceLine, at: Location<'_>, sink: &mut dyn Sink) -> Result
         TraceLine::Comment => Ok(()),
     }
 }
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "tracefs",
+    aliases: &["ftrace"],
+    about: "/sys/kernel/tracing text: block_rq_issue/block_rq_complete events, or the blk tracer",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "              dd-1234    [001] .....   123.456789: block_rq_issue: 7,0 W 4096 () 0 + 8 be,0,4 [dd]\n          <idle>-0       [001] d.h1.   123.456999: block_rq_complete: 7,0 W () 0 + 8 be,0,4 [0]\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like tracefs
 /// text: a `# tracer:` header or a first line with block events.
@@ -349,7 +360,7 @@ mod tests {
         assert_eq!(e.action, Action::Queue);
         assert!(matches!(
             parse_line("  kworker/u8:0-12 [001] ...1. 367.892813: block_rq_insert: 254,0 WS 4096 () 24330320 + 8 be,0,4 [kworker/u8:0]"),
-            Ok(TraceLine::Parsed(Parsed::Note(crate::formats::blkparse::note::INSERT)))
+            Ok(TraceLine::Parsed(Parsed::Note(crate::formats::block_events::note::INSERT)))
         ));
         let e = ev(
             "  jbd2-300 [000] ..... 5.0: block_rq_issue: 8,0 FF 0 () 0 + 0 none,0,0 [kworker/0:1H]",

@@ -24,6 +24,7 @@
 //! sizes and times are an approximation, so each such row is also counted under
 //! the note `wpa aggregated row split` for `info` to show.
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
@@ -39,6 +40,16 @@ const MAX_COLUMNS: usize = 64;
 
 /// Largest `Count` of one aggregated row.
 const MAX_COUNT: u64 = u32::MAX as u64;
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "wpa",
+    aliases: &[],
+    about: "Windows Performance Analyzer Disk Usage CSV export",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "IO Type;Init Time (s);Complete Time (s);IO Time (\u{b5}s);Size (B);Min Offset;Max Offset;Disk;Count\nRead;1,079943800;1,080031000;87,200;512;0x0000000000000000;0x00000000000001FF;1;1\nWrite;1,080034500;1,080111700;77,200;16.384;0x0000000000000400;0x00000000000043FF;1;1\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {

@@ -24,6 +24,7 @@
 //! Every other event (`DiskReadInit`, process, file, CPU events, ...) is counted
 //! as a note; a line that is no event at all is bad input.
 
+use crate::formats::{FormatSpec, Reader};
 use crate::error::ConvertError;
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
@@ -35,6 +36,16 @@ use std::io::BufRead;
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
 
 const MAX_FIELDS: usize = 32;
+
+/// This format's entry in [`crate::formats::FORMATS`].
+pub const FORMAT: FormatSpec = FormatSpec {
+    name: "xperf",
+    aliases: &["etw"],
+    about: "Windows `xperf -a dumper` DiskRead/DiskWrite/DiskFlush lines",
+    looks_like,
+    reader: Reader::Text(parse),
+    example: "DiskRead, 1000, System (4), 8, 0x0, 0x100000, 0x1000, 120, 0, 0x0, 100, 0, Original, 0x0, \"C:\\file\"\nDiskWrite, 1500, System (4), 8, 0x0, 0x200000, 0x2000, 80, 0, 0x0, 60, 0, Original, 0x0, \"\"\n",
+};
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
