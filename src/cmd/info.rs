@@ -119,8 +119,60 @@ fn to_json(
         obj.insert("idle_ns".into(), json!(st.idle.0));
         obj.insert("time_step_ns".into(), json!(st.time_step.map(|t| t.0)));
         obj.insert("issue_gaps_ns".into(), histogram_json(&st.issue_gaps));
+        for (key, value) in characterisation_json(st) {
+            obj.insert(key.into(), value);
+        }
     }
     v
+}
+
+/// `10ms`, `1s`: a cap as a JSON key.
+fn cap_key(ns: u64) -> String {
+    if ns.is_multiple_of(1_000_000_000) {
+        format!("{}s", ns / 1_000_000_000)
+    } else {
+        format!("{}ms", ns / 1_000_000)
+    }
+}
+
+/// The figures that compare a trace with a desktop workload: queue depth at
+/// issue, random and sequential counts, idle periods, footprint, read-after-write.
+fn characterisation_json(st: &TraceStats) -> Vec<(&'static str, serde_json::Value)> {
+    let p = &st.idle_periods;
+    let kept: serde_json::Map<String, serde_json::Value> = TraceStats::IDLE_CAPS
+        .iter()
+        .zip(&p.kept_ns_at_cap)
+        .map(|(cap, kept)| (cap_key(*cap), json!(kept)))
+        .collect();
+    vec![
+        ("sequential_reads", json!(st.sequential_reads)),
+        ("random_reads", json!(st.random_reads)),
+        ("sequential_writes", json!(st.sequential_writes)),
+        ("random_writes", json!(st.random_writes)),
+        (
+            "queue_depth_at_issue",
+            match &st.queue_depth_counts {
+                Some(c) => json!({
+                    "qd1_share": st.qd1_share(),
+                    "median": st.queue_depth_percentile(0.5),
+                    "p90": st.queue_depth_percentile(0.9),
+                    "max": c.len().saturating_sub(1),
+                }),
+                None => json!(null),
+            },
+        ),
+        (
+            "idle_periods",
+            json!({
+                "bounds_ns": p.bounds, "counts": p.counts, "ns": p.ns,
+                "kept_ns_at_cap": kept,
+            }),
+        ),
+        ("footprint_bytes", json!(st.footprint.0)),
+        ("written_footprint_bytes", json!(st.written_footprint.0)),
+        ("read_after_write_bytes", json!(st.read_after_write.0)),
+        ("footprint_extents", json!(st.footprint_extents)),
+    ]
 }
 
 fn print_histogram(title: &str, h: &Histogram, label: impl Fn(u64) -> String) {
@@ -142,6 +194,32 @@ fn print_histogram(title: &str, h: &Histogram, label: impl Fn(u64) -> String) {
         println!(
             "  {name:>12} {c:>10} {:>7}  {bar}",
             output::percent(c as f64, total as f64)
+        );
+    }
+}
+
+fn print_idle_periods(p: &trace_format::stats::IdlePeriods) {
+    let total = p.total();
+    if total == 0 {
+        return;
+    }
+    let idle: u64 = p.ns.iter().sum();
+    println!("Idle periods (nothing in flight)       count   share of idle time");
+    for (i, (&c, &ns)) in p.counts.iter().zip(&p.ns).enumerate() {
+        if c == 0 {
+            continue;
+        }
+        let name = match p.bounds.get(i) {
+            Some(&b) => format!("<= {}", output::duration_ns(b)),
+            None => format!(
+                " > {}",
+                output::duration_ns(p.bounds.last().copied().unwrap_or(0))
+            ),
+        };
+        println!(
+            "  {name:>12} {c:>23} {:>10}  ({})",
+            output::percent(ns as f64, idle as f64),
+            output::duration_ns(ns)
         );
     }
 }
@@ -258,9 +336,49 @@ fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::P
             );
         }
         println!(
-            "  sequential  {:>12}  of reads and writes",
+            "  sequential  {:>12}  of reads and writes (each op after the previous one of its kind)",
             output::percent(st.sequential as f64, st.data_requests as f64)
         );
+        println!(
+            "  reads       {:>12} sequential  {:>10} random",
+            st.sequential_reads, st.random_reads
+        );
+        println!(
+            "  writes      {:>12} sequential  {:>10} random",
+            st.sequential_writes, st.random_writes
+        );
+        if let (Some(qd1), Some(median), Some(p90)) = (
+            st.qd1_share(),
+            st.queue_depth_percentile(0.5),
+            st.queue_depth_percentile(0.9),
+        ) {
+            println!(
+                "  queue depth {:>12}  at QD1; median {median}, p90 {p90} (in flight at issue)",
+                output::percent(qd1, 1.0)
+            );
+        }
+        println!(
+            "  footprint   {:>12}  distinct bytes read or written ({} written)",
+            output::bytes(st.footprint.0),
+            output::bytes(st.written_footprint.0)
+        );
+        println!(
+            "  read after write {:>7}  read back after the trace wrote it",
+            output::bytes(st.read_after_write.0)
+        );
+        let p = &st.idle_periods;
+        let kept: Vec<String> = TraceStats::IDLE_CAPS
+            .iter()
+            .zip(&p.kept_ns_at_cap)
+            .map(|(cap, kept)| {
+                format!(
+                    "{} at cap {}",
+                    output::duration_ns(*kept),
+                    output::duration_ns(*cap)
+                )
+            })
+            .collect();
+        println!("  idle kept   {}", kept.join(", "));
         println!();
         print_histogram("Read sizes", &st.read_sizes, output::size_bound);
         print_histogram("Write sizes", &st.write_sizes, output::size_bound);
@@ -268,6 +386,7 @@ fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::P
             print_histogram("Queue depth at issue (original)", qd, |b| b.to_string());
         }
         print_histogram("Gaps between issues", &st.issue_gaps, output::duration_ns);
+        print_idle_periods(&st.idle_periods);
     }
     if !tail.notes.is_empty() {
         println!("Not I/O (understood and counted)");

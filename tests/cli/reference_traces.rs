@@ -273,3 +273,35 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     let playback = whole["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback >= 0.4, "uncapped playback {playback} s");
 }
+
+/// The README's tables are what `traces/capture/table.sh` prints from the
+/// traces: every line of its output (headers and one row per trace of each
+/// table) is in traces/README.md, so a recaptured trace with a stale row fails.
+#[test]
+fn the_readme_tables_are_what_table_sh_prints() {
+    let files = tmt_files();
+    let out = std::process::Command::new("bash")
+        .arg(traces_dir().join("capture/table.sh"))
+        .args(&files)
+        .env("TRACEMARK", env!("CARGO_BIN_EXE_tracemark"))
+        .output()
+        .expect("bash traces/capture/table.sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "table.sh failed: {stderr}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    let readme = std::fs::read_to_string(traces_dir().join("README.md")).unwrap();
+    let readme_lines: std::collections::HashSet<&str> = readme.lines().map(str::trim).collect();
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with('|')).collect();
+    // Two tables: a header, a rule and a row per trace each.
+    assert_eq!(rows.len(), 2 * (2 + files.len()), "{table}");
+    let missing: Vec<&str> = rows
+        .iter()
+        .copied()
+        .filter(|l| !readme_lines.contains(l.trim()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "traces/README.md lacks these lines of `traces/capture/table.sh traces/*.tmt` (rerun it and paste its tables):\n{}",
+        missing.join("\n")
+    );
+}

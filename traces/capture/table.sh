@@ -1,13 +1,16 @@
 #!/bin/bash
-# Prints the Markdown table rows of traces/README.md from the traces themselves
-# (tracemark info --json), one row per .tmt named on the command line.
-# Usage: traces/capture/table.sh traces/*.tmt
+# Prints the two Markdown tables of traces/README.md ("The traces" and its
+# characterisation table) from the traces themselves (`tracemark info --json`,
+# formatted by table.py), one row per .tmt named on the command line, in that
+# order. tests/reference_traces.rs checks that every line this prints for the
+# traces in traces/ is in traces/README.md: rerun it after adding or
+# recapturing a trace and paste its output over the tables.
+# Usage: traces/capture/table.sh traces/*.tmt   (TRACEMARK=path/to/tracemark picks the binary)
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/../.." && pwd)
-TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
-echo "| trace | category | I/Os | read MB | write MB | duration s | idle share | file KB | captured (UTC) |"
-echo "|---|---|---:|---:|---:|---:|---:|---:|---|"
+HERE=$(cd "$(dirname "$0")" && pwd)
+TRACEMARK=${TRACEMARK:-$HERE/../../target/release/tracemark}
+[ $# -gt 0 ] || { echo "usage: $0 TRACE.tmt..." >&2; exit 2; }
 for f in "$@"; do
-  "$TRACEMARK" info --json "$f" | jq -r '
-    "| \(.name) | \(.category) | \(.ios) | \(.read_bytes/1e6*10|round/10) | \(.write_bytes/1e6*10|round/10) | \(.duration_ns/1e9*10|round/10) | \(if .duration_ns > 0 then (.idle_ns/.duration_ns*1000|round/10|tostring) + " %" else "-" end) | \(.file_bytes/1024|round) | \(if .capture_start_unix_ns then (.capture_start_unix_ns/1e9|floor|todate) else "-" end) |"'
-done
+    "$TRACEMARK" info --json "$f" || { echo "$0: tracemark info --json $f failed" >&2; exit 1; }
+    echo "%%"
+done | python3 "$HERE/table.py"
