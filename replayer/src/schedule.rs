@@ -109,6 +109,13 @@ impl IssueSchedule {
         }
     }
 
+    /// The same, with the schedule starting at `start_ns` (several rings
+    /// sharing one schedule) instead of at the first `deadline` call.
+    pub fn starting_at(mut self, start_ns: u64) -> IssueSchedule {
+        self.start_ns = Some(start_ns);
+        self
+    }
+
     pub fn rules(&self) -> &ScheduleRules {
         &self.rules
     }
@@ -298,6 +305,15 @@ mod tests {
         let v2 = s.admit(10_000, None);
         assert_eq!(s.deadline(v2, 1_010_000, false), 1_003_000);
         assert_eq!(s.shift_ns(), 0);
+    }
+
+    #[test]
+    fn a_shared_start_anchors_the_schedule() {
+        let mut s = IssueSchedule::new(rules(true)).starting_at(5_000);
+        let v0 = s.admit(100, None);
+        assert_eq!(s.deadline(v0, 1_000, false), 5_000);
+        let v1 = s.admit(300, None);
+        assert_eq!(s.deadline(v1, 9_000, false), 5_200);
     }
 
     #[test]

@@ -94,6 +94,19 @@ pub struct ReplayOptions {
     /// Scheduling priority of the issuing thread during a pass.
     #[serde(default)]
     pub priority: Priority,
+    /// Compressed mode: split one device's stream over this many rings,
+    /// one issuing thread each (1: one ring). A trace whose devices go to
+    /// several targets gets one ring per target regardless.
+    #[serde(default = "one_thread", skip_serializing_if = "is_one_thread")]
+    pub threads: u32,
+}
+
+fn one_thread() -> u32 {
+    1
+}
+
+fn is_one_thread(n: &u32) -> bool {
+    *n == 1
 }
 
 /// A trace device, as a user names it.
@@ -186,6 +199,7 @@ impl Default for ReplayOptions {
             target_offset: 0,
             skip_ops: Vec::new(),
             priority: Priority::Normal,
+            threads: 1,
         }
     }
 }

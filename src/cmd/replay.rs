@@ -71,6 +71,10 @@ pub struct RunArgs {
     /// Most I/Os in flight at once (in every mode).
     #[arg(long, short = 'q', default_value_t = 32)]
     pub queue_depth: u32,
+    /// Compressed mode: split one device's stream over N rings, one issuing
+    /// thread each (a trace on several targets gets one ring per target anyway).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub threads: u32,
     /// Scored passes per trace (after one unscored warm-up pass).
     #[arg(long, short = 'p', default_value_t = 3)]
     pub passes: u32,
@@ -148,6 +152,7 @@ impl RunArgs {
             idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
             time_scale: self.time_scale,
             queue_depth: self.queue_depth,
+            threads: self.threads,
             passes: self.passes,
             warmup: !self.no_warmup,
             read_only: self.read_only,

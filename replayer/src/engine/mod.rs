@@ -37,6 +37,7 @@
 //! they are skipped and counted. Write-zeroes have no asynchronous form and
 //! are skipped and counted.
 
+mod lanes;
 mod pass;
 mod priority;
 mod ring;
@@ -53,6 +54,7 @@ use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
 use crate::ReplayError;
 use io_uring::{opcode, types, IoUring};
+use lanes::LaneBoard;
 use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
 use priority::PriorityGuard;
 use results::schema::{PassMetrics, Skipped};
@@ -68,6 +70,8 @@ const SPIN_NS: u64 = 50_000;
 /// whole core at high rates (which would trip the kernel's real-time
 /// throttling: a 50 ms stall every second).
 const FIFO_SPIN_NS: u64 = 10_000;
+/// How long a ring waiting for another ring sleeps for its own completions.
+const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
 const PROGRESS_EVERY: u64 = 4096;
 
@@ -96,6 +100,8 @@ pub struct IoEvent {
     pub complete_ns: u64,
     /// Bytes transferred, or a negative errno.
     pub result: i32,
+    /// The ring (issuing thread) that issued it: 0 with one ring.
+    pub ring: u32,
 }
 
 /// Hooks into a run: progress, per-I/O events, and when to stop.
@@ -145,6 +151,8 @@ pub struct Engine<'t> {
     /// Per target: no non-blocking I/O, so every request goes to io-wq;
     /// its SQEs carry IOSQE_ASYNC (see `Engine::new`).
     punted: Vec<bool>,
+    /// Compressed mode's cooperative ring (see `Engine::new`).
+    cooperative: bool,
 }
 
 impl<'t> Engine<'t> {
@@ -230,6 +238,7 @@ impl<'t> Engine<'t> {
                 .collect(),
             spin_ns: SPIN_NS,
             punted,
+            cooperative,
         })
     }
 
@@ -240,6 +249,23 @@ impl<'t> Engine<'t> {
         observer: &mut dyn Observer,
     ) -> Result<PassOutcome, ReplayError> {
         observer.pass_started(plan.trace, plan.kind, plan.scan.summary.ios);
+        let (lanes, split) = self.lane_plan(plan);
+        let outcome = if lanes > 1 {
+            self.run_lanes(plan, lanes, split, observer)?
+        } else {
+            self.run_stream(plan, None, observer)?.finish()
+        };
+        observer.pass_finished(plan.trace, plan.kind, &outcome.metrics());
+        Ok(outcome)
+    }
+
+    /// Replays the records of `lane` (all records without one) on this ring.
+    fn run_stream<'b>(
+        &mut self,
+        plan: &PassPlan<'_>,
+        lane: Option<(&'b LaneBoard, usize)>,
+        observer: &mut dyn Observer,
+    ) -> Result<Pass<'b>, ReplayError> {
         // Records are decoded a chunk at a time; a decoder thread keeps that
         // pause away from the issuing loop.
         std::thread::scope(|scope| {
@@ -252,18 +278,19 @@ impl<'t> Engine<'t> {
             } else {
                 SPIN_NS
             };
-            self.replay_records(plan, &mut records, observer)
+            self.replay_records(plan, &mut records, lane, observer)
         })
     }
 
     /// The issuing loop: take the next record, wait for a slot, its
     /// dependencies and its deadline (reaping meanwhile), issue; then drain.
-    fn replay_records(
+    fn replay_records<'b>(
         &mut self,
         plan: &PassPlan<'_>,
         records: &mut dyn Iterator<Item = Result<IoRecord, ReplayError>>,
+        lane: Option<(&'b LaneBoard, usize)>,
         observer: &mut dyn Observer,
-    ) -> Result<PassOutcome, ReplayError> {
+    ) -> Result<Pass<'b>, ReplayError> {
         let rules = ScheduleRules::new(plan.opts, plan.scan.has_completions());
         let mut pass = Pass::new(
             PassSetup {
@@ -273,7 +300,11 @@ impl<'t> Engine<'t> {
                 targets: self.discard_supported.len(),
                 io_timeout_ns: plan.opts.io_timeout.as_nanos() as u64,
             },
-            IssueSchedule::new(rules),
+            match lane {
+                Some((board, _)) => IssueSchedule::new(rules).starting_at(board.start_ns),
+                None => IssueSchedule::new(rules),
+            },
+            lane,
         );
         pass.original_duration_ns = plan.scan.original_duration.0;
 
@@ -316,9 +347,7 @@ impl<'t> Engine<'t> {
             return Err(e);
         }
         drained?;
-        let outcome = pass.finish();
-        observer.pass_finished(plan.trace, plan.kind, &outcome.metrics());
-        Ok(outcome)
+        Ok(pass)
     }
 
     /// Reads records until one is to be sent (every record advances the
@@ -337,6 +366,11 @@ impl<'t> Engine<'t> {
             let completion = rec.completion().map(|c| c.0);
             let virtual_ns = pass.schedule.admit(rec.time.0, completion);
             let target = plan.map.target_of(rec.device);
+            if let Some((board, me)) = pass.lane {
+                if board.lane_of(index, target) != me {
+                    continue;
+                }
+            }
             if let Some(reason) = self.skip_reason(&rec, target, plan.opts) {
                 reason(&mut pass.skipped);
                 pass.progress(observer);
@@ -351,6 +385,9 @@ impl<'t> Engine<'t> {
             } else {
                 plan.map.map(rec.device, rec.offset.0, rec.len.0)
             };
+            if let Some((board, me)) = pass.lane {
+                board.publish_next(me, index);
+            }
             return Ok(Some(Pending {
                 index,
                 op: rec.op,
@@ -397,9 +434,36 @@ impl<'t> Engine<'t> {
                 return Ok(Some(p)); // stopped early
             }
         }
+        if let Some((board, me)) = pass.lane {
+            let deps = pass.schedule.rules().dependencies;
+            if !(board.others_allow(me, p.index, p.orig_issue, deps) && board.try_acquire()) {
+                self.lane_wait(pass, observer)?;
+                p.waited = true;
+                return Ok(Some(p));
+            }
+        }
         self.issue(pass, &p, due)?;
+        pass.publish_lane_state(p.index + 1);
         Ok(None)
     }
+    /// Waits a little for other rings (reaping meanwhile).
+    fn lane_wait(
+        &mut self,
+        pass: &mut Pass,
+        observer: &mut dyn Observer,
+    ) -> Result<(), ReplayError> {
+        self.submit(pass)?;
+        if self.reap(pass, observer) == 0 {
+            if pass.inflight > 0 {
+                self.enter_and_wait(LANE_WAIT_NS)?;
+                self.reap(pass, observer);
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
     /// Why a record is not sent to the target, as a counter to bump.
     fn skip_reason(
         &self,

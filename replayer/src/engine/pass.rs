@@ -1,5 +1,6 @@
 //! The state of one pass: slots in flight, counters, histograms.
 
+use super::lanes::LaneBoard;
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::clock::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
@@ -67,7 +68,7 @@ pub(super) struct PassSetup {
 }
 
 /// The state of one pass: slots, counters, histograms.
-pub(super) struct Pass {
+pub(super) struct Pass<'b> {
     pub slots: Vec<Slot>,
     pub free: Vec<u32>,
     /// Slots whose SQEs are queued but not submitted.
@@ -87,7 +88,7 @@ pub(super) struct Pass {
     last_complete_ns: u64,
     pub last_activity_ns: u64,
     busy_start_ns: u64,
-    busy_ns: u64,
+    pub busy_ns: u64,
     completed: u64,
     ops: [OpStats; 5],
     lateness: hdrhistogram::Histogram<u64>,
@@ -98,10 +99,16 @@ pub(super) struct Pass {
     /// Per target: no "not supported" answer to a discard in this pass.
     pub discard_supported: Vec<bool>,
     log_events: bool,
+    /// With several rings: the shared board and this ring's number.
+    pub lane: Option<(&'b LaneBoard, usize)>,
 }
 
-impl Pass {
-    pub fn new(setup: PassSetup, schedule: IssueSchedule) -> Pass {
+impl<'b> Pass<'b> {
+    pub fn new(
+        setup: PassSetup,
+        schedule: IssueSchedule,
+        lane: Option<(&'b LaneBoard, usize)>,
+    ) -> Pass<'b> {
         let PassSetup {
             queue_depth,
             warmup,
@@ -144,6 +151,7 @@ impl Pass {
             original_duration_ns: 0,
             discard_supported: vec![true; targets],
             log_events,
+            lane,
         }
     }
 
@@ -166,6 +174,9 @@ impl Pass {
             if slot.op.carries_data() {
                 if self.inflight_data == 0 {
                     self.busy_start_ns = now;
+                    if let Some((board, _)) = self.lane {
+                        board.busy_edge(true, now);
+                    }
                 }
                 self.inflight_data += 1;
             }
@@ -193,12 +204,18 @@ impl Pass {
         self.free.push(slot_index);
         self.inflight -= 1;
         self.gate.leave(slot_index as usize);
+        if let Some((board, _)) = self.lane {
+            board.release();
+        }
         self.last_complete_ns = now;
         self.last_activity_ns = now;
         if slot.op.carries_data() {
             self.inflight_data -= 1;
             if self.inflight_data == 0 {
                 self.busy_ns += now.saturating_sub(self.busy_start_ns);
+                if let Some((board, _)) = self.lane {
+                    board.busy_edge(false, now);
+                }
             }
         }
         let unsupported = slot.op == Op::Discard
@@ -235,9 +252,55 @@ impl Pass {
                 submit_ns: slot.submit_ns.saturating_sub(base),
                 complete_ns: now.saturating_sub(base),
                 result,
+                ring: self.lane.map_or(0, |(_, me)| me as u32),
             });
         }
         self.progress(observer);
+    }
+
+    /// With several rings: publishes the earliest original completion in
+    /// flight (when dependencies apply).
+    pub fn publish_min_completion(&mut self) {
+        if let Some((board, me)) = self.lane {
+            if self.schedule.rules().dependencies {
+                board.publish_min_completion(me, self.gate.min_inflight_completion());
+            }
+        }
+    }
+
+    /// With several rings, after an issue: publishes the in-flight
+    /// completions, then that every record before `next` is issued.
+    pub fn publish_lane_state(&mut self, next: u64) {
+        self.publish_min_completion();
+        if let Some((board, me)) = self.lane {
+            board.publish_next(me, next);
+        }
+    }
+
+    /// Adds another ring's pass of the same trace (busy time excepted: the
+    /// caller sets the union).
+    pub fn absorb(&mut self, other: Pass<'_>) {
+        for (a, b) in self.ops.iter_mut().zip(&other.ops) {
+            a.count += b.count;
+            a.bytes += b.bytes;
+            a.errors += b.errors;
+            a.latency_sum_ns += b.latency_sum_ns;
+            let _ = a.latency.add(&b.latency);
+        }
+        let _ = self.lateness.add(&other.lateness);
+        let (s, o) = (&mut self.skipped, &other.skipped);
+        s.read_only += o.read_only;
+        s.by_option += o.by_option;
+        s.discards += o.discards;
+        s.write_zeroes += o.write_zeroes;
+        s.empty += o.empty;
+        self.first_submit_ns = match (self.first_submit_ns, other.first_submit_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_complete_ns = self.last_complete_ns.max(other.last_complete_ns);
+        self.completed += other.completed;
+        self.interrupted |= other.interrupted;
     }
 
     pub fn finish(self) -> PassOutcome {

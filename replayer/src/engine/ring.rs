@@ -92,6 +92,8 @@ impl Engine<'_> {
             pass.complete(cqe.user_data() as u32, cqe.result(), now, observer);
             n += 1;
         }
+        drop(cq);
+        pass.publish_min_completion();
         n
     }
 
