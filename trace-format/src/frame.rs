@@ -122,6 +122,13 @@ pub(crate) fn parse_chunk_head(head: &[u8]) -> Result<ChunkHead, String> {
     if h.raw_len as usize > h.records as usize * MAX_RECORD_BYTES + 128 {
         return Err(format!("implausible payload size {}", h.raw_len));
     }
+    // zstd never expands data by more than its block overhead (ZSTD_compressBound).
+    if h.stored_len as usize > h.raw_len as usize + h.raw_len as usize / 128 + 1024 {
+        return Err(format!(
+            "implausible compressed size {} for a payload of {} bytes",
+            h.stored_len, h.raw_len
+        ));
+    }
     Ok(h)
 }
 

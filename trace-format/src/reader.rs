@@ -680,9 +680,11 @@ impl<R: Read> TraceReader<R> {
             )));
         }
         let mut block = pre.to_vec();
-        block.resize(PREAMBLE_LEN + header_len + 4, 0);
-        let got = read_up_to(&mut input, &mut block[PREAMBLE_LEN..])?;
-        block.truncate(PREAMBLE_LEN + got);
+        // Grows as bytes arrive: a crafted length costs only what the input holds.
+        (&mut input)
+            .take(header_len as u64 + 4)
+            .read_to_end(&mut block)
+            .map_err(FormatError::Stream)?;
         let (header, block_len) = parse_header_block(&block)?;
         Ok(TraceReader {
             input,
@@ -708,11 +710,15 @@ impl<R: Read> TraceReader<R> {
         self.footer.as_ref()
     }
 
+    /// Appends `n` bytes of the input to the frame. The frame grows as bytes
+    /// arrive, so a crafted length costs no more memory than the input holds.
     fn read_exact_or(&mut self, n: usize, what: &str) -> Result<(), FormatError> {
         let start = self.frame.len();
-        self.frame.resize(start + n, 0);
-        let got = read_up_to(&mut self.input, &mut self.frame[start..])?;
-        if got < n {
+        (&mut self.input)
+            .take(n as u64)
+            .read_to_end(&mut self.frame)
+            .map_err(FormatError::Stream)?;
+        if self.frame.len() - start < n {
             return Err(FormatError::Truncated(format!(
                 "the stream ends inside {what}"
             )));

@@ -274,6 +274,14 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
     if count == 0 || count > MAX_COUNT {
         return Err(format!("count {count} is not between 1 and {MAX_COUNT}"));
     }
+    // Each I/O of an aggregate carries at least one byte: a larger count
+    // would split the row into empty requests (and a 100-byte line into up
+    // to 2^32 of them, as the fuzzer found).
+    if matches!(op, Some(Op::Read | Op::Write)) && count > size {
+        return Err(format!(
+            "count {count} is more than the row's {size} bytes (every I/O carries at least one)"
+        ));
+    }
     let pid = layout.pid.and_then(|column| match column {
         PidColumn::Id(i) => std::str::from_utf8(fields.get(i)).ok()?.parse().ok(),
         PidColumn::NameAndId(i) => {
@@ -583,5 +591,19 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
             b"IO Type;Init Time (s);IO Time (\xB5s);Size (B);Min Offset\nRead;1,0;2,5;512;0x0\n";
         let out = run(parse, input);
         assert_eq!(out.ios[0].1.latency, Some(Nanos(2_500)));
+    }
+
+    #[test]
+    fn a_count_beyond_the_rows_bytes_is_refused_not_split_into_empty_requests() {
+        let head = b"IO Type;Init Time (s);Size (B);Min Offset;Max Offset;Disk;Count\n";
+        let mut input = head.to_vec();
+        input.extend_from_slice(b"Write;1,0;16;0x0;0xF;1;4294967295\n");
+        let (_, result) = run_strict(parse, &input);
+        let err = result.unwrap_err().to_string();
+        assert!(err.contains("count 4294967295 is more than the row's 16 bytes"), "{err}");
+        // A count the bytes can hold is split as before.
+        let mut input = head.to_vec();
+        input.extend_from_slice(b"Write;1,0;16;0x0;0xF;1;16\n");
+        assert_eq!(run(parse, &input).ios.len(), 16);
     }
 }
