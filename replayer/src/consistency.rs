@@ -27,7 +27,7 @@ use crate::rng::WyRand;
 use crate::source::{RecordIter, TraceSource};
 use crate::target::{Target, TargetRequest};
 use crate::ReplayError;
-use results::consistency::{ConsistencyResult, Durations, FillPass, Round, RoundTrace};
+use results::consistency::{ConsistencyResult, Durations, FillPass, Phase, Round, RoundTrace};
 use results::schema::{PassMetrics, ToolInfo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -331,10 +331,10 @@ pub fn run_consistency(
 
     let mut rounds = Vec::new();
     let mut seed = started_unix_s ^ 0x5bd1_e995;
-    let plan: Vec<(&str, u32)> = (1..=opts.rounds_degrade)
-        .map(|r| ("degradation", r))
-        .chain((1..=opts.rounds_steady).map(|r| ("steady", r)))
-        .chain((1..=opts.rounds_recovery).map(|r| ("recovery", r)))
+    let plan: Vec<(Phase, u32)> = (1..=opts.rounds_degrade)
+        .map(|r| (Phase::Degradation, r))
+        .chain((1..=opts.rounds_steady).map(|r| (Phase::Steady, r)))
+        .chain((1..=opts.rounds_recovery).map(|r| (Phase::Recovery, r)))
         .collect();
     let mut interrupted = crate::interrupt::interrupted();
     for (phase, round) in plan {
@@ -343,8 +343,8 @@ pub fn run_consistency(
         }
         let (mut write_s, mut written, mut idle_s) = (0.0, 0, 0.0);
         match phase {
-            "degradation" | "steady" => {
-                let secs = if phase == "degradation" {
+            Phase::Degradation | Phase::Steady => {
+                let secs = if phase == Phase::Degradation {
                     durations.degrade_start_s + durations.degrade_step_s * (round - 1) as f64
                 } else {
                     durations.steady_s
@@ -361,7 +361,7 @@ pub fn run_consistency(
                     &mut seed,
                 )?;
             }
-            _ => {
+            Phase::Recovery => {
                 observer.step(&format!(
                     "{phase} round {round}: idle for {:.1} s",
                     durations.idle_s
@@ -387,7 +387,7 @@ pub fn run_consistency(
         interrupted |= r.interrupted;
         let suite = r.suite;
         rounds.push(Round {
-            phase: phase.to_string(),
+            phase,
             round,
             write_s,
             written_bytes: written,

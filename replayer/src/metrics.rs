@@ -3,7 +3,8 @@
 
 use hdrhistogram::Histogram;
 use results::schema::{
-    Fidelity, Lateness, OpMetrics, PassMetrics, Percentiles, Skipped, Spread, Timeline, TraceResult,
+    Dependencies, Fidelity, Lateness, OpMetrics, PassMetrics, Percentiles, Skipped, Spread,
+    Timeline, TraceResult,
 };
 use results::stats::{mean, score};
 use std::collections::BTreeMap;
@@ -363,7 +364,7 @@ impl TimelineBuilder {
 pub fn trace_result(
     name: &str,
     path: Option<String>,
-    dependencies: &str,
+    dependencies: Dependencies,
     warmup: Option<&PassOutcome>,
     scored: &[PassOutcome],
 ) -> TraceResult {
@@ -408,7 +409,7 @@ pub fn trace_result(
     TraceResult {
         name: name.to_string(),
         path,
-        dependencies: dependencies.to_string(),
+        dependencies,
         warmup: warmup.map(|w| w.metrics()),
         passes: scored.iter().map(|p| p.metrics()).collect(),
         score: mean(&scores),

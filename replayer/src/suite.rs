@@ -7,7 +7,9 @@ use crate::metrics::{trace_result, RecordChecksum, TimelineBuilder};
 use crate::options::ReplayOptions;
 use crate::source::TraceSource;
 use crate::ReplayError;
-use results::schema::{HostInfo, PassMetrics, SuiteResult, SuiteSummary, ToolInfo, TraceIdentity};
+use results::schema::{
+    Dependencies, HostInfo, PassMetrics, SuiteResult, SuiteSummary, ToolInfo, TraceIdentity,
+};
 use std::path::Path;
 
 /// An observer that does nothing (stops on SIGINT).
@@ -123,9 +125,9 @@ pub fn run_suite(
             scored.push(p);
         }
         let deps = if scan.has_completions() && !(opts.open_loop) {
-            "completion"
+            Dependencies::Completion
         } else {
-            "order"
+            Dependencies::Order
         };
         let mut result = trace_result(
             name,
@@ -147,7 +149,7 @@ pub fn run_suite(
         host: host_info(),
         target: target.info(),
         options: opts.clone(),
-        mode: opts.mode.name().into(),
+        mode: opts.mode,
         traces: results,
         suite,
         interrupted,

@@ -8,8 +8,8 @@ use crate::options::{DeviceSelector, ReplayOptions};
 use crate::rng::WyRand;
 use crate::source::TraceSource;
 use crate::ReplayError;
-use results::schema::TargetInfo;
-use serde::Serialize;
+pub use results::schema::TargetKind;
+use results::schema::{IoPath, TargetInfo};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
@@ -22,13 +22,6 @@ pub const DEFAULT_SCRATCH_NAME: &str = "tracemark-scratch.bin";
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TargetKind {
-    File,
-    BlockDevice,
-}
 
 /// An opened target.
 pub struct Target {
@@ -68,15 +61,16 @@ impl Target {
     pub fn info(&self) -> TargetInfo {
         TargetInfo {
             path: self.path.display().to_string(),
-            kind: match self.kind {
-                TargetKind::File => "file".into(),
-                TargetKind::BlockDevice => "block_device".into(),
-            },
+            kind: self.kind,
             size_bytes: self.size,
             model: self.model.clone(),
             logical_block_size: self.logical_block_size,
             direct_io: self.direct,
-            io_path: if self.nowait { "inline" } else { "io-wq" }.into(),
+            io_path: Some(if self.nowait {
+                IoPath::Inline
+            } else {
+                IoPath::IoWq
+            }),
             others: self.further.iter().map(Target::info).collect(),
         }
     }

@@ -5,7 +5,6 @@
 
 use crate::schema::{SuiteResult, TraceResult};
 use crate::stats::geometric_mean;
-use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 /// Why result files could not be compared.
@@ -343,7 +342,7 @@ fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, St
         }
     };
     let (oa, ob) = (&a.options, &b.options);
-    check("mode", a.mode.clone(), b.mode.clone());
+    check("mode", a.mode.to_string(), b.mode.to_string());
     check(
         "time scale",
         format!("{}", oa.time_scale),
@@ -422,99 +421,6 @@ pub fn cell(value: Option<f64>, reference: Option<f64>, precision: usize) -> Str
             _ => format!("{v:.precision$}"),
         },
     }
-}
-
-/// The tables people read: the columns, the comparability warnings, then
-/// one table per metric. `!` marks a column whose mode or options differ
-/// from the first; `≠` a cell whose trace is another version.
-pub fn format_tables(c: &Comparison) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "columns (ratios are to the first):");
-    for (i, d) in c.drives.iter().enumerate() {
-        let r = &d.result;
-        let _ = writeln!(
-            out,
-            "  {}{} = {}: {} mode, queue depth {}, {} pass{}, {} ({})",
-            column_name(i),
-            if c.drive_flagged(i) { "!" } else { "" },
-            d.label,
-            r.mode,
-            r.options.queue_depth,
-            r.options.passes,
-            if r.options.passes == 1 { "" } else { "es" },
-            r.host.hostname,
-            d.file.display()
-        );
-    }
-    if !c.mismatches.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "WARNING: these results are not fully comparable (marked ! and ≠ below):"
-        );
-        for m in &c.mismatches {
-            let _ = writeln!(out, "  - {}", m.message);
-        }
-    }
-    let name_width = c
-        .traces
-        .iter()
-        .map(|t| t.chars().count())
-        .chain(std::iter::once(22))
-        .max()
-        .unwrap_or(22)
-        .min(40);
-    let col_width = 20;
-    for metric in Metric::ALL {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "{}{}",
-            metric.title(),
-            if metric.lower_is_better() {
-                " (lower is better)"
-            } else {
-                " (higher is better)"
-            }
-        );
-        let _ = write!(out, "{:<name_width$}", "trace");
-        for (i, _) in c.drives.iter().enumerate() {
-            let head = format!(
-                "{}{}",
-                column_name(i),
-                if c.drive_flagged(i) { "!" } else { "" }
-            );
-            let _ = write!(out, " {head:>col_width$}");
-        }
-        let _ = writeln!(out);
-        for name in &c.traces {
-            let shown: String = name.chars().take(name_width).collect();
-            let _ = write!(out, "{shown:<name_width$}");
-            let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
-            for i in 0..c.drives.len() {
-                let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
-                let mut text = cell(value, reference, metric.precision());
-                if c.trace_flagged(i, name) {
-                    text.push('≠');
-                }
-                let _ = write!(out, " {text:>col_width$}");
-            }
-            let _ = writeln!(out);
-        }
-        let label = match metric {
-            Metric::Playback => "suite (total)",
-            Metric::P99Read | Metric::P99Write => "suite (geometric mean)",
-            _ => "suite (geometric mean)",
-        };
-        let _ = write!(out, "{label:<name_width$}");
-        let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
-        for d in &c.drives {
-            let text = cell(metric.of_suite(&d.result), reference, metric.precision());
-            let _ = write!(out, " {text:>col_width$}");
-        }
-        let _ = writeln!(out);
-    }
-    out
 }
 
 /// A, B, C, … AA, AB …

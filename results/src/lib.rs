@@ -7,14 +7,15 @@
 //!   [`consistency`]: the consistency test's result.
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`compare`]: several result files side by side.
-//! - [`report`] (text table) and [`html`] (self-contained pages).
+//! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
+//!   with charts), for a suite run, a comparison and a consistency test.
 
 pub mod compare;
 pub mod consistency;
 pub mod html;
 pub mod options;
-pub mod report;
 pub mod schema;
 pub mod stats;
+pub mod text;
 
 pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

@@ -38,6 +38,12 @@ pub enum MappingKind {
     Wrap,
 }
 
+impl std::fmt::Display for TimingMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 impl MappingKind {
     pub fn name(self) -> &'static str {
         match self {

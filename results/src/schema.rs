@@ -3,7 +3,7 @@
 //! field names are the JSON keys (documented in the crate README); a field
 //! added later is `#[serde(default)]` so older files still read.
 
-use crate::options::ReplayOptions;
+use crate::options::{ReplayOptions, TimingMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -97,14 +97,70 @@ pub struct Spread {
     pub stddev: f64,
 }
 
+/// How a trace's I/Os wait for each other in the replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dependencies {
+    /// An I/O waits for every I/O that had completed before it was issued
+    /// in the original (the trace has completion times).
+    Completion,
+    /// The original order, concurrency capped by the queue depth.
+    Order,
+}
+
+impl Dependencies {
+    pub fn name(self) -> &'static str {
+        match self {
+            Dependencies::Completion => "completion",
+            Dependencies::Order => "order",
+        }
+    }
+}
+
+/// What the target is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetKind {
+    File,
+    BlockDevice,
+}
+
+impl TargetKind {
+    /// As the result file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TargetKind::File => "file",
+            TargetKind::BlockDevice => "block_device",
+        }
+    }
+
+    /// As people read it: `file`, `block device`.
+    pub fn label(self) -> &'static str {
+        match self {
+            TargetKind::File => "file",
+            TargetKind::BlockDevice => "block device",
+        }
+    }
+}
+
+/// How the kernel runs io_uring requests on a target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IoPath {
+    /// Non-blocking issue from the submitting thread.
+    #[serde(rename = "inline")]
+    Inline,
+    /// The device takes no non-blocking I/O, so every request runs on a
+    /// kernel io_uring worker thread.
+    #[serde(rename = "io-wq")]
+    IoWq,
+}
+
 /// One trace: its passes and the means over the scored ones.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceResult {
     pub name: String,
     pub path: Option<String>,
-    /// `completion` (dependencies from the trace's completion times) or
-    /// `order` (original order, concurrency capped by the queue depth).
-    pub dependencies: String,
+    pub dependencies: Dependencies,
     pub warmup: Option<PassMetrics>,
     pub passes: Vec<PassMetrics>,
     pub score: f64,
@@ -200,17 +256,15 @@ pub struct HostInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetInfo {
     pub path: String,
-    /// `file` or `block_device`.
-    pub kind: String,
+    pub kind: TargetKind,
     pub size_bytes: u64,
     pub model: Option<String>,
     pub logical_block_size: u64,
     pub direct_io: bool,
-    /// How the kernel runs io_uring requests on it: `inline` (non-blocking
-    /// issue from the submitting thread) or `io-wq` (the device takes no
-    /// non-blocking I/O, so every request runs on a kernel worker thread).
-    #[serde(default)]
-    pub io_path: String,
+    /// How the kernel runs io_uring requests on it (absent in files older
+    /// than the field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io_path: Option<IoPath>,
     /// The further targets of a multi-target replay (`--target` given more
     /// than once, `--device-map`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -224,8 +278,7 @@ pub struct SuiteResult {
     pub host: HostInfo,
     pub target: TargetInfo,
     pub options: ReplayOptions,
-    /// `realtime` or `compressed`.
-    pub mode: String,
+    pub mode: TimingMode,
     pub traces: Vec<TraceResult>,
     /// None when no trace moved data (or none finished).
     pub suite: Option<SuiteSummary>,

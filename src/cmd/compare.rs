@@ -2,7 +2,8 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use results::compare::{format_tables, load_result, Comparison};
+use results::compare::{load_result, Comparison};
+use results::text::compare_tables;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
@@ -31,7 +32,7 @@ pub fn run(args: CompareArgs) -> Result<i32> {
         results.push((path.clone(), load_result(path)?));
     }
     let comparison = Comparison::new(results, &args.label)?;
-    print!("{}", format_tables(&comparison));
+    print!("{}", compare_tables(&comparison));
     if let Some(path) = &args.html {
         std::fs::write(path, results::html::compare_report(&comparison))
             .with_context(|| format!("{}: cannot write the report", path.display()))?;

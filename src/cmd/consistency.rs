@@ -127,12 +127,12 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     };
     replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
     let result = replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
-    print!("{}", results::consistency::format_table(&result));
+    print!("{}", results::text::consistency_table(&result));
     if let Some(path) = &args.json {
         replayer::consistency::write_json(&result, path)?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, results::consistency::html_report(&result))
+        std::fs::write(path, results::html::consistency_report(&result))
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
     Ok(if result.interrupted { 130 } else { 0 })

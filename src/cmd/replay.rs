@@ -212,7 +212,7 @@ pub fn replay_paths(traces: &[PathBuf], args: &RunArgs) -> Result<i32> {
     let result = replayer::run_suite(&refs, args.primary_target(), &opts, &mut progress);
     progress.clear();
     let result = result?;
-    print!("{}", results::report::format_table(&result));
+    print!("{}", results::text::suite_table(&result));
     if let Some(path) = &args.json {
         replayer::suite::write_json(&result, path)?;
     }

@@ -1,5 +1,5 @@
 //! Result files with chosen figures, written the way `tracemark replay
-//! --json` writes them (the schema of replayer/README.md), for the compare
+//! --json` writes them (the schema of results/README.md), for the compare
 //! and report tests.
 
 use serde_json::{json, Value};

@@ -1,6 +1,7 @@
 //! The table people read.
 
-use crate::schema::{SuiteResult, TraceResult};
+use crate::options::TimingMode;
+use crate::schema::{IoPath, SuiteResult, TraceResult};
 use std::fmt::Write;
 
 fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {
@@ -19,7 +20,7 @@ pub fn format_table(r: &SuiteResult) -> String {
         out,
         "target {} ({}, {:.1} GB{}), mode {}, {} pass{} + {}",
         r.target.path,
-        r.target.kind.replace('_', " "),
+        r.target.kind.label(),
         r.target.size_bytes as f64 / 1e9,
         r.target
             .model
@@ -36,7 +37,7 @@ pub fn format_table(r: &SuiteResult) -> String {
         },
     );
     for t in std::iter::once(&r.target).chain(&r.target.others) {
-        if t.io_path == "io-wq" {
+        if t.io_path == Some(IoPath::IoWq) {
             let _ = writeln!(
                 out,
                 "note: {} takes no non-blocking I/O; the kernel runs every request on io_uring worker threads (one per CPU at most), as it would for any io_uring program",
@@ -65,7 +66,7 @@ pub fn format_table(r: &SuiteResult) -> String {
         }
     }
     for t in &r.traces {
-        notes(&mut out, t, &r.mode);
+        notes(&mut out, t, r.mode);
     }
     if r.interrupted {
         let _ = writeln!(out, "interrupted: partial result");
@@ -101,7 +102,7 @@ fn row(out: &mut String, t: &TraceResult) {
     );
 }
 
-fn notes(out: &mut String, t: &TraceResult, mode: &str) {
+fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
     let errors: Vec<String> = t
         .errors
         .iter()
@@ -119,7 +120,7 @@ fn notes(out: &mut String, t: &TraceResult, mode: &str) {
             t.name, s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
         );
     }
-    if mode == "realtime" {
+    if mode == TimingMode::Realtime {
         let f = &t.fidelity;
         let _ = writeln!(
             out,
