@@ -90,12 +90,11 @@ fn open_text(
     path: &Path,
     format: Option<Format>,
 ) -> Result<(Format, Box<dyn BufRead>), ConvertError> {
-    let mut raw: Box<dyn Read> = if is_stdin(path) {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(File::open(path).map_err(|e| io_error(path, e))?)
-    };
+    let (_, mut raw) = crate::decompress::open(path)?;
     let head = read_head(&mut raw, path)?;
+    if crate::decompress::is_tar(&head) {
+        return Err(crate::decompress::tar_error(path));
+    }
     let format = match format {
         Some(f) => f,
         None => detect(&head, path)?,
@@ -116,8 +115,11 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
         None if is_stdin(first) => None,
         None if !first.is_file() => file_set_named_by(first)?,
         None => {
-            let mut f = File::open(first).map_err(|e| io_error(first, e))?;
+            let (_, mut f) = crate::decompress::open(first)?;
             let head = read_head(&mut f, first)?;
+            if crate::decompress::is_tar(&head) {
+                return Err(crate::decompress::tar_error(first));
+            }
             Some(detect(&head, first)?).filter(|f| !f.is_text())
         }
     };

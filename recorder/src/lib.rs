@@ -15,6 +15,7 @@ pub mod event;
 pub mod sink;
 
 pub mod convert;
+pub mod decompress;
 pub mod normalize;
 
 pub mod capture;

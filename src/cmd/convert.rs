@@ -30,6 +30,10 @@ pub struct ConvertArgs {
     /// Keep only this device (MAJ:MIN); without it every device is kept.
     #[arg(long)]
     pub device: Option<DeviceId>,
+    /// Keep only this volume of a multi-volume dataset (Alibaba device_id,
+    /// Tencent VolumeID, SYSTOR LUN, MQSim/DiskSim device): the device `0:ID`.
+    #[arg(long, value_name = "ID", conflicts_with = "device")]
+    pub volume: Option<u32>,
     /// Start of the window to keep, as time since the trace start (`10s`, `1.5`, `500ms`).
     #[arg(long, value_parser = parse_duration)]
     pub from: Option<std::time::Duration>,
@@ -75,7 +79,10 @@ Examples:
   tracemark convert sda.blktrace.* -o boot.tmt
   tracemark convert sda -o boot.tmt --event queue --device 8:0
   tracemark convert web_0.csv -o msr-web.tmt --name msr-web --description \"MSR Cambridge web server, volume 0\"
-  tracemark convert messy.txt -o t.tmt --skip-bad",
+  tracemark convert messy.txt -o t.tmt --skip-bad
+  tracemark convert io_traces.csv.zst -o disk7.tmt --volume 7
+Any input may be gzip, xz, zstd or bzip2 compressed (recognised by its first bytes).
+Datasets need not be sorted by time: requests up to 1 s out of order are put in order.",
     );
     help
 }
@@ -105,7 +112,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     let opts = ConvertOptions {
         format,
         event,
-        device: args.device,
+        device: args
+            .device
+            .or(args.volume.map(|minor| DeviceId { major: 0, minor })),
         from: args.from.map(nanos),
         to: args.to.map(nanos),
         skip_bad: args.skip_bad,

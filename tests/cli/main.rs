@@ -10,6 +10,7 @@ pub mod support;
 mod compare;
 mod conformance_samples;
 mod convert_blkparse;
+mod datasets;
 mod html_report;
 mod info_export;
 mod parsers_never_panic;

@@ -20,7 +20,6 @@ use crate::event::{Action, BlockEvent, Location};
 use crate::sink::Sink;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::fs::File;
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
@@ -831,10 +830,7 @@ pub fn parse_files(paths: &[&Path], sink: &mut dyn Sink) -> Result<(), ConvertEr
     let files = resolve_inputs(paths)?;
     let mut readers = Vec::with_capacity(files.len());
     for path in &files {
-        let file = File::open(path).map_err(|source| ConvertError::Io {
-            path: path.clone(),
-            source,
-        })?;
+        let (_, file) = crate::decompress::open(path)?;
         readers.push(RecordReader::new(
             BufReader::with_capacity(64 * 1024, file),
             path.display().to_string(),

@@ -37,12 +37,26 @@ formats! {
     wpa,
     msr,
     spc,
+    // The public block-trace datasets, each from its publisher's
+    // documentation: headers and marked shapes first, the loosest
+    // all-number layouts last.
+    systor,
+    cloudphysics,
+    blkreplay,
+    fiu,
+    alibaba,
+    tencent,
+    disksim,
+    mqsim,
 }
 
 /// The block-layer event vocabulary shared by blkparse, tracefs and capture.
 pub mod block_events;
 /// Shared plumbing of the line-per-request text parsers.
 mod line_input;
+
+/// Shared driver of the one-request-per-line dataset formats.
+mod request_lines;
 
 /// How many bytes of an input detection looks at.
 pub const HEAD_BYTES: usize = 64 * 1024;

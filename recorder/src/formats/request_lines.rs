@@ -1,0 +1,65 @@
+//! Shared driver of the dataset formats that log one request per line
+//! (Alibaba, Tencent, SYSTOR'17, CloudPhysics, MQSim/DiskSim, FIU, blkreplay):
+//! read lines, hand each to the format's line parser, report what it made.
+
+use crate::error::ConvertError;
+use crate::event::{Location, SourceIo};
+use crate::formats::line_input::{parse_u64, report_bad, show, LineReader};
+use crate::sink::Sink;
+use std::io::BufRead;
+use trace_format::{DeviceId, Op};
+
+/// What one non-blank line of a dataset is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Parsed {
+    /// A request.
+    Io(SourceIo),
+    /// Understood input that is no I/O (a header line, a command without
+    /// data): counted under this key, shown by `info`.
+    Note(&'static str),
+}
+
+/// Parses the whole input line by line with `parse_line`, reporting to `sink`;
+/// `what` names the format in the "empty input" error.
+pub(crate) fn parse_lines(
+    input: &mut dyn BufRead,
+    file: &str,
+    sink: &mut dyn Sink,
+    what: &str,
+    parse_line: fn(&[u8]) -> Result<Parsed, String>,
+) -> Result<(), ConvertError> {
+    let mut lines = LineReader::new(input, file);
+    while let Some(line) = lines.next_line(sink)? {
+        if line.bytes.trim_ascii().is_empty() {
+            continue;
+        }
+        match parse_line(line.bytes) {
+            Ok(Parsed::Io(io)) => sink.io(Location::line(file, line.number), io)?,
+            Ok(Parsed::Note(key)) => sink.note(key),
+            Err(reason) => report_bad(sink, file, line.number, line.bytes, &reason)?,
+        }
+    }
+    lines.report_if_empty(sink, what)
+}
+
+/// A dataset's volume (virtual disk, LUN) number as the device `0:ID`, the
+/// device `--volume ID` keeps.
+pub(crate) fn volume_device(field: &[u8], what: &str) -> Result<DeviceId, String> {
+    let id = parse_u64(field, what)?;
+    let minor = u32::try_from(id).map_err(|_| format!("{what} {id} is too large"))?;
+    Ok(DeviceId { major: 0, minor })
+}
+
+/// `R`/`W` (either case) as read or write.
+pub(crate) fn read_or_write(field: &[u8], what: &str) -> Result<Op, String> {
+    match field {
+        b"R" | b"r" => Ok(Op::Read),
+        b"W" | b"w" => Ok(Op::Write),
+        other => Err(format!("{what} `{}` is neither R nor W", show(other))),
+    }
+}
+
+/// Whether `line`, without surrounding blanks, equals `header` (ASCII case ignored).
+pub(crate) fn is_header(line: &[u8], header: &str) -> bool {
+    line.trim_ascii().eq_ignore_ascii_case(header.as_bytes())
+}
