@@ -233,7 +233,7 @@ fn run_results(scratch: &Scratch, input: &[u8]) -> Result<(), String> {
     let second = result.clone();
     let c = results::compare::Comparison::new(vec![(path.clone(), result), (path, second)], &[])
         .map_err(|e| e.to_string())?;
-    let _ = results::compare::format_tables(&c);
+    let _ = results::text::compare_tables(&c);
     let _ = results::html::compare_report(&c);
     Ok(())
 }

@@ -3,7 +3,8 @@
 //! literals) must give a finished, bounded report, not a tick loop that never
 //! ends (the HTML axis code once looped forever on them).
 
-use results::compare::{format_tables, Comparison};
+use results::compare::Comparison;
+use results::text::compare_tables as format_tables;
 use results::SuiteResult;
 use std::path::PathBuf;
 use std::sync::mpsc;
