@@ -67,8 +67,7 @@ fn html_unescape(s: &str) -> String {
 
 #[test]
 fn report_charts_render_in_chromium() {
-    let test = "report_charts_render_in_chromium";
-    if !support::require_tool(test, "chromium") {
+    if !support::require_tool("chromium") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -182,7 +182,7 @@ fn csv_export_has_one_line_per_record() {
 
 #[test]
 fn fio_export_replays_in_fio() {
-    if !support::require_tool("fio_export_replays_in_fio", "fio") {
+    if !support::require_tool("fio") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

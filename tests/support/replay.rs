@@ -2,8 +2,9 @@
 //! writer, running `tracemark replay`, and watching a device's issued
 //! requests through a private tracefs instance.
 
+use crate::support::{SystemTest, TracingInstance};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Output;
 use trace_format::{Bytes, Flags, IoRecord, Nanos, Op, TraceHeader, TraceTail, TraceWriter};
 
@@ -65,87 +66,45 @@ pub struct Issued {
     pub len: u64,
 }
 
-/// A private tracefs instance recording `block_rq_issue` (request-based
+/// A private tracing instance recording `block_rq_issue` (request-based
 /// devices) or `block_bio_queue` (bio-based ones such as zram, whose requests
-/// never reach a request queue) for one device; removed on drop. Hold a
-/// `TracefsLock` while it lives.
+/// never reach a request queue) for one device; removed on drop.
 pub struct IssueTracer {
-    dir: PathBuf,
+    instance: TracingInstance,
     event: &'static str,
 }
 
 impl IssueTracer {
-    pub fn start(tracefs: &Path, major: u32, minor: u32) -> std::io::Result<IssueTracer> {
-        Self::start_event(tracefs, "block_rq_issue", major, minor)
+    pub fn start(t: &SystemTest, major: u32, minor: u32) -> IssueTracer {
+        Self::start_event(t, "block_rq_issue", major, minor)
     }
 
-    pub fn start_event(
-        tracefs: &Path,
-        event: &'static str,
-        major: u32,
-        minor: u32,
-    ) -> std::io::Result<IssueTracer> {
-        remove_stale_instances(tracefs);
-        let dir = tracefs
-            .join("instances")
-            .join(format!("tracemark-replay-{}", std::process::id()));
-        let _ = fs::remove_dir(&dir);
-        fs::create_dir(&dir)?;
-        let t = IssueTracer { dir, event };
-        fs::write(t.dir.join("buffer_size_kb"), "8192")?;
-        let ev = t.dir.join("events/block").join(event);
-        fs::write(
-            ev.join("filter"),
-            format!("dev == {}", (major << 20) | minor),
-        )?;
-        fs::write(ev.join("enable"), "1")?;
-        fs::write(t.dir.join("tracing_on"), "1")?;
-        Ok(t)
+    pub fn start_event(t: &SystemTest, event: &'static str, major: u32, minor: u32) -> IssueTracer {
+        let instance = t.instance();
+        let dir = &instance.dir;
+        let ev = dir.join("events/block").join(event);
+        let setup = || -> std::io::Result<()> {
+            fs::write(dir.join("buffer_size_kb"), "8192")?;
+            fs::write(
+                ev.join("filter"),
+                format!("dev == {}", (major << 20) | minor),
+            )?;
+            fs::write(ev.join("enable"), "1")?;
+            fs::write(dir.join("tracing_on"), "1")
+        };
+        setup().unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        IssueTracer { instance, event }
     }
 
     /// Stops recording and returns what was issued.
     pub fn stop(&self) -> Vec<Issued> {
-        let _ = fs::write(self.dir.join("tracing_on"), "0");
-        let text = fs::read_to_string(self.dir.join("trace")).unwrap();
+        let dir = &self.instance.dir;
+        let _ = fs::write(dir.join("tracing_on"), "0");
+        let text = fs::read_to_string(dir.join("trace")).unwrap();
         text.lines()
             .filter(|l| !l.starts_with('#'))
             .filter_map(|l| parse_issue_line(l, self.event))
             .collect()
-    }
-}
-
-impl Drop for IssueTracer {
-    fn drop(&mut self) {
-        let _ = fs::write(self.dir.join("tracing_on"), "0");
-        let _ = fs::write(
-            self.dir
-                .join("events/block")
-                .join(self.event)
-                .join("enable"),
-            "0",
-        );
-        let _ = fs::remove_dir(&self.dir);
-    }
-}
-
-/// Removes the instances of test processes that are gone (killed before their
-/// `IssueTracer` was dropped), switching their events off first.
-fn remove_stale_instances(tracefs: &Path) {
-    let Ok(entries) = fs::read_dir(tracefs.join("instances")) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
-        let Some(pid) = name.strip_prefix("tracemark-replay-") else {
-            continue;
-        };
-        if pid.parse::<u32>().is_err() || Path::new("/proc").join(pid).exists() {
-            continue;
-        }
-        let dir = entry.path();
-        let _ = fs::write(dir.join("tracing_on"), "0");
-        let _ = fs::write(dir.join("events/enable"), "0");
-        let _ = fs::remove_dir(&dir);
     }
 }
 

@@ -4,7 +4,8 @@
 //! samples; each cross-checked with the real `blkparse`.
 
 use crate::support;
-use crate::support::{LoopDevice, TraceSetting, TracefsLock};
+use crate::support::tracefs::Tracefs;
+use crate::support::{LoopDevice, TraceSetting, TracingState};
 use recorder::formats::blktrace::{self, Framing};
 use recorder::{Action, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::collections::BTreeMap;
@@ -328,13 +329,12 @@ fn capture() -> &'static Result<Capture, String> {
     CAPTURE.get_or_init(|| {
         let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         // Captures of earlier runs (statics are never dropped, so each run
-        // leaves its small capture behind until the next one).
+        // leaves its small capture behind until the next one); not those of
+        // a copy of this binary running now.
         for old in fs::read_dir(&tmp).into_iter().flatten().flatten() {
-            if old
-                .file_name()
-                .to_string_lossy()
-                .starts_with("blktrace-binary-")
-            {
+            let name = old.file_name().to_string_lossy().to_string();
+            let pid = name.strip_prefix("blktrace-binary-");
+            if pid.is_some_and(|pid| !Path::new("/proc").join(pid).exists()) {
                 let _ = fs::remove_dir_all(old.path());
             }
         }
@@ -357,8 +357,11 @@ fn dd(args: &[String]) -> std::io::Result<()> {
 }
 
 fn kernel_capture(dir: &Path) -> std::io::Result<Capture> {
-    let tracing = TracefsLock::acquire()?;
+    // The blk tracer works at the top level only (no instances): the lock,
+    // and every setting back as it was before the lock goes.
+    let tracing = Tracefs::acquire()?;
     let root = tracing.root.clone();
+    let before = TracingState::read(&root);
     let lo = LoopDevice::new(dir, 64)?;
     let dev = lo.path.display().to_string();
     let device = lo.dev_id();
@@ -426,6 +429,7 @@ fn kernel_capture(dir: &Path) -> std::io::Result<Capture> {
         raw
     };
     drop(lo);
+    before.assert_restored(&TracingState::read(&root));
     drop(tracing);
 
     // Strip the ftrace headers; write the records to per-CPU files as blktrace
@@ -522,20 +526,19 @@ fn record_starts_count(file: &[u8]) -> usize {
 }
 
 /// The capture, or None after a SKIP line when not root.
-fn need_capture(test: &str) -> Option<&'static Capture> {
-    if !support::require_root(test) {
+fn need_capture() -> Option<&'static Capture> {
+    if !support::require_root() {
         return None;
     }
     match capture() {
         Ok(c) => Some(c),
-        Err(e) => panic!("{test}: {e}"),
+        Err(e) => panic!("{}: {e}", support::test_name()),
     }
 }
 
 #[test]
 fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
-    let test = "kernel_capture_matches_blkparse_and_contains_the_dd_ios";
-    let Some(cap) = need_capture(test) else {
+    let Some(cap) = need_capture() else {
         return;
     };
     let ours = parse_paths(&[cap.prefix.as_path()]).expect("parsing the capture");
@@ -577,7 +580,7 @@ fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
     blktrace::parse_reader(&cap.merged[..], "merged", Framing::Blktrace, &mut one).unwrap();
     assert_eq!(one.events, live.events, "ftrace framing changes the events");
 
-    if !support::require_tool(test, "blkparse") {
+    if !support::require_tool("blkparse") {
         return;
     }
     let dir = cap.prefix.parent().unwrap();
@@ -589,10 +592,9 @@ fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
 
 #[test]
 fn both_byte_orders_and_versions_parse_identically() {
-    let test = "both_byte_orders_and_versions_parse_identically";
     let mut inputs: Vec<(String, Vec<u8>)> = Vec::new();
     if support::is_root() {
-        if let Some(cap) = need_capture(test) {
+        if let Some(cap) = need_capture() {
             inputs.push(("kernel capture".into(), cap.merged.clone()));
         }
     }
@@ -600,10 +602,7 @@ fn both_byte_orders_and_versions_parse_identically() {
         inputs.push((name, data));
     }
     if inputs.is_empty() {
-        support::skip(
-            test,
-            "needs root for a kernel capture, or the shared samples",
-        );
+        support::skip("needs root for a kernel capture, or the shared samples");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -646,17 +645,14 @@ fn both_byte_orders_and_versions_parse_identically() {
 }
 
 /// One real capture file for the corruption tests.
-fn some_real_file(test: &str) -> Option<Vec<u8>> {
+fn some_real_file() -> Option<Vec<u8>> {
     if support::is_root() {
-        return need_capture(test).map(|c| c.merged.clone());
+        return need_capture().map(|c| c.merged.clone());
     }
     if let Some((_, data)) = sample_files().into_iter().next() {
         return Some(data);
     }
-    support::skip(
-        test,
-        "needs root for a kernel capture, or the shared samples",
-    );
+    support::skip("needs root for a kernel capture, or the shared samples");
     None
 }
 
@@ -678,8 +674,7 @@ fn parse_bytes(
 
 #[test]
 fn bad_input_gives_one_error_naming_file_and_record() {
-    let test = "bad_input_gives_one_error_naming_file_and_record";
-    let Some(data) = some_real_file(test) else {
+    let Some(data) = some_real_file() else {
         return;
     };
     let starts = record_starts(&data);
@@ -768,8 +763,7 @@ fn count_notes(sink: &Collect) -> usize {
 
 #[test]
 fn random_corruptions_never_panic() {
-    let test = "random_corruptions_never_panic";
-    let Some(data) = some_real_file(test) else {
+    let Some(data) = some_real_file() else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
@@ -925,11 +919,10 @@ fn shared_samples_match_blkparse() {
 /// in both event modes. Each parser is the other's oracle.
 #[test]
 fn binary_and_blkparse_text_of_one_capture_convert_to_the_same_records() {
-    let test = "binary_and_blkparse_text_of_one_capture_convert_to_the_same_records";
-    let Some(cap) = need_capture(test) else {
+    let Some(cap) = need_capture() else {
         return;
     };
-    if !support::require_tool(test, "blkparse") {
+    if !support::require_tool("blkparse") {
         return;
     }
     let dir = cap.prefix.parent().unwrap();

@@ -5,9 +5,7 @@
 //! and `--events bio` on a loop device gives the same I/Os as its request
 //! events. Needs root (CI runs as root).
 
-use crate::support;
-use crate::support::{require_root, tracemark, LoopDevice, TraceSetting, TracefsLock, ZramDevice};
-use std::collections::BTreeMap;
+use crate::support::{tracemark, SystemTest};
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -17,54 +15,6 @@ use trace_format::{IoRecord, IssueEvent, Op, TraceFile};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * 1024;
-
-/// The tracing state a capture must leave as it found it.
-fn snapshot(root: &Path) -> BTreeMap<String, String> {
-    let mut state = BTreeMap::new();
-    let mut read = |rel: &str| {
-        let text = fs::read_to_string(root.join(rel)).unwrap_or_else(|e| format!("<{e}>"));
-        state.insert(rel.to_string(), text);
-    };
-    for file in [
-        "current_tracer",
-        "tracing_on",
-        "set_event",
-        "buffer_size_kb",
-        "trace_clock",
-        "buffer_percent",
-        "options/overwrite",
-    ] {
-        read(file);
-    }
-    let mut events: Vec<String> = fs::read_dir(root.join("events/block"))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.path().is_dir())
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .collect();
-    events.sort();
-    for e in events {
-        read(&format!("events/block/{e}/enable"));
-        read(&format!("events/block/{e}/filter"));
-    }
-    let mut instances: Vec<String> = fs::read_dir(root.join("instances"))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
-    instances.sort();
-    state.insert("instances/".into(), instances.join(","));
-    state
-}
-
-fn assert_restored(before: &BTreeMap<String, String>, after: &BTreeMap<String, String>) {
-    for (k, v) in before {
-        assert_eq!(Some(v), after.get(k), "tracing file {k} changed");
-    }
-    assert_eq!(before.len(), after.len());
-}
 
 fn records(path: &Path) -> Vec<IoRecord> {
     let trace = TraceFile::open(path).unwrap();
@@ -96,15 +46,11 @@ fn dd(dev: &Path, op: Op, offset: u64, bs: u64, count: u64) -> String {
 
 #[test]
 fn capture_records_every_io_of_a_known_workload_once() {
-    if !require_root("capture_records_every_io_of_a_known_workload_once") {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let other_dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 64).unwrap();
-    let other = LoopDevice::new(other_dir.path(), 64).unwrap();
-    let before = snapshot(&lock.root);
+    };
+    let dev = t.loop_device(64);
+    let other = t.loop_device(64);
 
     // (op, offset, size, count): run in this order, one I/O at a time.
     let plan: [(Op, u64, u64, u64); 6] = [
@@ -127,7 +73,7 @@ fn capture_records_every_io_of_a_known_workload_once() {
     script.insert(2, dd(&other.path, Op::Write, 36 * MIB, 12 * KIB, 1));
     script.push(dd(&other.path, Op::Read, 36 * MIB, 12 * KIB, 1));
 
-    let out = dir.path().join("t.tmt");
+    let out = t.dir().join("t.tmt");
     let started = unix_ns_now();
     let run = tracemark()
         .args(["capture", "--device"])
@@ -147,7 +93,7 @@ fn capture_records_every_io_of_a_known_workload_once() {
         "{stdout}"
     );
     assert!(stdout.contains("lost events: 0"), "{stdout}");
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
 
     let trace = TraceFile::open(&out).unwrap();
     let h = trace.header();
@@ -191,19 +137,15 @@ fn capture_records_every_io_of_a_known_workload_once() {
         assert!(lat.0 > 0 && lat.0 < 5_000_000_000, "latency {lat:?}");
     }
     assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
-    drop(lock);
 }
 
 #[test]
 fn failing_command_exit_status_is_passed_on_and_settings_restored() {
-    if !require_root("failing_command_exit_status_is_passed_on_and_settings_restored") {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 16).unwrap();
-    let before = snapshot(&lock.root);
-    let out = dir.path().join("t.tmt");
+    };
+    let dev = t.loop_device(16);
+    let out = t.dir().join("t.tmt");
     let script = format!("{} && exit 3", dd(&dev.path, Op::Write, MIB, 4 * KIB, 1));
     let run = tracemark()
         .args(["capture", "--device"])
@@ -219,12 +161,12 @@ fn failing_command_exit_status_is_passed_on_and_settings_restored() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let got = ios(&records(&out));
     assert_eq!(got, vec![(Op::Write, MIB, 4 * KIB)]);
 
     // A command that cannot start: an error, nothing left behind.
-    let out2 = dir.path().join("t2.tmt");
+    let out2 = t.dir().join("t2.tmt");
     let run = tracemark()
         .args(["capture", "--device"])
         .arg(&dev.path)
@@ -241,7 +183,7 @@ fn failing_command_exit_status_is_passed_on_and_settings_restored() {
     );
     assert!(!out2.exists());
     assert_eq!(
-        fs::read_dir(dir.path())
+        fs::read_dir(t.dir())
             .unwrap()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
@@ -249,20 +191,16 @@ fn failing_command_exit_status_is_passed_on_and_settings_restored() {
         0,
         "temporary output left behind"
     );
-    assert_restored(&before, &snapshot(&lock.root));
-    drop(lock);
+    t.assert_tracing_restored();
 }
 
 #[test]
 fn sigint_ends_a_timed_capture_promptly_with_the_trace_written() {
-    if !require_root("sigint_ends_a_timed_capture_promptly_with_the_trace_written") {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 16).unwrap();
-    let before = snapshot(&lock.root);
-    let out = dir.path().join("t.tmt");
+    };
+    let dev = t.loop_device(16);
+    let out = t.dir().join("t.tmt");
     let mut child = tracemark()
         .args(["capture", "--duration", "30s", "--device"])
         .arg(&dev.path)
@@ -304,32 +242,28 @@ fn sigint_ends_a_timed_capture_promptly_with_the_trace_written() {
     let mut stdout = String::new();
     std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
     assert!(stdout.contains("interrupted"), "{stdout}");
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let got = ios(&records(&out));
     assert_eq!(got, vec![(Op::Read, 2 * MIB, 32 * KIB)]);
-    drop(lock);
 }
 
 #[test]
 fn top_level_fallback_restores_every_file_it_wrote() {
-    if !require_root("top_level_fallback_restores_every_file_it_wrote") {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let root = lock.root.clone();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    };
+    let root = t.tracefs();
+    let dev = t.loop_device(16);
     // Non-default settings the capture must bring back.
-    let _clock = TraceSetting::set_restoring(root.join("trace_clock"), "global", "local").unwrap();
-    let _on = TraceSetting::set(root.join("tracing_on"), "0").unwrap();
-    let _filter = TraceSetting::set_restoring(
+    t.set_restoring(root.join("trace_clock"), "global", "local");
+    t.set(root.join("tracing_on"), "0");
+    t.set_restoring(
         root.join("events/block/block_rq_complete/filter"),
         "nr_sector > 1",
         "0",
-    )
-    .unwrap();
-    let before = snapshot(&root);
-    let out = dir.path().join("t.tmt");
+    );
+    let before = t.tracing_state();
+    let out = t.dir().join("t.tmt");
     let script = format!(
         "{} && {}",
         dd(&dev.path, Op::Write, 3 * MIB, 8 * KIB, 1),
@@ -348,7 +282,7 @@ fn top_level_fallback_restores_every_file_it_wrote() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert_restored(&before, &snapshot(&root));
+    before.assert_restored(&t.tracing_state());
     let recs = records(&out);
     let got = ios(&recs);
     assert_eq!(
@@ -356,19 +290,15 @@ fn top_level_fallback_restores_every_file_it_wrote() {
         vec![(Op::Write, 3 * MIB, 8 * KIB), (Op::Read, 3 * MIB, 8 * KIB)]
     );
     assert!(recs.iter().all(|r| r.latency.is_some()));
-    drop(lock);
 }
 
 #[test]
 fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
-    if !require_root("partition_capture_keeps_the_partition_and_maps_offsets_into_it") {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    };
     // Partition 1: 16 MiB from sector 8192 (4 MiB) of a 32 MiB disk.
-    let (disk, part) = LoopDevice::with_partition(dir.path(), 32, 8192, 32768).unwrap();
-    let before = snapshot(&lock.root);
+    let (disk, part) = t.loop_with_partition(32, 8192, 32768);
     let script = [
         dd(&part, Op::Write, MIB, 4 * KIB, 1),
         // Whole-disk I/O before and after the partition: not the partition's.
@@ -377,7 +307,7 @@ fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
         dd(&part, Op::Read, 2 * MIB, 8 * KIB, 1),
     ]
     .join(" && ");
-    let out = dir.path().join("p.tmt");
+    let out = t.dir().join("p.tmt");
     let run = tracemark()
         .args(["capture", "--device"])
         .arg(&part)
@@ -391,7 +321,7 @@ fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
         "{}",
         String::from_utf8_lossy(&run.stderr)
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let trace = TraceFile::open(&out).unwrap();
     let info = trace.header().original_device.clone().unwrap();
     assert_eq!(info.name, format!("{}p1", disk.name()));
@@ -401,7 +331,6 @@ fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
         got,
         vec![(Op::Write, MIB, 4 * KIB), (Op::Read, 2 * MIB, 8 * KIB)]
     );
-    drop(lock);
 }
 
 #[test]
@@ -453,14 +382,10 @@ fn note(path: &Path, key: &str) -> Option<u64> {
 
 #[test]
 fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() {
-    let test = "ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe";
-    if !require_root(test) {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 64).unwrap();
-    let before = snapshot(&lock.root);
+    };
+    let dev = t.loop_device(64);
 
     // (op, offset, size, count), one I/O at a time.
     let plan: [(Op, u64, u64, u64); 7] = [
@@ -475,7 +400,7 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
     let (script, expected) = dd_plan(&dev.path, &plan);
 
     // The binary ring buffer (the default).
-    let raw_out = dir.path().join("raw.tmt");
+    let raw_out = t.dir().join("raw.tmt");
     let (stdout, stderr) = capture_script(&dev.path, &raw_out, &[], &script);
     assert!(
         stdout.contains("read from the binary ring buffer, ns times"),
@@ -483,7 +408,7 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
     );
     assert!(!stderr.contains("trace_pipe"), "fell back: {stderr}");
     assert!(stdout.contains("lost events: 0"), "{stdout}");
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let raw = records(&raw_out);
     let got = ios(&raw);
     assert_eq!(
@@ -516,7 +441,7 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
     );
 
     // The text pipe on the same pattern: the same I/Os, microsecond times.
-    let text_out = dir.path().join("text.tmt");
+    let text_out = t.dir().join("text.tmt");
     let (stdout, stderr) = capture_script(&dev.path, &text_out, &["--text-pipe"], &script);
     assert!(
         stdout.contains("read from the text trace_pipe, µs times"),
@@ -526,7 +451,7 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
         stderr.contains("reading the text trace_pipe (asked for)"),
         "{stderr}"
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let text = records(&text_out);
     assert_eq!(
         ios(&text),
@@ -537,19 +462,15 @@ fn ring_buffer_capture_has_nanosecond_times_and_the_same_ios_as_the_text_pipe() 
         assert_eq!(r.time.0 % 1000, 0, "{r:?}");
         assert_eq!(r.latency.map(|l| l.0 % 1000), Some(0), "{r:?}");
     }
-    drop(lock);
 }
 
 #[test]
 fn ring_buffer_capture_pairs_ios_across_cpus() {
-    let test = "ring_buffer_capture_pairs_ios_across_cpus";
-    if !require_root(test) || !support::require_tool(test, "taskset") {
+    let Some(t) = SystemTest::with_tracefs(&["taskset"]) else {
         return;
-    }
+    };
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    let dev = t.loop_device(64);
     // One sequential O_DIRECT stream per CPU (up to 4), all at once, each in
     // its own region: issues and completions land on every CPU.
     let streams = cpus.clamp(2, 4) as u64;
@@ -569,7 +490,7 @@ fn ring_buffer_capture_pairs_ios_across_cpus() {
         }
     }
     let script = format!("{} wait", jobs.join(" "));
-    let out = dir.path().join("cpus.tmt");
+    let out = t.dir().join("cpus.tmt");
     let (stdout, _) = capture_script(&dev.path, &out, &[], &script);
     assert!(stdout.contains("binary ring buffer"), "{stdout}");
     assert!(stdout.contains("lost events: 0"), "{stdout}");
@@ -591,7 +512,6 @@ fn ring_buffer_capture_pairs_ios_across_cpus() {
     ] {
         assert_eq!(note(&out, key).unwrap_or(0), 0, "{key}");
     }
-    drop(lock);
 }
 
 #[test]
@@ -606,15 +526,11 @@ fn capture_help_names_the_readers_and_hides_text_pipe() {
 
 #[test]
 fn lost_events_are_reported_from_the_stats_and_the_pages() {
-    let test = "lost_events_are_reported_from_the_stats_and_the_pages";
-    if !require_root(test) {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 256).unwrap();
-    let before = snapshot(&lock.root);
-    let out = dir.path().join("lost.tmt");
+    };
+    let dev = t.loop_device(256);
+    let out = t.dir().join("lost.tmt");
     // A 1 MiB buffer per CPU and a reader stopped while 50,000 reads
     // (100,000 events) go by: the kernel must overwrite events.
     let mut child = tracemark()
@@ -656,7 +572,7 @@ fn lost_events_are_reported_from_the_stats_and_the_pages() {
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     assert!(status.success(), "{stdout}\n{rest}");
     assert!(stdout.contains("binary ring buffer"), "{stdout}");
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
 
     let lost: u64 = stdout
         .split("lost events: ")
@@ -685,7 +601,6 @@ fn lost_events_are_reported_from_the_stats_and_the_pages() {
         2 * 50_000,
         "kept {kept}, unmatched completions {unmatched}, no completion {no_completion}, lost {lost}"
     );
-    drop(lock);
 }
 
 /// A plan of one-at-a-time O_DIRECT dd runs `(op, offset, size, count)` on
@@ -737,17 +652,14 @@ fn check_bio_latencies(out: &Path, recs: &[IoRecord], stderr: &str, shortest_ns:
 
 #[test]
 fn zram_is_captured_through_its_bio_events_io_by_io() {
-    let test = "zram_is_captured_through_its_bio_events_io_by_io";
-    if !require_root(test) {
-        return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let Some(zram) = ZramDevice::acquire(test) else {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let before = snapshot(&lock.root);
-    // Within the 256 MiB the helper sizes zram0 to (it may be larger).
+    let Some(zram) = t.zram(256) else {
+        return;
+    };
+    let name = zram.name();
+    // Within its 256 MiB.
     let plan: [(Op, u64, u64, u64); 7] = [
         (Op::Write, 5 * MIB, 4 * KIB, 3),
         (Op::Write, 100 * MIB, 128 * KIB, 1),
@@ -760,10 +672,10 @@ fn zram_is_captured_through_its_bio_events_io_by_io() {
     let (script, expected) = dd_plan(&zram.path, &plan);
 
     // The binary ring buffer.
-    let raw_out = dir.path().join("zram.tmt");
+    let raw_out = t.dir().join("zram.tmt");
     let (stdout, stderr) = capture_script(&zram.path, &raw_out, &[], &script);
     assert!(
-        stdout.contains(&format!("{} I/Os on zram0", expected.len())),
+        stdout.contains(&format!("{} I/Os on {name}", expected.len())),
         "{stdout}"
     );
     assert!(
@@ -772,17 +684,19 @@ fn zram_is_captured_through_its_bio_events_io_by_io() {
     );
     assert!(stdout.contains("lost events: 0"), "{stdout}");
     assert!(
-        stderr.contains("zram0 is a bio-based device (no request queue): capturing its bio events"),
+        stderr.contains(&format!(
+            "{name} is a bio-based device (no request queue): capturing its bio events"
+        )),
         "the choice of events must be said: {stderr}"
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let trace = TraceFile::open(&raw_out).unwrap();
     assert_eq!(trace.header().issue_event, IssueEvent::Queue);
     let info = trace.header().original_device.clone().unwrap();
     let (major, minor) = zram.dev_id();
     assert_eq!(
         (info.id.major, info.id.minor, info.name.as_str()),
-        (major, minor, "zram0")
+        (major, minor, name.as_str())
     );
     assert_eq!(trace.footer().tail.skipped.count, 0);
     let raw = records(&raw_out);
@@ -802,13 +716,13 @@ fn zram_is_captured_through_its_bio_events_io_by_io() {
     }
 
     // The text pipe: the same I/Os, microsecond times.
-    let text_out = dir.path().join("zram-text.tmt");
+    let text_out = t.dir().join("zram-text.tmt");
     let (stdout, stderr) = capture_script(&zram.path, &text_out, &["--text-pipe"], &script);
     assert!(
         stdout.contains("; bio events; read from the text trace_pipe, µs times"),
         "{stdout}"
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let text = records(&text_out);
     assert_eq!(ios(&text), expected, "the text pipe capture differs");
     assert!(text.iter().all(|r| r.time.0 % 1000 == 0));
@@ -816,7 +730,7 @@ fn zram_is_captured_through_its_bio_events_io_by_io() {
 
     // Request events of a bio-based device: refused, clearly, with nothing
     // written and nothing changed.
-    let refused = dir.path().join("refused.tmt");
+    let refused = t.dir().join("refused.tmt");
     let run = tracemark()
         .args(["capture", "--events", "request", "--device"])
         .arg(&zram.path)
@@ -828,26 +742,20 @@ fn zram_is_captured_through_its_bio_events_io_by_io() {
     assert_eq!(run.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
-        stderr.contains("/dev/zram0: zram0 is a bio-based device")
+        stderr.contains(&format!("/dev/{name}: {name} is a bio-based device"))
             && stderr.contains("--events bio"),
         "{stderr}"
     );
     assert!(!refused.exists());
-    assert_restored(&before, &snapshot(&lock.root));
-    drop(zram);
-    drop(lock);
+    t.assert_tracing_restored();
 }
 
 #[test]
 fn bio_events_of_a_loop_device_give_the_same_ios_as_its_request_events() {
-    let test = "bio_events_of_a_loop_device_give_the_same_ios_as_its_request_events";
-    if !require_root(test) {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 64).unwrap();
-    let before = snapshot(&lock.root);
+    };
+    let dev = t.loop_device(64);
     // One I/O in flight at a time, each smaller than the loop device's
     // largest request: nothing can merge or split.
     let plan: [(Op, u64, u64, u64); 6] = [
@@ -860,10 +768,10 @@ fn bio_events_of_a_loop_device_give_the_same_ios_as_its_request_events() {
     ];
     let (script, expected) = dd_plan(&dev.path, &plan);
 
-    let req_out = dir.path().join("request.tmt");
+    let req_out = t.dir().join("request.tmt");
     let (stdout, _) = capture_script(&dev.path, &req_out, &["--events", "request"], &script);
     assert!(stdout.contains("; request events; read from"), "{stdout}");
-    let bio_out = dir.path().join("bio.tmt");
+    let bio_out = t.dir().join("bio.tmt");
     let (stdout, stderr) = capture_script(&dev.path, &bio_out, &["--events", "bio"], &script);
     assert!(
         stdout.contains("; bio events; read from the binary ring buffer"),
@@ -876,7 +784,7 @@ fn bio_events_of_a_loop_device_give_the_same_ios_as_its_request_events() {
         )),
         "{stderr}"
     );
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
 
     let req = records(&req_out);
     let bio = records(&bio_out);
@@ -902,20 +810,15 @@ fn bio_events_of_a_loop_device_give_the_same_ios_as_its_request_events() {
     ] {
         assert_eq!(note(&bio_out, key).unwrap_or(0), 0, "{key}");
     }
-    drop(lock);
 }
 
 #[test]
 fn bio_events_of_a_partition_keep_the_partition_and_map_offsets_into_it() {
-    let test = "bio_events_of_a_partition_keep_the_partition_and_map_offsets_into_it";
-    if !require_root(test) {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    };
     // Partition 1: 16 MiB from sector 8192 (4 MiB) of a 32 MiB disk.
-    let (disk, part) = LoopDevice::with_partition(dir.path(), 32, 8192, 32768).unwrap();
-    let before = snapshot(&lock.root);
+    let (disk, part) = t.loop_with_partition(32, 8192, 32768);
     let script = [
         dd(&part, Op::Write, MIB, 4 * KIB, 1),
         // Whole-disk I/O before and after the partition: not the partition's.
@@ -925,10 +828,10 @@ fn bio_events_of_a_partition_keep_the_partition_and_map_offsets_into_it() {
         dd(&part, Op::Write, 15 * MIB, 32 * KIB, 1),
     ]
     .join(" && ");
-    let out = dir.path().join("p.tmt");
+    let out = t.dir().join("p.tmt");
     let (stdout, _) = capture_script(&part, &out, &["--events", "bio"], &script);
     assert!(stdout.contains("; bio events; "), "{stdout}");
-    assert_restored(&before, &snapshot(&lock.root));
+    t.assert_tracing_restored();
     let recs = records(&out);
     assert_eq!(
         ios(&recs),
@@ -947,5 +850,4 @@ fn bio_events_of_a_partition_keep_the_partition_and_map_offsets_into_it() {
         None,
         "the kernel-side filter keeps the disk's other I/O out"
     );
-    drop(lock);
 }

@@ -3,7 +3,7 @@
 //! test made (op, offset, length) must appear exactly once, with its latency.
 
 use crate::support;
-use crate::support::{LoopDevice, TraceSetting, TracefsLock};
+use crate::support::{LoopDevice, SystemTest, TraceSetting};
 use recorder::convert::{convert, ConvertOptions};
 use recorder::normalize::EventChoice;
 use std::path::{Path, PathBuf};
@@ -74,39 +74,29 @@ fn save_trace(root: &Path, to: &Path) {
     std::fs::write(to, text).expect("save the trace");
 }
 
-/// Captures the plan with block events enabled.
-fn capture_events(root: &Path, dev: &Path, to: &Path) {
+/// Captures the plan with block events of `dev` enabled, in a private
+/// tracing instance.
+fn capture_events(t: &SystemTest, dev: &LoopDevice, to: &Path) {
+    let instance = t.instance();
+    let root = &instance.dir;
     let events = root.join("events/block");
-    let _on = TraceSetting::set(root.join("tracing_on"), "1").unwrap();
-    clear(root);
-    let _enabled: Vec<TraceSetting> = [
+    let (major, minor) = dev.dev_id();
+    std::fs::write(root.join("buffer_size_kb"), "8192").expect("buffer size");
+    for e in [
         "block_bio_queue",
         "block_rq_insert",
         "block_rq_issue",
         "block_rq_requeue",
         "block_rq_complete",
-    ]
-    .iter()
-    .flat_map(|e| {
-        // A filter left behind by someone else would hide events: clear it,
-        // and put it back afterwards ("none" reads back for no filter).
-        let filter = events.join(e).join("filter");
-        let old = std::fs::read_to_string(&filter).unwrap();
-        let restore = if old.trim() == "none" {
-            "0"
-        } else {
-            old.trim()
-        };
-        [
-            TraceSetting::set_restoring(&filter, "0", restore).unwrap(),
-            TraceSetting::set(events.join(e).join("enable"), "1").unwrap(),
-        ]
-    })
-    .collect();
-    do_io(dev);
-    drop(_enabled);
+    ] {
+        let filter = format!("dev == {}", (major << 20) | minor);
+        std::fs::write(events.join(e).join("filter"), filter).expect("event filter");
+        std::fs::write(events.join(e).join("enable"), "1").expect("enable an event");
+    }
+    std::fs::write(root.join("tracing_on"), "1").expect("tracing on");
+    do_io(&dev.path);
+    std::fs::write(root.join("tracing_on"), "0").expect("tracing off");
     save_trace(root, to);
-    clear(root);
 }
 
 /// Captures the plan with the `blk` tracer on the device.
@@ -185,40 +175,36 @@ fn convert_and_check(input: &Path, device: DeviceId, out_dir: &Path, label: &str
 
 #[test]
 fn real_loop_device_io_through_events_and_blk_tracer() {
-    let test = "real_loop_device_io_through_events_and_blk_tracer";
-    if !support::require_root(test) || !support::require_tool(test, "losetup") {
+    let Some(t) = SystemTest::with_tracefs(&["losetup"]) else {
         return;
-    }
-    let lock = TracefsLock::acquire().expect("tracefs");
-    let dir = tempfile::tempdir().unwrap();
-    let dev = LoopDevice::new(dir.path(), 64).expect("loop device");
+    };
+    let dev = t.loop_device(64);
     let (major, minor) = dev.dev_id();
     let device = DeviceId { major, minor };
 
-    let events_txt = dir.path().join("events.txt");
-    capture_events(&lock.root, &dev.path, &events_txt);
-    let blk_txt = dir.path().join("blk.txt");
-    if lock.root.join("available_tracers").exists()
-        && std::fs::read_to_string(lock.root.join("available_tracers"))
+    let events_txt = t.dir().join("events.txt");
+    capture_events(&t, &dev, &events_txt);
+    let blk_txt = t.dir().join("blk.txt");
+    if t.tracefs().join("available_tracers").exists()
+        && std::fs::read_to_string(t.tracefs().join("available_tracers"))
             .unwrap()
             .split_whitespace()
             .any(|t| t == "blk")
     {
-        capture_blk_tracer(&lock.root, &dev, &blk_txt);
+        capture_blk_tracer(t.tracefs(), &dev, &blk_txt);
     } else {
-        support::skip(test, "the kernel has no blk tracer");
+        support::skip("the kernel has no blk tracer");
     }
     drop(dev);
-    drop(lock);
 
     // Keep the captures for a failing run to be looked at.
     if let Ok(keep) = std::env::var("TRACEMARK_KEEP_CAPTURES") {
         let _ = std::fs::copy(&events_txt, Path::new(&keep).join("events.txt"));
         let _ = std::fs::copy(&blk_txt, Path::new(&keep).join("blk.txt"));
     }
-    convert_and_check(&events_txt, device, dir.path(), "block events");
+    convert_and_check(&events_txt, device, t.dir(), "block events");
     if blk_txt.exists() {
-        convert_and_check(&blk_txt, device, dir.path(), "blk tracer");
+        convert_and_check(&blk_txt, device, t.dir(), "blk tracer");
     }
 }
 

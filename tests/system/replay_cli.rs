@@ -2,7 +2,7 @@
 //! and the safety rules on block devices.
 
 use crate::support::replay::*;
-use crate::support::{require_root, require_tool, LoopDevice};
+use crate::support::SystemTest;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use trace_format::Op;
@@ -153,17 +153,15 @@ fn bad_options_give_one_clear_error() {
 
 #[test]
 fn writes_to_a_block_device_need_allow_write() {
-    let test = "writes_to_a_block_device_need_allow_write";
-    if !require_root(test) || !require_tool(test, "losetup") {
+    let Some(t) = SystemTest::start(&["losetup"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let trace = small_trace(dir.path());
-    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    };
+    let trace = small_trace(t.dir());
+    let dev = t.loop_device(16);
     let target = dev.path.to_str().unwrap();
     let before = std::fs::read(&dev.path).unwrap();
     let out = replay(
-        dir.path(),
+        t.dir(),
         &[
             trace.to_str().unwrap(),
             "--target",
@@ -183,7 +181,7 @@ fn writes_to_a_block_device_need_allow_write() {
     );
     // Reads only are fine without --allow-write.
     let out = replay(
-        dir.path(),
+        t.dir(),
         &[
             trace.to_str().unwrap(),
             "--target",
@@ -214,20 +212,18 @@ impl Drop for Mount {
 
 #[test]
 fn a_mounted_device_is_refused_even_with_allow_write() {
-    let test = "a_mounted_device_is_refused_even_with_allow_write";
-    if !require_root(test) || !require_tool(test, "losetup") || !require_tool(test, "mkfs.ext4") {
+    let Some(t) = SystemTest::start(&["losetup", "mkfs.ext4"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let trace = small_trace(dir.path());
-    let dev = LoopDevice::new(dir.path(), 32).unwrap();
+    };
+    let trace = small_trace(t.dir());
+    let dev = t.loop_device(32);
     let st = Command::new("mkfs.ext4")
         .args(["-q", "-F"])
         .arg(&dev.path)
         .status()
         .unwrap();
     assert!(st.success());
-    let mnt = dir.path().join("mnt");
+    let mnt = t.dir().join("mnt");
     std::fs::create_dir(&mnt).unwrap();
     let st = Command::new("mount")
         .arg(&dev.path)
@@ -238,7 +234,7 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
     let _mount = Mount(mnt.clone());
     std::fs::write(mnt.join("precious"), b"keep me").unwrap();
     let out = replay(
-        dir.path(),
+        t.dir(),
         &[
             trace.to_str().unwrap(),
             "--target",

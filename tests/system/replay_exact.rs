@@ -2,7 +2,7 @@
 //! issued to a loop device during a replay must be the trace, mapped.
 
 use crate::support::replay::*;
-use crate::support::{require_root, require_tool, LoopDevice, TracefsLock, ZramDevice};
+use crate::support::{self, SystemTest};
 use std::collections::BTreeMap;
 use trace_format::{IoRecord, Op};
 
@@ -59,21 +59,19 @@ fn expected_issues(recs: &[IoRecord], reads_only: bool) -> Vec<Issued> {
     v
 }
 
-fn run_exactness(test: &str, read_only: bool) {
-    if !require_root(test) || !require_tool(test, "losetup") {
+fn run_exactness(read_only: bool) {
+    let Some(t) = SystemTest::with_tracefs(&["losetup"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let recs = scattered_trace();
-    let trace = dir.path().join("scattered.tmt");
+    let trace = t.dir().join("scattered.tmt");
     write_trace(&trace, "scattered", &recs);
-    let dev = LoopDevice::new(dir.path(), 64).unwrap();
+    let dev = t.loop_device(64);
     no_merges(&dev.name());
-    let lock = TracefsLock::acquire().unwrap();
     let (major, minor) = dev.dev_id();
-    let tracer = IssueTracer::start(&lock.root, major, minor).unwrap();
+    let tracer = IssueTracer::start(&t, major, minor);
     let target = dev.path.to_string_lossy().to_string();
-    let json = dir.path().join("r.json");
+    let json = t.dir().join("r.json");
     let mut args = vec![
         trace.to_str().unwrap(),
         "--target",
@@ -91,7 +89,7 @@ fn run_exactness(test: &str, read_only: bool) {
     } else {
         "--allow-write"
     });
-    let out = replay(dir.path(), &args);
+    let out = replay(t.dir(), &args);
     let mut issued = tracer.stop();
     assert!(out.status.success());
     issued.sort();
@@ -126,23 +124,20 @@ fn result_json(path: &std::path::Path) -> serde_json::Value {
 /// result must name the path.
 #[test]
 fn on_a_device_without_nowait_every_io_still_reaches_it_once() {
-    let test = "on_a_device_without_nowait_every_io_still_reaches_it_once";
-    if !require_root(test) {
-        return;
-    }
-    let Some(zram) = ZramDevice::acquire(test) else {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let Some(zram) = t.zram(256) else {
+        return;
+    };
     let recs = scattered_trace();
-    let trace = dir.path().join("scattered.tmt");
+    let trace = t.dir().join("scattered.tmt");
     write_trace(&trace, "scattered", &recs);
-    let lock = TracefsLock::acquire().unwrap();
     let (major, minor) = zram.dev_id();
-    let tracer = IssueTracer::start_event(&lock.root, "block_bio_queue", major, minor).unwrap();
-    let json = dir.path().join("r.json");
+    let tracer = IssueTracer::start_event(&t, "block_bio_queue", major, minor);
+    let json = t.dir().join("r.json");
     let out = replay(
-        dir.path(),
+        t.dir(),
         &[
             trace.to_str().unwrap(),
             "--target",
@@ -173,12 +168,12 @@ fn on_a_device_without_nowait_every_io_still_reaches_it_once() {
 
 #[test]
 fn every_io_reaches_the_device_once_as_recorded() {
-    run_exactness("every_io_reaches_the_device_once_as_recorded", false);
+    run_exactness(false);
 }
 
 #[test]
 fn read_only_sends_the_reads_and_no_write() {
-    run_exactness("read_only_sends_the_reads_and_no_write", true);
+    run_exactness(true);
 }
 
 /// Discards go to a block device as `BLOCK_URING_CMD_DISCARD`: the kernel's
@@ -188,11 +183,9 @@ fn read_only_sends_the_reads_and_no_write() {
 /// skipped. Either way the result says which.
 #[test]
 fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
-    let test = "discards_reach_the_device_as_discards_or_are_reported_skipped";
-    if !require_root(test) || !require_tool(test, "losetup") {
+    let Some(t) = SystemTest::with_tracefs(&["losetup"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
+    };
     let mut recs = Vec::new();
     for r in 0..8u64 {
         recs.push(rec(r * 100, Op::Write, r * 100 * MIB, 64 * KIB));
@@ -216,17 +209,16 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
             len: r.len.0,
         })
         .collect();
-    let trace = dir.path().join("discards.tmt");
+    let trace = t.dir().join("discards.tmt");
     write_trace(&trace, "discards", &recs);
-    let dev = LoopDevice::new(dir.path(), 16).unwrap();
+    let dev = t.loop_device(16);
     no_merges(&dev.name());
-    let lock = TracefsLock::acquire().unwrap();
     let (major, minor) = dev.dev_id();
-    let tracer = IssueTracer::start(&lock.root, major, minor).unwrap();
-    let json = dir.path().join("r.json");
+    let tracer = IssueTracer::start(&t, major, minor);
+    let json = t.dir().join("r.json");
     let target = dev.path.to_string_lossy().to_string();
     let out = replay(
-        dir.path(),
+        t.dir(),
         &[
             trace.to_str().unwrap(),
             "--target",
@@ -242,7 +234,7 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
         ],
     );
     let issued = tracer.stop();
-    drop(lock);
+
     assert!(out.status.success());
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -253,7 +245,7 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
     seen.sort();
     let n = discards.len() as u64;
     if sent == n {
-        eprintln!("{test}: {n} discards issued as discards");
+        eprintln!("{}: {n} discards issued as discards", support::test_name());
         assert_eq!(skipped, 0);
         assert_eq!(pass["ops"]["discard"]["errors"], 0);
         // the block layer may split a discard; compare the covered bytes
@@ -275,7 +267,10 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
             "discards differ from the trace"
         );
     } else {
-        eprintln!("{test}: the kernel refused discards; {skipped} reported skipped");
+        eprintln!(
+            "{}: the kernel refused discards; {skipped} reported skipped",
+            support::test_name()
+        );
         assert_eq!(skipped, n, "every discard is either sent or skipped");
         // the first may have been tried and refused; none may have been done
         assert!(

@@ -2,19 +2,23 @@
 //! scratch file: where pinning the buffers is refused, the engine uses them
 //! unregistered instead of failing.
 
-use crate::support;
+use crate::support::SystemTest;
 use std::os::unix::fs::PermissionsExt;
 use trace_format::*;
 
 #[test]
 fn an_ordinary_user_replays_onto_a_scratch_file() {
-    let test = "an_ordinary_user_replays_onto_a_scratch_file";
-    if !support::require_root(test) || !support::require_tool(test, "setpriv") {
+    let Some(t) = SystemTest::start(&["setpriv"]) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let trace = dir.path().join("t.tmt");
+    };
+    let dir = t.dir();
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    // The ordinary user may not reach the built binary (a checkout in a
+    // 0700 directory): it runs a copy in the world-readable temp dir.
+    let binary = dir.join("tracemark");
+    std::fs::copy(env!("CARGO_BIN_EXE_tracemark"), &binary).unwrap();
+    std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let trace = dir.join("t.tmt");
     let mut w = TraceWriter::new(
         std::fs::File::create(&trace).unwrap(),
         &TraceHeader::new("t", "test"),
@@ -36,7 +40,7 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
     }
     w.finish(&TraceTail::default()).unwrap();
     std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let json = dir.path().join("r.json");
+    let json = dir.join("r.json");
     // 64 KiB x 32 slots plus the 16 MiB write buffer is over 8 MiB of pinned memory.
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
@@ -44,8 +48,8 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
         .arg("-c")
         .arg(format!(
             "ulimit -l 8192 && cd '{}' && exec '{}' replay t.tmt --mode compressed --passes 1 --no-warmup --json r.json",
-            dir.path().display(),
-            env!("CARGO_BIN_EXE_tracemark")
+            dir.display(),
+            binary.display()
         ))
         .output()
         .unwrap();
