@@ -116,15 +116,13 @@ fn remove_instance(dir: &Path) {
     let _ = fs::remove_dir(dir);
 }
 
-/// The process that owns a tracemark instance (`tracemark-PID[-N]`,
-/// `tracemark-test-PID-N`, `tracemark-replay-PID`), if the name says.
+/// The process that owns a tracemark instance, when its name says
+/// (`tracemark-PID`, `tracemark-PID-N`, `tracemark-test-PID-N`,
+/// `tracemark-replay-PID`, any `tracemark-WORD-PID...`): the first number.
 fn instance_owner(name: &str) -> Option<u32> {
-    let rest = name.strip_prefix("tracemark-")?;
-    let rest = rest
-        .strip_prefix("test-")
-        .or_else(|| rest.strip_prefix("replay-"))
-        .unwrap_or(rest);
-    rest.split('-').next()?.parse().ok()
+    name.strip_prefix("tracemark-")?
+        .split('-')
+        .find_map(|part| part.parse().ok())
 }
 
 fn alive(pid: u32) -> bool {
