@@ -1,5 +1,5 @@
 //! `tracemark info` and `tracemark export` on traces with known content: the
-//! JSON keys SPEC fixes, the CSV columns, and a fio iolog that fio replays.
+//! JSON keys the README fixes, the CSV columns, and a fio iolog that fio replays.
 
 use crate::support;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The reference traces: every trace in traces/ opens and verifies, its `info`
 //! matches the table in traces/README.md, the suite file names them, and the
 //! suite runs end to end producing a score and a JSON result with every field
-//! SPEC lists.
+//! results/README.md lists.
 
 use crate::support;
 use std::collections::HashMap;

@@ -12,7 +12,7 @@
 //! - v3 `TIMESTAMP` is **microseconds** since the job's log start: the writer
 //!   prints `utime_since_now(&td->io_log_start_time)` and the replayer passes the
 //!   differences of successive timestamps to `iolog_delay()`, which counts
-//!   microseconds. (SPEC.md agrees: v3 timestamps are microseconds.) v3 does not
+//!   microseconds (the README's format table says so too). v3 does not
 //!   allow `wait`; fio logs an error and ignores the line, and so do we (a note).
 //! - v2 has no timestamps: every request is at time 0 (fio replays a v2 log as
 //!   fast as it can), except after a `wait OFFSET` line. HOWTO says `wait` waits
