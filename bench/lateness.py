@@ -10,7 +10,9 @@ The n-th I/O seen at the device is paired with the n-th I/O of the schedule
 (both in time order). The schedule's origin is unknown to an outside
 observer, so it is anchored where it makes the least-late I/O exactly on time:
 lateness_i = (seen_i - sched_i) - min_j (seen_j - sched_j). Also reported:
-the error of each inter-arrival time against the trace's (|Δseen - Δsched|).
+the jitter (|lateness_i - median lateness|), the error of each inter-arrival
+time against the trace's (|Δseen - Δsched|), and how many I/Os reached the
+device out of trace order (the n-th arrival is not the n-th record's offset).
 Prints one JSON object; times in microseconds (tracefs prints µs).
 """
 import json
@@ -64,6 +66,10 @@ def main():
     diffs = [(seen[i] - seen[0]) - (sched[i] - sched[0]) for i in range(n)]
     base = min(diffs)
     late = sorted(d - base for d in diffs)
+    # Jitter: each I/O's lateness around the median lateness (a constant
+    # shift of the whole schedule is not jitter).
+    mid = pct(late, 50)
+    jitter = sorted(abs(v - mid) for v in late)
     gaps = sorted(
         abs((seen[i] - seen[i - 1]) - (sched[i] - sched[i - 1])) for i in range(1, n)
     )
@@ -71,6 +77,10 @@ def main():
         {
             "paired": n,
             "same_offset_share": same_offset / n,
+            # I/Os whose position in arrival order holds another I/O than the
+            # trace's (a swap of two counts 2).
+            "out_of_order": n - same_offset,
+            "jitter_us": {"p50": pct(jitter, 50), "p99": pct(jitter, 99), "max": jitter[-1]},
             "lateness_us": {"p50": pct(late, 50), "p99": pct(late, 99), "max": late[-1]},
             "interarrival_error_us": {"p50": pct(gaps, 50), "p99": pct(gaps, 99), "max": gaps[-1]},
             "original_s": (sched[n - 1] - sched[0]) / 1e6,

@@ -217,7 +217,7 @@ impl<'t> Engine<'t> {
         };
         let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
         if punted.contains(&true) {
-            share_punted_work(&ring);
+            share_punted_work(&ring, !cooperative);
         }
         let fds: Vec<i32> = target.all().map(Target::fd).collect();
         ring.submitter()

@@ -32,18 +32,32 @@ pub(super) fn cooperative_ring(entries: u32) -> std::io::Result<IoUring> {
 /// when a running one sleeps; such drivers copy data synchronously and never
 /// sleep, so one worker serves the whole queue on one CPU. SQEs flagged
 /// IOSQE_ASYNC skip the inline attempt that is bound to fail and are
-/// "concurrent" work, for which io-wq starts more workers; capping them at
-/// one per online CPU keeps them from fighting over the device's locks.
-/// Measured on zram, 70/30 random 4 KiB at QD32 (bench/README.md): median
-/// 1.05x -> 1.18x fio's replay, where 8 uncapped workers gave 1.05x.
-/// The cost of the cap: a driver that sleeps inside submission gets at most
-/// one such submission per CPU at a time (the default allows four per CPU).
+/// "concurrent" work, for which io-wq starts more workers. Measured on zram,
+/// 70/30 random 4 KiB at QD32 (bench/README.md): median 1.05x -> 1.18x fio's
+/// replay.
+///
+/// Compressed mode caps io-wq's *bounded* workers at one per online CPU.
+/// Block-device reads and writes turned out to be *unbounded* work on this
+/// kernel (6.18: three `iou-wrk` threads ran under a bounded cap of one, one
+/// under a cap of both kinds), so that cap binds only regular files; it is
+/// kept as measured.
+///
+/// `in_order` (realtime mode): one worker of either kind. Several workers
+/// race, so requests issued close together reach the device out of issue
+/// order (509 of 60,000 in a 20,000 IOPS replay on zram, issue 12; 0 with
+/// one worker, bench/replay_fidelity.sh). The cost: the device gets one
+/// request at a time, which bounds a realtime replay on such a device to
+/// what one CPU copies (zram: a few hundred thousand 4 KiB I/Os per second),
+/// above the rates realtime traces ask for.
 /// Failure to cap is harmless (the default limits stay).
-pub(super) fn share_punted_work(ring: &IoUring) {
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-    // [bounded, unbounded]; 0 leaves a limit unchanged. Block-device and file
-    // reads and writes are bounded work.
-    let mut max = [cpus, 0];
+pub(super) fn share_punted_work(ring: &IoUring, in_order: bool) {
+    // [bounded, unbounded]; 0 leaves a limit unchanged.
+    let mut max = if in_order {
+        [1, 1]
+    } else {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        [cpus, 0]
+    };
     let _ = ring.submitter().register_iowq_max_workers(&mut max);
 }
 
