@@ -22,6 +22,7 @@ pub mod clock;
 pub mod consistency;
 pub mod engine;
 pub mod error;
+pub mod in_use;
 pub mod interrupt;
 pub mod mapping;
 pub mod metrics;

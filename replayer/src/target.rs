@@ -288,6 +288,16 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
     let block = 4096u64;
     let required = req.required_size.div_ceil(block) * block;
     let current = file.metadata().map_err(io_err(path, "cannot stat"))?.len();
+    // A file is data too: one that backs a loop device, is a swap file or
+    // is mounted as an image is someone's filesystem, whatever its name.
+    if req.needs_write || current < required {
+        if let Some(why) = crate::in_use::file_refusal(&file) {
+            return Err(ReplayError::TargetRefused {
+                path: path.to_path_buf(),
+                reason: format!("{why}; tracemark never writes to a device in use"),
+            });
+        }
+    }
     let mut size = current;
     if current < required {
         fill_file(&file, path, current / block * block, required)?;
@@ -391,7 +401,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
         ));
     }
     if writes {
-        if let Some(why) = busy_reason(path, major, minor) {
+        if let Some(why) = crate::in_use::block_device_refusal(path, major, minor) {
             return Err(refuse(format!(
                 "{why}; tracemark never writes to a device in use"
             )));
@@ -457,98 +467,6 @@ fn device_model(major: u32, minor: u32) -> Option<String> {
         .or_else(|| read(dir.join("loop/backing_file")).map(|f| format!("loop device over {f}")))
 }
 
-/// Why the device (or one of its partitions) is in use, if it is: mounted,
-/// used as swap, or held by another driver (device-mapper, md, ...).
-pub fn busy_reason(path: &Path, major: u32, minor: u32) -> Option<String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    busy_reason_in(
-        Path::new("/sys/dev/block"),
-        &mountinfo,
-        &swaps,
-        path,
-        major,
-        minor,
-    )
-}
-
-/// [`busy_reason`] over a given sysfs `dev/block` directory and the texts
-/// of `/proc/self/mountinfo` and `/proc/swaps` (tests feed it fakes).
-fn busy_reason_in(
-    sys_dev_block: &Path,
-    mountinfo: &str,
-    swaps: &str,
-    path: &Path,
-    major: u32,
-    minor: u32,
-) -> Option<String> {
-    let sys_dir = |a: u32, b: u32| sys_dev_block.join(format!("{a}:{b}"));
-    let mut devs = vec![(major, minor, path.to_path_buf())];
-    let dir = sys_dir(major, minor);
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.join("partition").exists() {
-                if let Some((a, b)) = std::fs::read_to_string(p.join("dev"))
-                    .ok()
-                    .and_then(|s| parse_dev(s.trim()))
-                {
-                    devs.push((a, b, PathBuf::from("/dev").join(e.file_name())));
-                }
-            }
-        }
-    }
-    for (i, (a, b, dev_path)) in devs.iter().enumerate() {
-        let what = if i == 0 {
-            "the device".to_string()
-        } else {
-            format!("its partition {}", dev_path.display())
-        };
-        let canon = std::fs::canonicalize(dev_path).unwrap_or_else(|_| dev_path.clone());
-        for line in mountinfo.lines() {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let by_number = fields.get(2).and_then(|d| parse_dev(d)) == Some((*a, *b));
-            let source = line
-                .split(" - ")
-                .nth(1)
-                .and_then(|rest| rest.split(' ').nth(1))
-                .map(PathBuf::from);
-            let by_source = source
-                .map(|s| std::fs::canonicalize(&s).unwrap_or(s) == canon)
-                .unwrap_or(false);
-            if by_number || by_source {
-                let at = fields.get(4).copied().unwrap_or("?");
-                return Some(format!("{what} is mounted at {at}"));
-            }
-        }
-        for line in swaps.lines().skip(1) {
-            if let Some(first) = line.split_whitespace().next() {
-                if std::fs::canonicalize(first)
-                    .map(|p| p == canon)
-                    .unwrap_or(false)
-                {
-                    return Some(format!("{what} is in use as swap"));
-                }
-            }
-        }
-        let holders = sys_dir(*a, *b).join("holders");
-        if let Ok(mut entries) = std::fs::read_dir(&holders) {
-            if let Some(Ok(h)) = entries.next() {
-                return Some(format!(
-                    "{what} is held by {}",
-                    h.file_name().to_string_lossy()
-                ));
-            }
-        }
-    }
-    None
-}
-
-fn parse_dev(s: &str) -> Option<(u32, u32)> {
-    let (a, b) = s.split_once(':')?;
-    Some((a.parse().ok()?, b.parse().ok()?))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -593,54 +511,5 @@ mod tests {
         assert!(grown[4 << 20..]
             .chunks(4096)
             .all(|c| c.iter().any(|b| *b != 0)));
-    }
-
-    /// Holders, mounted partitions and swap, on a fake sysfs tree: a real
-    /// holder needs device-mapper or md, which not every test kernel has.
-    #[test]
-    fn busy_reasons_from_holders_partitions_and_swap() {
-        let root = tempfile::tempdir().unwrap();
-        let sys = root.path();
-        let dev = Path::new("/nonexistent/loop9");
-        std::fs::create_dir_all(sys.join("7:9/holders")).unwrap();
-        std::fs::create_dir_all(sys.join("7:9/loop9p1")).unwrap();
-        std::fs::write(sys.join("7:9/loop9p1/partition"), "1\n").unwrap();
-        std::fs::write(sys.join("7:9/loop9p1/dev"), "259:4\n").unwrap();
-        std::fs::create_dir_all(sys.join("259:4/holders")).unwrap();
-        let swaps = "Filename Type Size Used Priority\n";
-        assert_eq!(busy_reason_in(sys, "", swaps, dev, 7, 9), None);
-
-        // a holder of the device itself
-        std::fs::create_dir_all(sys.join("7:9/holders/dm-3")).unwrap();
-        let why = busy_reason_in(sys, "", swaps, dev, 7, 9).unwrap();
-        assert_eq!(why, "the device is held by dm-3");
-        std::fs::remove_dir(sys.join("7:9/holders/dm-3")).unwrap();
-
-        // a holder of its partition
-        std::fs::create_dir_all(sys.join("259:4/holders/md0")).unwrap();
-        let why = busy_reason_in(sys, "", swaps, dev, 7, 9).unwrap();
-        assert!(
-            why.contains("partition /dev/loop9p1 is held by md0"),
-            "{why}"
-        );
-        std::fs::remove_dir(sys.join("259:4/holders/md0")).unwrap();
-
-        // its partition mounted (matched by device number)
-        let mi = "36 25 259:4 / /mnt/data rw,relatime shared:1 - ext4 /dev/whatever rw\n";
-        let why = busy_reason_in(sys, mi, swaps, dev, 7, 9).unwrap();
-        assert!(
-            why.contains("partition /dev/loop9p1 is mounted at /mnt/data"),
-            "{why}"
-        );
-        // the device mounted
-        let mi = "36 25 7:9 / /srv rw - xfs /dev/loop9 rw\n";
-        let why = busy_reason_in(sys, mi, swaps, dev, 7, 9).unwrap();
-        assert_eq!(why, "the device is mounted at /srv");
-    }
-
-    #[test]
-    fn parse_dev_reads_major_minor() {
-        assert_eq!(parse_dev("7:3"), Some((7, 3)));
-        assert_eq!(parse_dev("x"), None);
     }
 }

@@ -8,6 +8,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod alias_safety;
 mod blktrace_binary;
 mod capture;
 mod consistency;
