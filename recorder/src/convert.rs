@@ -207,7 +207,7 @@ pub fn parse_text(
     }
 }
 
-fn check_options(opts: &ConvertOptions) -> Result<(), ConvertError> {
+pub(crate) fn check_options(opts: &ConvertOptions) -> Result<(), ConvertError> {
     if let (Some(from), Some(to)) = (opts.from, opts.to) {
         if from > to {
             return Err(ConvertError::Usage(format!(
@@ -218,7 +218,7 @@ fn check_options(opts: &ConvertOptions) -> Result<(), ConvertError> {
     Ok(())
 }
 
-fn normalise_options(opts: &ConvertOptions) -> NormaliseOptions {
+pub(crate) fn normalise_options(opts: &ConvertOptions) -> NormaliseOptions {
     NormaliseOptions {
         event: opts.event,
         device: opts.device,

@@ -17,6 +17,7 @@ pub mod sink;
 pub mod convert;
 pub mod decompress;
 pub mod normalize;
+pub mod split;
 
 pub mod capture;
 pub mod formats;

@@ -122,6 +122,12 @@ pub trait RecordSink {
 
     /// One record; records come in non-decreasing time.
     fn record(&mut self, record: IoRecord) -> Result<(), ConvertError>;
+
+    /// A device entered the device table at `index` (records name devices by
+    /// index); called before the first record on it.
+    fn new_device(&mut self, _index: u16, _device: DeviceId) -> Result<(), ConvertError> {
+        Ok(())
+    }
 }
 
 impl RecordSink for Vec<IoRecord> {
@@ -546,6 +552,7 @@ impl<'o> Normaliser<'o> {
             reason: "more than 65536 devices in one trace; pick one with --device".into(),
         })?;
         self.device_index.insert(device, i);
+        self.out.new_device(i, device)?;
         self.devices.push(DeviceEntry {
             id: device,
             name: String::new(),

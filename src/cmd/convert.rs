@@ -7,7 +7,7 @@ use clap::Args;
 use recorder::convert::{convert, ConvertOptions};
 use recorder::formats::{format_names, Format};
 use recorder::normalize::EventChoice;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use trace_format::{DeviceId, Nanos, WriterOptions};
 
 #[derive(Args, Debug)]
@@ -17,9 +17,14 @@ pub struct ConvertArgs {
     /// after the other; the files of a blktrace set are merged by time.
     #[arg(required = true)]
     pub inputs: Vec<PathBuf>,
-    /// The trace to write.
+    /// The trace to write (with `--split-by volume`, the folder to write the
+    /// traces in).
     #[arg(short, long)]
     pub output: PathBuf,
+    /// `volume`: write one trace per volume (device) of a multi-volume dataset
+    /// into the folder `-o` names, `NAME-volID.tmt`, in one pass.
+    #[arg(long, value_name = "volume")]
+    pub split_by: Option<String>,
     /// Input format: auto, or one of the formats listed below.
     #[arg(long, default_value = "auto")]
     pub format: String,
@@ -81,6 +86,7 @@ Examples:
   tracemark convert web_0.csv -o msr-web.tmt --name msr-web --description \"MSR Cambridge web server, volume 0\"
   tracemark convert messy.txt -o t.tmt --skip-bad
   tracemark convert io_traces.csv.zst -o disk7.tmt --volume 7
+  tracemark convert io_traces.csv.zst --split-by volume -o volumes/
 Any input may be gzip, xz, zstd or bzip2 compressed (recognised by its first bytes).
 Datasets need not be sorted by time: requests up to 1 s out of order are put in order.",
     );
@@ -126,6 +132,11 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
             ..WriterOptions::default()
         },
     };
+    match args.split_by.as_deref() {
+        None => {}
+        Some("volume") => return split(&args.inputs, &args.output, args.quiet, &opts),
+        Some(other) => bail!("unknown --split-by '{other}' (volume)"),
+    }
     let report = convert(&args.inputs, &args.output, &opts)?;
     for m in &report.messages {
         eprintln!("note: {m}");
@@ -167,6 +178,33 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
                 .map(|d| format!("{} {}", d.id, d.name))
                 .collect();
             println!("  devices: {}", names.join(", "));
+        }
+    }
+    Ok(0)
+}
+
+/// `--split-by volume`: one trace per volume into the folder `-o` names.
+fn split(inputs: &[PathBuf], folder: &Path, quiet: bool, opts: &ConvertOptions) -> Result<i32> {
+    let report = recorder::split::convert_split(inputs, folder, opts)?;
+    for m in &report.messages {
+        eprintln!("note: {m}");
+    }
+    if !quiet {
+        let ios: u64 = report.traces.iter().map(|t| t.summary.ios).sum();
+        println!(
+            "{}: {} traces ({} I/Os) from {} input, one per volume",
+            folder.display(),
+            report.traces.len(),
+            ios,
+            report.format.name()
+        );
+        for t in &report.traces {
+            println!(
+                "  {} {}: {} I/Os",
+                t.device,
+                t.output.display(),
+                t.summary.ios
+            );
         }
     }
     Ok(0)

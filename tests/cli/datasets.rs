@@ -319,3 +319,90 @@ fn dataset_samples_match_an_independent_count() {
     }
     assert!(checked >= 2);
 }
+
+#[test]
+fn split_by_volume_equals_one_conversion_per_volume() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("io_traces.csv");
+    std::fs::write(&plain, alibaba_rows(6_000)).unwrap();
+    let folder = dir.path().join("volumes");
+    let run = convert(&[
+        plain.to_str().unwrap(),
+        "--split-by",
+        "volume",
+        "-o",
+        folder.to_str().unwrap(),
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec![
+            "io_traces-vol0.tmt",
+            "io_traces-vol42.tmt",
+            "io_traces-vol7.tmt"
+        ]
+    );
+    let mut total = 0;
+    for volume in [0, 7, 42] {
+        let one = dir.path().join(format!("one-{volume}.tmt"));
+        convert_ok(&plain, &one, &["--volume", &volume.to_string()]);
+        let split = folder.join(format!("io_traces-vol{volume}.tmt"));
+        let (n, sum) = checksum(&split);
+        assert_eq!((n, sum), checksum(&one), "volume {volume}");
+        let t = TraceFile::open(&split).unwrap();
+        let devices: Vec<String> = t
+            .footer()
+            .tail
+            .devices
+            .iter()
+            .map(|d| d.id.to_string())
+            .collect();
+        assert_eq!(devices, vec![format!("0:{volume}")]);
+        total += n;
+    }
+    assert_eq!(total, 6_000);
+    // Combined with --volume it is refused, and a failed split leaves nothing.
+    let run = convert(&[
+        plain.to_str().unwrap(),
+        "--split-by",
+        "volume",
+        "--volume",
+        "7",
+        "-o",
+        dir.path().join("v2").to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        b"0,R,0,4096,1577808000000000\n7,R,0,4096,1577808000000100\nbroken\n",
+    )
+    .unwrap();
+    let out = dir.path().join("v3");
+    let run = convert(&[
+        bad.to_str().unwrap(),
+        "--format",
+        "alibaba",
+        "--split-by",
+        "volume",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(err.contains("bad.csv:3"), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "files left behind"
+    );
+}
