@@ -263,6 +263,10 @@ mod duration_secs {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
-        Ok(Duration::from_secs_f64(secs.max(0.0)))
+        // A result file is input: a duration too large for a Duration is an
+        // error, not a panic (the fuzzer found 1e300).
+        Duration::try_from_secs_f64(secs.max(0.0)).map_err(|_| {
+            serde::de::Error::custom(format!("{secs} seconds is not a usable duration"))
+        })
     }
 }

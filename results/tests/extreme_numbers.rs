@@ -75,3 +75,24 @@ fn extreme_numbers_give_a_finished_bounded_report() {
         );
     }
 }
+
+#[test]
+fn a_duration_too_large_for_a_duration_is_an_error_not_a_panic() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/replay-file.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let options = v["options"].as_object_mut().unwrap();
+    let key = options
+        .keys()
+        .find(|k| k.contains("timeout"))
+        .cloned()
+        .expect("a timeout option in the fixture");
+    options.insert(key, serde_json::json!(1e300));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let err = results::compare::load_result(&file)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not a usable duration"), "{err}");
+}
