@@ -4,6 +4,7 @@
 
 mod cmd;
 mod output;
+mod reference;
 
 use clap::{Parser, Subcommand};
 
@@ -29,7 +30,7 @@ enum Command {
     Export(cmd::export::ExportArgs),
     /// Replay traces against a drive (or a scratch file) and score it.
     Replay(cmd::replay::ReplayArgs),
-    /// Replay the reference suite (traces/suite.toml) and print one score.
+    /// Replay a profile of the reference suite (quick, full, data) or a suite file and print one score.
     Suite(cmd::suite::SuiteArgs),
     /// Trace one block device live through tracefs (for a duration, a command's life, or until Ctrl-C) into a .tmt trace.
     Capture(cmd::capture::CaptureArgs),

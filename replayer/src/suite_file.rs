@@ -2,6 +2,7 @@
 //!
 //! ```toml
 //! name = "tracemark reference suite"
+//! idle_cap = "100ms"              # realtime default: "10ms", "1s", or "none" (kept whole)
 //!
 //! [[trace]]
 //! name = "office-writer"
@@ -12,6 +13,69 @@
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
+use trace_format::Nanos;
+
+/// How a suite replays idle periods in realtime mode unless the command line
+/// says otherwise: shortened to a cap, or kept whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleCap {
+    Cap(Nanos),
+    KeepWhole,
+}
+
+impl IdleCap {
+    /// `10ms`, `100ms`, `1s`, `500us` or `none`.
+    pub fn parse(s: &str) -> Result<IdleCap, String> {
+        let s = s.trim();
+        if s == "none" {
+            return Ok(IdleCap::KeepWhole);
+        }
+        let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let (num, unit) = s.split_at(split);
+        let n: u64 = num
+            .parse()
+            .map_err(|_| format!("idle_cap '{s}': want e.g. \"100ms\", \"1s\" or \"none\""))?;
+        let scale = match unit {
+            "us" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            _ => return Err(format!("idle_cap '{s}': unit must be us, ms or s")),
+        };
+        n.checked_mul(scale)
+            .filter(|&ns| ns > 0)
+            .map(|ns| IdleCap::Cap(Nanos(ns)))
+            .ok_or_else(|| format!("idle_cap '{s}' is out of range"))
+    }
+
+    /// The cap for [`crate::ReplayOptions::idle_cap`] (None: kept whole).
+    pub fn as_option(self) -> Option<Nanos> {
+        match self {
+            IdleCap::Cap(n) => Some(n),
+            IdleCap::KeepWhole => None,
+        }
+    }
+}
+
+impl std::fmt::Display for IdleCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdleCap::KeepWhole => write!(f, "none"),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000_000 == 0 => {
+                write!(f, "{}s", ns / 1_000_000_000)
+            }
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            IdleCap::Cap(Nanos(ns)) => write!(f, "{ns}ns"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for IdleCap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        IdleCap::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -20,7 +84,12 @@ pub struct SuiteFile {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    #[serde(rename = "trace", alias = "traces")]
+    /// The suite's idle policy in realtime mode (None: the program's default).
+    #[serde(default)]
+    pub idle_cap: Option<IdleCap>,
+    /// Empty only in a profile whose traces are not captured yet (then
+    /// [`SuiteFile::load`] refuses it and says so).
+    #[serde(rename = "trace", alias = "traces", default)]
     pub traces: Vec<SuiteEntry>,
 }
 
@@ -45,12 +114,26 @@ pub enum SuiteFileError {
     },
     #[error("{}: {message}", path.display())]
     Parse { path: PathBuf, message: String },
+    #[error("{}: the suite names no traces ([[trace]] tables){}", path.display(), if description.is_empty() { String::new() } else { format!(": {description}") })]
+    NoTraces { path: PathBuf, description: String },
 }
 
 impl SuiteFile {
     /// Reads a suite file; trace paths become relative to its folder, and
-    /// every trace must exist.
+    /// every trace must exist; a suite without traces is refused.
     pub fn load(path: &Path) -> Result<SuiteFile, SuiteFileError> {
+        let suite = SuiteFile::load_allow_empty(path)?;
+        if suite.traces.is_empty() {
+            return Err(SuiteFileError::NoTraces {
+                path: path.to_path_buf(),
+                description: suite.description,
+            });
+        }
+        Ok(suite)
+    }
+
+    /// [`SuiteFile::load`], but a suite naming no traces is returned as it is.
+    pub fn load_allow_empty(path: &Path) -> Result<SuiteFile, SuiteFileError> {
         let text = std::fs::read_to_string(path).map_err(|source| SuiteFileError::Read {
             path: path.to_path_buf(),
             source,
@@ -59,12 +142,6 @@ impl SuiteFile {
             path: path.to_path_buf(),
             message: e.to_string().trim().replace('\n', " "),
         })?;
-        if suite.traces.is_empty() {
-            return Err(SuiteFileError::Parse {
-                path: path.to_path_buf(),
-                message: "the suite names no traces ([[trace]] tables)".into(),
-            });
-        }
         let dir = path.parent().unwrap_or(Path::new("."));
         for t in &mut suite.traces {
             if t.file.is_relative() {
@@ -103,5 +180,38 @@ mod tests {
         std::fs::write(&p, "[[trace]]\nname = \"b\"\nfil = \"b.tmt\"\n").unwrap();
         let e = SuiteFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("suite.toml") && e.contains("fil"), "{e}");
+    }
+
+    #[test]
+    fn the_idle_cap_parses_and_an_empty_suite_is_refused_with_its_description() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("data.toml");
+        std::fs::write(
+            &p,
+            "description = \"copies, not captured yet\"\nidle_cap = \"1s\"\n",
+        )
+        .unwrap();
+        let s = SuiteFile::load_allow_empty(&p).unwrap();
+        assert_eq!(s.idle_cap, Some(IdleCap::Cap(Nanos(1_000_000_000))));
+        assert!(s.traces.is_empty());
+        let e = SuiteFile::load(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("names no traces") && e.contains("copies, not captured yet"),
+            "{e}"
+        );
+        for (text, want) in [
+            ("10ms", Ok(IdleCap::Cap(Nanos(10_000_000)))),
+            ("none", Ok(IdleCap::KeepWhole)),
+            ("250us", Ok(IdleCap::Cap(Nanos(250_000)))),
+        ] {
+            assert_eq!(IdleCap::parse(text), want);
+            assert_eq!(IdleCap::parse(text).unwrap().to_string(), text);
+        }
+        for bad in ["10", "1.5s", "0ms", "fast", "-1s"] {
+            assert!(IdleCap::parse(bad).is_err(), "{bad}");
+        }
+        std::fs::write(&p, "idle_cap = \"10 parsecs\"\n").unwrap();
+        let e = SuiteFile::load_allow_empty(&p).unwrap_err().to_string();
+        assert!(e.contains("idle_cap"), "{e}");
     }
 }

@@ -62,6 +62,11 @@ pub struct ReplayOptions {
     pub open_loop: bool,
     /// Realtime only: idle periods longer than this are shortened to it.
     pub idle_cap: Option<Nanos>,
+    /// Where the idle handling came from, for a reader of the result: e.g.
+    /// `profile quick: cap 100ms`, `command line: none` (`suite` sets it;
+    /// absent from `replay`'s results and from older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_policy: Option<String>,
     /// Schedule speed: 2.0 plays twice as fast, 0.5 half as fast.
     pub time_scale: f64,
     /// Most I/Os in flight at once, in every mode.
@@ -191,6 +196,7 @@ impl Default for ReplayOptions {
             mode: TimingMode::Realtime,
             open_loop: false,
             idle_cap: None,
+            idle_policy: None,
             time_scale: 1.0,
             queue_depth: 32,
             passes: 3,

@@ -1,6 +1,5 @@
 //! Argument parsers and defaults shared by the subcommands.
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 /// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.
@@ -54,16 +53,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
     value
         .checked_mul(1u64 << shift)
         .ok_or_else(|| format!("'{s}' is too large"))
-}
-
-/// Where the reference suite lives: `traces/suite.toml` under the current
-/// directory, else in the source tree this binary was built from.
-pub fn default_suite() -> PathBuf {
-    let local = PathBuf::from("traces/suite.toml");
-    if local.is_file() {
-        return local;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("traces/suite.toml")
 }
 
 #[cfg(test)]

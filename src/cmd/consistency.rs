@@ -1,12 +1,11 @@
 //! `tracemark consistency`: PCMark 8's extended storage test (precondition,
 //! degradation, steady state, recovery), a suite pass after every round.
 
-use super::args::{default_suite, parse_bytes, parse_duration};
+use super::args::{parse_bytes, parse_duration};
 use super::replay::ModeArg;
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
-use replayer::suite_file::SuiteFile;
 use replayer::{ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,7 +25,7 @@ Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is stil
 pub struct ConsistencyArgs {
     /// Traces (.tmt) of the suite pass; default: the suite file.
     pub traces: Vec<PathBuf>,
-    /// The suite file (default: traces/suite.toml of this checkout), when no traces are given.
+    /// The suite file (default: the quick profile of the reference suite), when no traces are given.
     #[arg(long)]
     pub suite: Option<PathBuf>,
     /// A block device or a regular file (created, `--size`).
@@ -91,8 +90,8 @@ impl ConsistencyObserver for Steps {
 
 pub fn run(args: ConsistencyArgs) -> Result<i32> {
     let paths = if args.traces.is_empty() {
-        let path = args.suite.clone().unwrap_or_else(default_suite);
-        let suite = SuiteFile::load(&path).context("reading the suite")?;
+        let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
+        let suite = super::suite::load_suite(&path, &source)?;
         suite.traces.iter().map(|t| t.file.clone()).collect()
     } else {
         args.traces.clone()

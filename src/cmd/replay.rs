@@ -150,6 +150,7 @@ impl RunArgs {
             },
             open_loop: self.open_loop,
             idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
+            idle_policy: None,
             time_scale: self.time_scale,
             queue_depth: self.queue_depth,
             threads: self.threads,
@@ -187,12 +188,18 @@ impl RunArgs {
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
-    replay_paths(&args.traces, &args.run)
+    replay_paths(&args.traces, &args.run, None)
 }
 
-/// Replays `traces` as `args` says: the table on stdout, the JSON result where asked.
-pub fn replay_paths(traces: &[PathBuf], args: &RunArgs) -> Result<i32> {
+/// Replays `traces` as `args` says: the table on stdout, the JSON result
+/// where asked (with `idle_policy` saying where the idle handling came from).
+pub fn replay_paths(
+    traces: &[PathBuf],
+    args: &RunArgs,
+    idle_policy: Option<String>,
+) -> Result<i32> {
     let mut opts = args.options();
+    opts.idle_policy = idle_policy;
     opts.validate()?;
     if opts.priority == Priority::High {
         if let Err(e) = replayer::engine::realtime_priority_available() {

@@ -1,56 +1,137 @@
-//! `tracemark suite`: the reference suite (or any suite file), one score.
+//! `tracemark suite`: a profile of the reference suite (or any suite file), one score.
 
-use super::args::default_suite;
 use super::replay::{replay_paths, ModeArg, RunArgs};
-use anyhow::{Context, Result};
+use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
+use anyhow::{bail, Context, Result};
 use clap::Args;
-use replayer::suite_file::SuiteFile;
-use std::path::PathBuf;
+use replayer::suite_file::{IdleCap, SuiteFile, SuiteFileError};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+use trace_format::TraceFile;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
-  tracemark suite                                  # the reference suite on ./tracemark-scratch.bin
+  tracemark suite                                  # the quick profile on ./tracemark-scratch.bin
+  tracemark suite --profile full                   # every reference trace, idle periods up to 1 s kept
   tracemark suite --target /dev/nvme1n1 --allow-write --json nvme1.json
   tracemark suite --passes 1 --mode compressed
   tracemark suite --suite my-suite.toml            # traces you captured yourself
-  tracemark suite --keep-idle                      # realtime with every idle period whole (slow)
+  tracemark suite --profile full --verify          # read and check every trace, replay nothing
 
-In realtime mode (the default) the suite caps idle periods at 10 ms unless
+The reference traces are built into tracemark (written out on first use to
+~/.cache/tracemark/). In realtime mode (the default) idle periods are capped as
+the profile or suite file says (idle_cap), 10 ms where it says nothing, unless
 --idle-cap, --keep-idle or --open-loop says otherwise.")]
 pub struct SuiteArgs {
-    /// The suite file (default: traces/suite.toml of this checkout).
+    /// The reference profile: quick (the default; a few minutes), full
+    /// (every trace), data (file copies).
+    #[arg(long, value_parser = PROFILES, conflicts_with = "suite")]
+    pub profile: Option<String>,
+    /// Any suite file instead of a profile (traces relative to it).
     #[arg(long)]
     pub suite: Option<PathBuf>,
-    /// Keep idle periods whole in realtime mode. By default the suite caps
-    /// them at 10 ms (as if `--idle-cap 10ms`): the reference traces are
-    /// 90-99% idle, and uncapped one pass of the suite takes over 8 minutes.
+    /// Keep idle periods whole in realtime mode, whatever the suite's idle_cap.
     #[arg(long, conflicts_with = "idle_cap")]
     pub keep_idle: bool,
+    /// Check the suite's traces (every record read, every checksum) and exit
+    /// without replaying.
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub run: RunArgs,
 }
 
-/// The suite's idle cap where the user set none.
+/// The idle cap of a suite file that sets none.
 const DEFAULT_IDLE_CAP: Duration = Duration::from_millis(10);
 
-pub fn run(mut args: SuiteArgs) -> Result<i32> {
-    let realtime = matches!(args.run.mode, ModeArg::Realtime);
-    if realtime && !args.keep_idle && !args.run.open_loop && args.run.idle_cap.is_none() {
-        args.run.idle_cap = Some(DEFAULT_IDLE_CAP);
+/// The suite file to run: `--suite`, else the profile written out from the binary.
+pub fn suite_path(suite: Option<&Path>, profile: Option<&str>) -> Result<(PathBuf, String)> {
+    match suite {
+        Some(p) => Ok((p.to_path_buf(), format!("suite file {}", p.display()))),
+        None => {
+            let name = profile.unwrap_or(DEFAULT_PROFILE);
+            Ok((reference::profile_path(name)?, format!("profile {name}")))
+        }
     }
-    let path = args.suite.clone().unwrap_or_else(default_suite);
-    let suite = SuiteFile::load(&path).context("reading the suite")?;
+}
+
+/// Loads a suite; a profile without traces says which and why.
+pub fn load_suite(path: &Path, source: &str) -> Result<SuiteFile> {
+    match SuiteFile::load(path) {
+        Err(SuiteFileError::NoTraces { description, .. }) => bail!(
+            "{source} has no traces yet{}",
+            if description.is_empty() {
+                String::new()
+            } else {
+                format!(" ({description})")
+            }
+        ),
+        r => r.context("reading the suite"),
+    }
+}
+
+pub fn run(mut args: SuiteArgs) -> Result<i32> {
+    let (path, source) = suite_path(args.suite.as_deref(), args.profile.as_deref())?;
+    let suite = load_suite(&path, &source)?;
+    if args.verify {
+        return verify(&suite, &source);
+    }
+    let realtime = matches!(args.run.mode, ModeArg::Realtime);
+    let policy = if !realtime {
+        "compressed mode: idle removed".to_string()
+    } else if args.run.open_loop {
+        "command line: --open-loop".to_string()
+    } else if args.keep_idle {
+        "command line: none".to_string()
+    } else if let Some(cap) = args.run.idle_cap {
+        {
+            let cap = IdleCap::Cap(trace_format::Nanos(cap.as_nanos() as u64));
+            format!("command line: cap {cap}")
+        }
+    } else {
+        let cap = suite.idle_cap.unwrap_or(IdleCap::Cap(trace_format::Nanos(
+            DEFAULT_IDLE_CAP.as_nanos() as u64,
+        )));
+        args.run.idle_cap = cap.as_option().map(|n| Duration::from_nanos(n.0));
+        match (cap, suite.idle_cap.is_some()) {
+            (IdleCap::KeepWhole, _) => format!("{source}: none"),
+            (cap, true) => format!("{source}: cap {cap}"),
+            (cap, false) => format!("default: cap {cap}"),
+        }
+    };
     let title = if suite.name.is_empty() {
         path.display().to_string()
     } else {
         suite.name.clone()
     };
-    println!("{title}: {} traces", suite.traces.len());
+    println!(
+        "{title} ({source}): {} traces; idle: {policy}",
+        suite.traces.len()
+    );
     for t in &suite.traces {
         println!("  {:<24} {:<16} {}", t.name, t.category, t.description);
     }
     println!();
     let traces: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
-    replay_paths(&traces, &args.run)
+    replay_paths(&traces, &args.run, Some(policy))
+}
+
+/// Reads every trace of the suite through (records decoded, chunk checksums
+/// checked) and prints one line each.
+fn verify(suite: &SuiteFile, source: &str) -> Result<i32> {
+    println!("{source}: {} traces", suite.traces.len());
+    for t in &suite.traces {
+        let f = TraceFile::open(&t.file).with_context(|| format!("{}", t.file.display()))?;
+        f.verify()
+            .with_context(|| format!("{}", t.file.display()))?;
+        let s = f.summary();
+        println!(
+            "  {:<24} ok  {:>8} I/Os  {:>10} read  {:>10} written",
+            t.name,
+            s.ios,
+            crate::output::bytes(s.read_bytes),
+            crate::output::bytes(s.write_bytes)
+        );
+    }
+    Ok(0)
 }

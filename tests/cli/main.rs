@@ -13,6 +13,7 @@ mod convert_blkparse;
 mod datasets;
 mod html_report;
 mod info_export;
+mod installed_binary;
 mod parsers_never_panic;
 mod reference_traces;
 mod replay_mapping;

@@ -1,7 +1,9 @@
 //! The reference traces: every trace in traces/ opens and verifies, its `info`
-//! matches the table in traces/README.md, the suite file names them, and the
-//! suite runs end to end producing a score and a JSON result with every field
-//! results/README.md lists.
+//! matches the tables in traces/README.md, the profiles (quick, full, data)
+//! name them, the default profile runs end to end from the traces built into
+//! the binary, producing a score and a JSON result with every field
+//! results/README.md lists, and each profile's idle policy is applied and
+//! recorded.
 
 use crate::support;
 use std::collections::HashMap;
@@ -114,15 +116,84 @@ fn every_trace_verifies_and_matches_the_readme_table() {
     );
 }
 
+/// The profiles' suite files, by name.
+const PROFILES: [&str; 3] = ["quick", "full", "data"];
+
+fn load_profile(name: &str) -> replayer::suite_file::SuiteFile {
+    let path = traces_dir().join(format!("{name}.toml"));
+    replayer::suite_file::SuiteFile::load_allow_empty(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Every profile's traces exist, verify (every record decoded, every
+/// checksum) and have rows in traces/README.md; full has every trace; quick
+/// and data are parts of full; a profile without traces is refused with a
+/// message that says so.
 #[test]
-fn the_suite_names_existing_traces() {
-    let suite = replayer::suite_file::SuiteFile::load(&traces_dir().join("suite.toml"))
-        .unwrap_or_else(|e| panic!("{e}"));
-    for t in &suite.traces {
-        let f = TraceFile::open(&t.file).unwrap_or_else(|e| panic!("{}: {e}", t.file.display()));
-        assert!(!t.category.is_empty(), "{}: no category", t.name);
-        assert!(!t.description.is_empty(), "{}: no description", t.name);
-        assert!(f.summary().ios > 0);
+fn every_profile_names_traces_that_verify_and_are_in_the_readme() {
+    let rows = readme_rows();
+    let full = load_profile("full");
+    let full_files: Vec<PathBuf> = full.traces.iter().map(|t| t.file.clone()).collect();
+    assert_eq!(
+        {
+            let mut v = full_files.clone();
+            v.sort();
+            v
+        },
+        tmt_files(),
+        "the full profile must name every trace in traces/, once"
+    );
+    assert!(
+        !load_profile("quick").traces.is_empty(),
+        "quick names no traces"
+    );
+    for name in PROFILES {
+        let suite = load_profile(name);
+        assert!(suite.idle_cap.is_some(), "{name}: no idle_cap");
+        for t in &suite.traces {
+            let f = TraceFile::open(&t.file)
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}", t.file.display()));
+            f.verify()
+                .unwrap_or_else(|e| panic!("{name}: {}: {e}", t.file.display()));
+            assert_eq!(f.header().name, t.name, "{name}: {}", t.file.display());
+            assert!(!t.category.is_empty(), "{name}: {}: no category", t.name);
+            assert!(
+                !t.description.is_empty(),
+                "{name}: {}: no description",
+                t.name
+            );
+            assert!(
+                rows.contains_key(&t.name),
+                "{name}: {} not in traces/README.md",
+                t.name
+            );
+            assert!(
+                full_files.contains(&t.file),
+                "{name}: {} not in full",
+                t.name
+            );
+        }
+        let cache = tempfile::tempdir().unwrap();
+        let out = support::tracemark()
+            .env("XDG_CACHE_HOME", cache.path())
+            .args(["suite", "--verify", "--profile", name])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if suite.traces.is_empty() {
+            assert!(!out.status.success());
+            assert!(
+                stderr.contains(&format!("profile {name} has no traces yet")),
+                "{stderr}"
+            );
+        } else {
+            assert!(out.status.success(), "{name}: {stderr}");
+            assert_eq!(
+                stdout.lines().filter(|l| l.contains(" ok ")).count(),
+                suite.traces.len(),
+                "{stdout}"
+            );
+        }
     }
 }
 
@@ -130,14 +201,15 @@ fn the_suite_names_existing_traces() {
 fn the_suite_runs_end_to_end_with_every_result_field() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("result.json");
-    // Compressed and one pass keep CI short; the default scratch file in the
-    // current directory is the target, as in the README's first command.
+    // Compressed and one pass keep CI short; the default profile (built into
+    // the binary, written out to the cache) on the default scratch file in
+    // the current directory, as in the README's first command.
+    let cache = tempfile::tempdir().unwrap();
     let out = support::tracemark()
         .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", cache.path())
         .args(["suite", "--passes", "1", "--mode", "compressed", "--json"])
         .arg(&json)
-        .arg("--suite")
-        .arg(traces_dir().join("suite.toml"))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -156,15 +228,19 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
         assert!(!v[key].is_null(), "result has no '{key}'");
     }
     assert_eq!(v["mode"], "compressed");
+    assert_eq!(v["options"]["idle_policy"], "compressed mode: idle removed");
     for key in ["name", "version"] {
         assert!(v["tool"][key].is_string(), "tool.{key}");
     }
     for key in ["path", "kind", "size_bytes"] {
         assert!(!v["target"][key].is_null(), "target.{key}");
     }
-    let suite = replayer::suite_file::SuiteFile::load(&traces_dir().join("suite.toml")).unwrap();
+    let suite = load_profile("quick");
     let traces = v["traces"].as_array().unwrap();
     assert_eq!(traces.len(), suite.traces.len());
+    for (t, entry) in traces.iter().zip(&suite.traces) {
+        assert_eq!(t["name"], entry.name.as_str());
+    }
     let mut log_score = 0.0;
     for t in traces {
         for key in [
@@ -266,12 +342,29 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     };
     let capped = run(&[]);
     assert_eq!(capped["options"]["idle_cap"], 10_000_000);
+    assert_eq!(capped["options"]["idle_policy"], "default: cap 10ms");
     let playback = capped["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback < 0.2, "capped playback {playback} s");
     let whole = run(&["--keep-idle"]);
     assert!(whole["options"]["idle_cap"].is_null());
+    assert_eq!(whole["options"]["idle_policy"], "command line: none");
     let playback = whole["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback >= 0.4, "uncapped playback {playback} s");
+    // The suite file's idle_cap is its default; the command line still wins.
+    let text = std::fs::read_to_string(&suite).unwrap();
+    std::fs::write(&suite, format!("idle_cap = \"none\"\n{text}")).unwrap();
+    let from_file = run(&[]);
+    assert!(from_file["options"]["idle_cap"].is_null());
+    let source = format!("suite file {}: none", suite.display());
+    assert_eq!(from_file["options"]["idle_policy"], source.as_str());
+    let playback = from_file["traces"][0]["playback_s"].as_f64().unwrap();
+    assert!(playback >= 0.4, "idle_cap = none: playback {playback} s");
+    std::fs::write(&suite, format!("idle_cap = \"50ms\"\n{text}")).unwrap();
+    let from_file = run(&[]);
+    assert_eq!(from_file["options"]["idle_cap"], 50_000_000);
+    let over = run(&["--idle-cap", "20ms"]);
+    assert_eq!(over["options"]["idle_cap"], 20_000_000);
+    assert_eq!(over["options"]["idle_policy"], "command line: cap 20ms");
 }
 
 /// The README's tables are what `traces/capture/table.sh` prints from the
