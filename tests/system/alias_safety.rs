@@ -7,7 +7,7 @@
 //! same target is accepted once nothing uses it (so the refusal is not blanket).
 
 use crate::support::replay::*;
-use crate::support::{require_root, require_tool};
+use crate::support::{require_root, require_tool, require_tools};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use trace_format::Op;
@@ -80,11 +80,8 @@ impl Drop for SwapFile {
     }
 }
 
-fn ready(test: &str) -> bool {
-    require_root(test)
-        && ["losetup", "mkfs.ext4", "mount", "e2fsck"]
-            .iter()
-            .all(|t| require_tool(test, t))
+fn ready() -> bool {
+    require_root() && require_tools(&["losetup", "mkfs.ext4", "mount", "e2fsck"])
 }
 
 fn writing_trace(dir: &Path) -> PathBuf {
@@ -155,8 +152,7 @@ fn sparse_image(path: &Path, mib: u64) {
 
 #[test]
 fn a_mounted_image_is_refused_by_every_other_name() {
-    let test = "a_mounted_image_is_refused_by_every_other_name";
-    if !ready(test) {
+    if !ready() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -208,8 +204,7 @@ fn a_mounted_image_is_refused_by_every_other_name() {
 
 #[test]
 fn a_second_loop_devices_partition_is_refused() {
-    let test = "a_second_loop_devices_partition_is_refused";
-    if !ready(test) || !require_tool(test, "sfdisk") {
+    if !ready() || !require_tool("sfdisk") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -250,8 +245,7 @@ fn a_second_loop_devices_partition_is_refused() {
 
 #[test]
 fn an_active_swap_file_is_refused() {
-    let test = "an_active_swap_file_is_refused";
-    if !require_root(test) || !require_tool(test, "mkswap") || !require_tool(test, "swapon") {
+    if !require_root() || !require_tools(&["mkswap", "swapon"]) {
         return;
     }
     // Under the current directory's filesystem, not a tmpfs (no swap files there).
@@ -273,13 +267,10 @@ fn an_active_swap_file_is_refused() {
         .success());
     let on = Command::new("swapon").arg(&swap).output().unwrap();
     if !on.status.success() {
-        crate::support::skip(
-            test,
-            &format!(
-                "swapon refused a swap file here: {}",
-                String::from_utf8_lossy(&on.stderr)
-            ),
-        );
+        crate::support::skip(&format!(
+            "swapon refused a swap file here: {}",
+            String::from_utf8_lossy(&on.stderr)
+        ));
         return;
     }
     let _swap = SwapFile(swap.clone());
