@@ -1,0 +1,144 @@
+# Shared by the guest capture scripts (source it; do not run it).
+#
+# The capture machine is a KVM guest (built by build-guest.sh): 2 vCPUs,
+# 6 GiB of memory, its disk the host loop device that `tracemark capture`
+# traces (qemu cache=none, aio=native: every guest I/O reaches the loop device
+# as the guest issued it, the host's page cache is bypassed), a second,
+# untraced virtio disk (data.img) for inputs from elsewhere.
+#
+# guest_attach          attaches guest.img to a loop device (direct I/O)
+# guest_start           powers the guest on (returns at once)
+# guest_wait_session    waits until the autologin session is up (marker in /run)
+# guest_boot            guest_start + guest_wait_session + settle (untraced)
+# gx CMD                runs `sh -c CMD` as root in the guest (prints output)
+# gbench CMD            runs CMD as `bench` in the desktop session's environment
+# guest_settle [Q [TIMEOUT [CPU_MAX]]]
+#                       waits for the guest's writeback to finish at its own
+#                       pace, its CPUs idle and the disk quiet for Q seconds
+# guest_cold            drops the guest's page cache, then reads back what
+#                       the running desktop has mapped (see tm-guest.sh)
+# guest_capture NAME CATEGORY DESCRIPTION HOSTCMD...
+#                       traces the loop device into traces/NAME.tmt for the
+#                       life of HOSTCMD (run on the host; it drives the guest)
+# Everything started or attached is stopped or detached on exit, also on failure.
+
+set -euo pipefail
+
+CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$CAPTURE_DIR/../.." && pwd)
+WORK=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
+IMG=$WORK/guest.img
+DATA=$WORK/data.img
+TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
+OUT_DIR=${TRACEMARK_TRACE_DIR:-$REPO/traces}
+QGA_SOCK=$WORK/qga.sock
+QMP_SOCK=$WORK/qmp.sock
+QEMU_PID=$WORK/qemu.pid
+GUEST_MEM=${TRACEMARK_GUEST_MEM:-6G}
+GUEST_CPUS=2
+SESSION_READY=/run/user/1000/tracemark-session-ready
+QGA=(python3 "$CAPTURE_DIR/qga.py" "$QGA_SOCK")
+PROVENANCE=$WORK/provenance.txt
+
+LOOP=
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+guest_cleanup() {
+  set +e
+  if [ -f "$QEMU_PID" ] && kill -0 "$(cat "$QEMU_PID")" 2>/dev/null; then
+    local pid; pid=$(cat "$QEMU_PID")
+    echo "guest: powering off"
+    "${QGA[@]}" exec 'systemctl poweroff' >/dev/null 2>&1 &
+    for _ in $(seq 90); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+    kill -0 "$pid" 2>/dev/null && { echo "guest: did not power off; killing qemu $pid"; kill "$pid"; sleep 2; }
+    rm -f "$QEMU_PID"
+  fi
+  if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=; fi
+}
+trap guest_cleanup EXIT
+trap 'exit 130' INT TERM
+
+guest_attach() {
+  [ "$(id -u)" = 0 ] || die "must run as root (loop devices, KVM, tracing)"
+  [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
+  [ -f "$QEMU_PID" ] && kill -0 "$(cat "$QEMU_PID")" 2>/dev/null && die "a capture guest is already running (pid $(cat "$QEMU_PID"))"
+  # Direct I/O to the backing file: the host keeps no copy, so what the guest
+  # reads comes from the disk image every time.
+  LOOP=$(losetup --find --show --direct-io=on "$IMG")
+  echo none > "/sys/block/${LOOP#/dev/}/queue/scheduler" 2>/dev/null || true
+  echo "guest: $IMG on $LOOP"
+}
+
+guest_start() {
+  rm -f "$QGA_SOCK" "$QMP_SOCK"
+  qemu-system-x86_64 -name tracemark-guest -accel kvm -cpu host -smp "$GUEST_CPUS" -m "$GUEST_MEM" \
+    -drive "file=$LOOP,format=raw,if=virtio,cache=none,aio=native,discard=unmap" \
+    -drive "file=$DATA,format=raw,if=virtio,cache=none,aio=native" \
+    -vga std -display none -nic none -rtc base=utc \
+    -chardev "socket,id=qga0,path=$QGA_SOCK,server=on,wait=off" \
+    -device virtio-serial-pci -device virtserialport,chardev=qga0,name=org.qemu.guest_agent.0 \
+    -qmp "unix:$QMP_SOCK,server=on,wait=off" \
+    -serial "file:$WORK/serial.log" -daemonize -pidfile "$QEMU_PID"
+}
+
+guest_wait_session() {
+  "${QGA[@]}" ping 600
+  "${QGA[@]}" wait-file "$SESSION_READY" 900
+}
+
+guest_settle() {
+  "${QGA[@]}" settle "$LOOP" "${1:-3}" "${2:-900}" "${3:-0.15}"
+}
+
+guest_put_helpers() {
+  gx 'mkdir -p /run/tracemark' >/dev/null
+  for f in "$CAPTURE_DIR"/guest/*; do
+    "${QGA[@]}" put "$f" "/run/tracemark/$(basename "$f")"
+  done
+  gx 'chmod 755 /run/tracemark/*' >/dev/null
+}
+
+guest_boot() {
+  guest_start
+  guest_wait_session
+  guest_put_helpers
+  guest_settle 5
+}
+
+gx() { "${QGA[@]}" exec "$1"; }
+gbench() { "${QGA[@]}" exec "/run/tracemark/tm-guest.sh as-bench $(printf %s "$1" | base64 -w0)"; }
+guest_cold() { gx '/run/tracemark/tm-guest.sh cold'; }
+
+# Screenshot of the guest's display (for checking that a window really showed).
+guest_screendump() {
+  python3 - "$QMP_SOCK" "$1" <<'PY'
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rw")
+f.readline()
+for cmd in ({"execute": "qmp_capabilities"}, {"execute": "screendump", "arguments": {"filename": sys.argv[2], "format": "png"}}):
+    f.write(json.dumps(cmd) + "\n"); f.flush(); print(f.readline().strip(), file=sys.stderr)
+PY
+}
+
+guest_capture() {
+  local name=$1 category=$2 description=$3
+  shift 3
+  [ -x "$TRACEMARK" ] || die "$TRACEMARK missing; build it with cargo build --release"
+  mkdir -p "$OUT_DIR"
+  local out=$OUT_DIR/$name.tmt
+  rm -f "$out"
+  echo "capture: $name: $*"
+  local load_before; load_before=$(uptime | sed 's/.*load average: //')
+  if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" \
+    --name "$name" --category "$category" --description "$description" -- "$@"; then
+    rm -f "$out"
+    die "$name: the capture or the workload failed; no trace kept"
+  fi
+  {
+    echo "== $name captured $(date -u +%FT%TZ) by traces/capture/$(basename "$0")"
+    echo "   host: $(uname -r), $(nproc) CPUs, load before: $load_before, after: $(uptime | sed 's/.*load average: //')"
+    echo "   guest: $GUEST_CPUS vCPUs, $GUEST_MEM memory"
+  } >> "$PROVENANCE"
+  "$TRACEMARK" info "$out"
+}
