@@ -170,7 +170,7 @@ cat > "$MNT/etc/xdg/autostart/tracemark-session-ready.desktop" <<'DESK'
 [Desktop Entry]
 Type=Application
 Name=tracemark session ready
-Exec=sh -c 'xdotool search --sync --onlyvisible --class xfce4-panel >/dev/null && touch "$XDG_RUNTIME_DIR/tracemark-session-ready"'
+Exec=sh -c 'xdotool search --sync --onlyvisible --class xfce4-panel >/dev/null && touch /run/user/1000/tracemark-session-ready'
 NoDisplay=true
 DESK
 # No weekly fstrim inside a capture; discards happen only when a script asks.
@@ -183,16 +183,6 @@ in_root update-grub
 sed -i "s#root=/dev/loop[0-9]*p1#root=UUID=$ROOT_UUID#g" "$MNT/boot/grub/grub.cfg"
 grep -q "root=UUID=$ROOT_UUID" "$MNT/boot/grub/grub.cfg" || { echo "build-guest.sh: grub.cfg has no root=UUID" >&2; exit 1; }
 
-# The photo set (made here with the guest's ImageMagick, untraced) on the data disk.
-mkdir -p "$MNT/srv/data"; mount --bind "$DMNT" "$MNT/srv/data"; MOUNTS+=("$MNT/srv/data")
-cp "$CAPTURE_DIR/make-photos.sh" "$CAPTURE_DIR/make-photoset.sh" "$CAPTURE_DIR/make-isos.sh" "$MNT/tmp/"
-in_root sh /tmp/make-photos.sh /srv/data/photos-source
-in_root sh /tmp/make-photoset.sh /srv/data/photos-source /srv/data/photoset
-in_root sh /tmp/make-isos.sh /srv/data/isos
-in_root dpkg-query -W -f '${Package}\t${Version}\n' > "$WORK/packages.txt"
-umount "$MNT/srv/data"; unset 'MOUNTS[${#MOUNTS[@]}-1]'
-
-# Age the filesystem: fill and churn, as years of updates and downloads leave it.
-"$CAPTURE_DIR/age-fs.sh" "$MNT" | tee "$WORK/aging.txt"
-df -h "$MNT" "$DMNT"
+# The photo set, the ISO-sized files, the package list, and aging.
+"$CAPTURE_DIR/build-guest-data.sh" "$MNT" "$DMNT" "$WORK"
 echo "build-guest.sh: done: $IMG, $DATA, $(wc -l < "$WORK/packages.txt") packages"

@@ -6,6 +6,8 @@
 # as the guest issued it, the host's page cache is bypassed), a second,
 # untraced virtio disk (data.img) for inputs from elsewhere.
 #
+# (-cpu host without arch-capabilities: the nested KVM of the capture host
+# refuses that MSR.)
 # guest_attach          attaches guest.img to a loop device (direct I/O)
 # guest_start           powers the guest on (returns at once)
 # guest_wait_session    waits until the autologin session is up (marker in /run)
@@ -36,6 +38,12 @@ QMP_SOCK=$WORK/qmp.sock
 QEMU_PID=$WORK/qemu.pid
 GUEST_MEM=${TRACEMARK_GUEST_MEM:-6G}
 GUEST_CPUS=2
+# This host's /dev/kvm is kvm-pvm (nested, no hardware virtualisation): it
+# runs real-mode code at about one instruction batch per second and did not
+# get a kernel to print anything in 90 s, while TCG boots it in seconds; so
+# TCG (multi-threaded, 2 vCPUs) is the default here. Elsewhere set
+# TRACEMARK_GUEST_ACCEL="-accel kvm -cpu host".
+GUEST_ACCEL=${TRACEMARK_GUEST_ACCEL:--accel tcg,thread=multi -cpu max}
 SESSION_READY=/run/user/1000/tracemark-session-ready
 QGA=(python3 "$CAPTURE_DIR/qga.py" "$QGA_SOCK")
 PROVENANCE=$WORK/provenance.txt
@@ -44,17 +52,26 @@ LOOP=
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
+qemu_alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:.*Z' "/proc/$1/status"; }
+
 guest_cleanup() {
   set +e
-  if [ -f "$QEMU_PID" ] && kill -0 "$(cat "$QEMU_PID")" 2>/dev/null; then
+  if [ -n "${REUSED:-}" ]; then return; fi
+  if [ -n "${TRACEMARK_KEEP_GUEST:-}" ] && [ -n "$LOOP" ]; then
+    echo "guest: left running on $LOOP (TRACEMARK_KEEP_GUEST); the next script reuses it"
+    echo "$LOOP" > "$WORK/loop"
+    return
+  fi
+  if [ -f "$QEMU_PID" ] && qemu_alive "$(cat "$QEMU_PID")"; then
     local pid; pid=$(cat "$QEMU_PID")
     echo "guest: powering off"
-    "${QGA[@]}" exec 'systemctl poweroff' >/dev/null 2>&1 &
-    for _ in $(seq 90); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-    kill -0 "$pid" 2>/dev/null && { echo "guest: did not power off; killing qemu $pid"; kill "$pid"; sleep 2; }
+    timeout 30 "${QGA[@]}" exec 'systemctl poweroff' >/dev/null 2>&1
+    for _ in $(seq 90); do qemu_alive "$pid" || break; sleep 1; done
+    qemu_alive "$pid" && { echo "guest: did not power off; killing qemu $pid"; kill "$pid"; sleep 2; }
     rm -f "$QEMU_PID"
   fi
   if [ -n "$LOOP" ]; then losetup -d "$LOOP"; LOOP=; fi
+  rm -f "$WORK/loop"
 }
 trap guest_cleanup EXIT
 trap 'exit 130' INT TERM
@@ -62,7 +79,13 @@ trap 'exit 130' INT TERM
 guest_attach() {
   [ "$(id -u)" = 0 ] || die "must run as root (loop devices, KVM, tracing)"
   [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
-  [ -f "$QEMU_PID" ] && kill -0 "$(cat "$QEMU_PID")" 2>/dev/null && die "a capture guest is already running (pid $(cat "$QEMU_PID"))"
+  # A guest left running by an earlier script (TRACEMARK_KEEP_GUEST=1) is reused.
+  if [ -f "$QEMU_PID" ] && qemu_alive "$(cat "$QEMU_PID")" && [ -f "$WORK/loop" ]; then
+    LOOP=$(cat "$WORK/loop"); REUSED=1
+    echo "guest: reusing the running guest on $LOOP"
+    return
+  fi
+  [ -f "$QEMU_PID" ] && qemu_alive "$(cat "$QEMU_PID")" && die "a capture guest is already running (pid $(cat "$QEMU_PID"))"
   # Direct I/O to the backing file: the host keeps no copy, so what the guest
   # reads comes from the disk image every time.
   LOOP=$(losetup --find --show --direct-io=on "$IMG")
@@ -70,9 +93,30 @@ guest_attach() {
   echo "guest: $IMG on $LOOP"
 }
 
+# The kernel and initramfs are loaded by qemu (-kernel/-initrd, copies taken
+# from the guest's /boot), not by a bootloader on the traced disk: the image
+# has GRUB in its MBR and works, but under the capture host's nested KVM
+# GRUB's real-mode BIOS disk reads run at about one per second (minutes
+# before the kernel starts), and UEFI (OVMF) stopped with a KVM internal
+# error. So a boot trace starts when the kernel starts; the guest kernel then
+# reads everything else (root filesystem, systemd, the desktop) from the traced disk.
+make_boot_files() {
+  local ro kernel initrd
+  ro=$(losetup --find --show --read-only --offset 1048576 "$IMG")
+  kernel=$(debugfs -R 'ls /boot' "$ro" 2>/dev/null | tr -s ' ' '\n' | grep '^vmlinuz-' | sort -V | tail -1)
+  debugfs -R "dump /boot/$kernel $WORK/vmlinuz" "$ro" 2>/dev/null
+  debugfs -R "dump /boot/initrd.img-${kernel#vmlinuz-} $WORK/initrd.img" "$ro" 2>/dev/null
+  losetup -d "$ro"
+  [ -s "$WORK/vmlinuz" ] && [ -s "$WORK/initrd.img" ] || die "could not copy the kernel and initramfs out of $IMG"
+  [ -s "$WORK/root-uuid" ] || blkid -p -o value -s UUID -O 1048576 "$IMG" > "$WORK/root-uuid"
+}
+
 guest_start() {
   rm -f "$QGA_SOCK" "$QMP_SOCK"
-  qemu-system-x86_64 -name tracemark-guest -accel kvm -cpu host -smp "$GUEST_CPUS" -m "$GUEST_MEM" \
+  [ -s "$WORK/vmlinuz" ] || make_boot_files
+  qemu-system-x86_64 -name tracemark-guest $GUEST_ACCEL -smp "$GUEST_CPUS" -m "$GUEST_MEM" \
+    -kernel "$WORK/vmlinuz" -initrd "$WORK/initrd.img" \
+    -append "root=UUID=$(cat "$WORK/root-uuid") ro quiet console=tty0 console=ttyS0,115200" \
     -drive "file=$LOOP,format=raw,if=virtio,cache=none,aio=native,discard=unmap" \
     -drive "file=$DATA,format=raw,if=virtio,cache=none,aio=native" \
     -vga std -display none -nic none -rtc base=utc \
@@ -100,9 +144,9 @@ guest_put_helpers() {
 }
 
 guest_boot() {
-  guest_start
-  guest_wait_session
+  [ -n "${REUSED:-}" ] || { guest_start; guest_wait_session; }
   guest_put_helpers
+  gx 'mountpoint -q /mnt/data || mount /mnt/data' >/dev/null
   guest_settle 5
 }
 

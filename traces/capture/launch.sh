@@ -3,7 +3,9 @@
 # application launches; its game launches run to the main menu).
 # Usage: traces/capture/launch.sh [APP...]   (default: all; APP as in the table)
 # For each application, in one guest session after boot:
-#   1. untraced: a first launch and quit, so the profile exists (a returning user);
+#   1. untraced: a first launch and quit, so the profile exists (a returning
+#      user); skipped with TRACEMARK_NO_WARMUP=1 (then the trace is the
+#      user's first start of the application: profile creation included);
 #   2. untraced: the guest's page cache is dropped and the files the running
 #      desktop has mapped are read back (tm-guest.sh cold): the application's
 #      own files and the libraries only it uses are cold, the desktop is not;
@@ -32,12 +34,14 @@ for row in "${APPS[@]}"; do
   IFS='|' read -r name pattern cmd cpu_max description <<< "$row"
   if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " == *" $name "* ]]; then continue; fi
   prog=$(basename "${cmd%% *}")
-  echo "== $name: warm-up launch (untraced)"
-  gx "/run/tracemark/tm-guest.sh launch '$pattern' $cmd"
-  guest_settle 3 900 "$cpu_max"
-  gbench "pkill -TERM -f '$prog' || true"
-  sleep 5
-  gbench "pkill -KILL -f '$prog' || true"
+  if [ -z "${TRACEMARK_NO_WARMUP:-}" ]; then
+    echo "== $name: warm-up launch (untraced)"
+    gx "/run/tracemark/tm-guest.sh launch '$pattern' $cmd"
+    guest_settle 3 900 "$cpu_max"
+    gbench "pkill -TERM -f '$prog' || true"
+    sleep 5
+    gbench "pkill -KILL -f '$prog' || true"
+  fi
   guest_cold
   guest_settle 3 300
   category="app launch"; [[ $name == game-* ]] && category="game launch"
