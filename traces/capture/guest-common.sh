@@ -151,8 +151,8 @@ guest_boot() {
 }
 
 gx() { "${QGA[@]}" exec "$1"; }
-gbench() { "${QGA[@]}" exec "/run/tracemark/tm-guest.sh as-bench $(printf %s "$1" | base64 -w0)"; }
-guest_cold() { gx '/run/tracemark/tm-guest.sh cold'; }
+gbench() { "${QGA[@]}" exec "sh /run/tracemark/tm-guest.sh as-bench $(printf %s "$1" | base64 -w0)"; }
+guest_cold() { gx 'sh /run/tracemark/tm-guest.sh cold'; }
 
 # Screenshot of the guest's display (for checking that a window really showed).
 guest_screendump() {

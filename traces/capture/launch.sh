@@ -36,7 +36,7 @@ for row in "${APPS[@]}"; do
   prog=$(basename "${cmd%% *}")
   if [ -z "${TRACEMARK_NO_WARMUP:-}" ]; then
     echo "== $name: warm-up launch (untraced)"
-    gx "/run/tracemark/tm-guest.sh launch '$pattern' $cmd"
+    gx "sh /run/tracemark/tm-guest.sh launch '$pattern' $cmd"
     guest_settle 3 900 "$cpu_max"
     gbench "pkill -TERM -f '$prog' || true"
     sleep 5
@@ -47,7 +47,7 @@ for row in "${APPS[@]}"; do
   category="app launch"; [[ $name == game-* ]] && category="game launch"
   guest_capture "$name" "$category" "$description" \
     bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP
-      gx \"/run/tracemark/tm-guest.sh launch '$pattern' $cmd\" && guest_settle 3 900 $cpu_max"
+      gx \"sh /run/tracemark/tm-guest.sh launch '$pattern' $cmd\" && guest_settle 3 900 $cpu_max"
   guest_screendump "$WORK/$name.png" || true
   gbench "pkill -TERM -f '$prog' || true"
   sleep 5

@@ -37,7 +37,7 @@ for job in "${jobs[@]}"; do
       gbench "$RENDER"            # untraced: ffmpeg and its libraries cached, as after earlier use
       gbench "rm -f $D/render.mp4"
       guest_settle 3 600
-      gx "/run/tracemark/tm-guest.sh evict $D"
+      gx "sh /run/tracemark/tm-guest.sh evict $D"
       guest_capture video-render "video render" \
         "ffmpeg in the guest: 40 s 1080p30 MJPEG intermediate and WAV graded, titled, faded, encoded to H.264/AAC MP4; program warm, inputs cold" \
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$RENDER") && guest_settle 3 900" ;;
@@ -50,7 +50,7 @@ for job in "${jobs[@]}"; do
       gbench "rm -rf $D && mkdir -p $D/in $D/out $D/scratch && ls -S /home/bench/photos/*.jpg | head -n 12 | xargs -I{} cp {} $D/in/"
       gbench "convert -size 64x64 xc:gray -depth 16 -auto-level /tmp/warm.tif && rm /tmp/warm.tif"   # untraced: ImageMagick cached
       guest_settle 3 600
-      gx "/run/tracemark/tm-guest.sh evict $D"
+      gx "sh /run/tracemark/tm-guest.sh evict $D"
       guest_capture photo-light "photo edit light" \
         "ImageMagick in the guest: 12 photos (15-17 MP) opened, 7 edits each, saved as 16-bit TIFF and JPEG; program warm, photos cold" \
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$EDIT") && guest_settle 3 900"
