@@ -4,21 +4,20 @@
 //! Several inputs are one capture: the files of a blktrace set (`NAME.blktrace.N`,
 //! or the prefix `NAME`) are merged by time; several text files are read one
 //! after the other, as if concatenated. `-` reads standard input. The trace is
-//! written to a temporary file next to the output and renamed into place only
-//! when everything succeeded, so a failed conversion leaves no half file.
+//! committed to the output only when everything succeeded, so a failed or
+//! killed conversion leaves no half file ([`TmtOutput`]).
 
 use crate::error::ConvertError;
 use crate::formats::{detect, Format, Reader, HEAD_BYTES};
 use crate::normalize::{EventChoice, NormaliseOptions, NormaliseOutcome, Normaliser, RecordSink};
 use crate::sink::Sink;
+use crate::tmt_output::TmtOutput;
 use std::cell::Cell;
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Cursor, Read};
+use std::io::{BufRead, BufReader, Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use trace_format::{
-    DeviceEntry, DeviceId, IoRecord, IssueEvent, Nanos, SkippedInput, Summary, TraceHeader,
-    TraceWriter, WriterOptions,
+    DeviceEntry, DeviceId, IssueEvent, Nanos, SkippedInput, Summary, TraceHeader, WriterOptions,
 };
 
 /// What `tracemark convert` lets a user choose.
@@ -267,104 +266,6 @@ pub fn default_name(input: &Path) -> String {
     }
 }
 
-/// Writes normalised records into a `.tmt`. The file is started only once
-/// the normaliser knows the issue event; `complete_header` then fills in what
-/// else only the input could tell (its format, the capture's start time).
-pub(crate) struct TmtOutput<'h> {
-    header: TraceHeader,
-    complete_header: Box<dyn FnMut(&mut TraceHeader) + 'h>,
-    options: WriterOptions,
-    file: Option<BufWriter<File>>,
-    writer: Option<TraceWriter<BufWriter<File>>>,
-}
-
-impl<'h> TmtOutput<'h> {
-    pub(crate) fn new(
-        header: TraceHeader,
-        options: WriterOptions,
-        file: File,
-        complete_header: impl FnMut(&mut TraceHeader) + 'h,
-    ) -> TmtOutput<'h> {
-        TmtOutput {
-            header,
-            complete_header: Box::new(complete_header),
-            options,
-            file: Some(BufWriter::with_capacity(1 << 20, file)),
-            writer: None,
-        }
-    }
-
-    /// The header as written (complete once the first record came).
-    pub(crate) fn header(&self) -> &TraceHeader {
-        &self.header
-    }
-
-    /// Writes the footer; returns the still-buffered file and the summary.
-    pub(crate) fn finish(
-        &mut self,
-        tail: &trace_format::TraceTail,
-    ) -> Result<(BufWriter<File>, Summary), ConvertError> {
-        let writer = self
-            .writer
-            .take()
-            .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
-        Ok(writer.finish(tail)?)
-    }
-}
-
-impl RecordSink for TmtOutput<'_> {
-    fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
-        self.header.issue_event = issue_event;
-        (self.complete_header)(&mut self.header);
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
-        self.writer = Some(TraceWriter::with_options(file, &self.header, self.options)?);
-        Ok(())
-    }
-
-    fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
-        let writer = self
-            .writer
-            .as_mut()
-            .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
-        writer.push(&record)?;
-        Ok(())
-    }
-}
-
-/// The temporary file a trace is written to before it is renamed to
-/// `output`: hidden, in the same folder (so the rename is atomic), per process.
-pub(crate) fn temp_path_for(output: &Path) -> Result<PathBuf, String> {
-    let file_name = output
-        .file_name()
-        .ok_or_else(|| format!("{} is not a file name", output.display()))?;
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    Ok(dir.join(format!(
-        ".{}.tmp-{}",
-        file_name.to_string_lossy(),
-        std::process::id()
-    )))
-}
-
-/// Removes the temporary output unless the conversion succeeded.
-struct TempGuard {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = std::fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// Converts `inputs` into the trace `output`.
 pub fn convert(
     inputs: &[PathBuf],
@@ -383,37 +284,23 @@ pub fn convert(
             )));
         }
     }
-    let temp = temp_path_for(output).map_err(ConvertError::Usage)?;
-    let mut guard = TempGuard {
-        path: temp.clone(),
-        keep: false,
-    };
-    let file = File::create(&temp).map_err(|e| io_error(&temp, e))?;
-
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();
     header.source_files = inputs.iter().map(|p| p.display().to_string()).collect();
     let detected: Rc<Cell<Option<Format>>> = Rc::new(Cell::new(None));
     let format_seen = detected.clone();
-    let mut out = TmtOutput::new(header, opts.writer, file, move |h: &mut TraceHeader| {
+    let mut out = TmtOutput::create(output, header, opts.writer, move |h: &mut TraceHeader| {
         if let Some(f) = format_seen.get() {
             h.source_format = f.name().to_string();
         }
-    });
+    })?;
     let mut normaliser = Normaliser::new(normalise_options(opts), &mut out);
     let format = parse_inputs(inputs, opts.format, &mut normaliser, &mut |f| {
         detected.set(Some(f))
     })?;
     let outcome = normaliser.finish()?;
-    let (buffered, summary) = out.finish(&outcome.tail)?;
-    let file = buffered
-        .into_inner()
-        .map_err(|e| io_error(&temp, e.into_error()))?;
-    file.sync_all().map_err(|e| io_error(&temp, e))?;
-    drop(file);
-    std::fs::rename(&temp, output).map_err(|e| io_error(output, e))?;
-    guard.keep = true;
+    let summary = out.commit(&outcome.tail)?;
     Ok(ConvertReport {
         output: output.to_path_buf(),
         format,

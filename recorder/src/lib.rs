@@ -18,6 +18,7 @@ pub mod convert;
 pub mod decompress;
 pub mod normalize;
 pub mod split;
+pub mod tmt_output;
 
 pub mod capture;
 pub mod formats;

@@ -1,6 +1,40 @@
 //! Argument parsers and defaults shared by the subcommands.
 
+use clap::Args;
 use std::time::Duration;
+use trace_format::WriterOptions;
+
+/// What a written trace says about itself, and how it is compressed: the
+/// options `convert` and `capture` share.
+#[derive(Args, Debug, Clone)]
+pub struct TraceMetaArgs {
+    /// Trace name (default: the first input's file name; for a capture, the
+    /// device's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Trace description.
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Application or category (`game load`, `office`).
+    #[arg(long)]
+    pub category: Option<String>,
+    /// zstd level of the trace's chunks (1-22; higher is smaller and slower).
+    #[arg(long, default_value_t = WriterOptions::default().zstd_level)]
+    pub level: i32,
+}
+
+impl TraceMetaArgs {
+    /// The writer options `--level` asks for.
+    pub fn writer_options(&self) -> Result<WriterOptions, String> {
+        if !(1..=22).contains(&self.level) {
+            return Err(format!("--level {} is outside zstd's 1..=22", self.level));
+        }
+        Ok(WriterOptions {
+            zstd_level: self.level,
+            ..WriterOptions::default()
+        })
+    }
+}
 
 /// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

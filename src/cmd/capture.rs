@@ -1,6 +1,6 @@
 //! `tracemark capture`: trace one block device live through tracefs into a `.tmt`.
 
-use super::args::parse_duration;
+use super::args::{parse_duration, TraceMetaArgs};
 use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -9,7 +9,6 @@ use recorder::capture::{
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
-use trace_format::WriterOptions;
 
 #[derive(Args, Debug)]
 #[command(
@@ -56,18 +55,8 @@ pub struct CaptureArgs {
     /// Per-CPU trace buffer in MiB; larger loses fewer events under bursts.
     #[arg(long, default_value_t = DEFAULT_BUFFER_MIB)]
     pub buffer_mb: u64,
-    /// Trace name (default: the device name).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Trace description.
-    #[arg(long)]
-    pub description: Option<String>,
-    /// Application or category (`game load`, `office`).
-    #[arg(long)]
-    pub category: Option<String>,
-    /// zstd level of the trace's chunks (1-22).
-    #[arg(long, default_value_t = WriterOptions::default().zstd_level)]
-    pub level: i32,
+    #[command(flatten)]
+    pub meta: TraceMetaArgs,
     /// Use the top-level tracer instead of a private instance (restoring
     /// every file it writes); for testing that fallback.
     #[arg(long, hide = true)]
@@ -86,9 +75,7 @@ pub struct CaptureArgs {
 }
 
 pub fn run(args: CaptureArgs) -> Result<i32> {
-    if !(1..=22).contains(&args.level) {
-        bail!("--level {} is outside zstd's 1..=22", args.level);
-    }
+    let writer = args.meta.writer_options().map_err(anyhow::Error::msg)?;
     if args.buffer_mb == 0 || args.buffer_mb > 1 << 20 {
         bail!("--buffer-mb {} is outside 1..=1048576", args.buffer_mb);
     }
@@ -103,9 +90,9 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.duration = args.duration;
     opts.command = args.command.clone();
     opts.buffer_kb_per_cpu = args.buffer_mb * 1024;
-    opts.name = args.name.clone();
-    opts.description = args.description.clone();
-    opts.category = args.category.clone();
+    opts.name = args.meta.name.clone();
+    opts.description = args.meta.description.clone();
+    opts.category = args.meta.category.clone();
     opts.use_instance = !args.no_instance;
     opts.text_pipe = args.text_pipe;
     opts.events = match args.events.as_str() {
@@ -115,10 +102,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
             None => bail!("unknown --events '{name}' (auto, request or bio)"),
         },
     };
-    opts.writer = WriterOptions {
-        zstd_level: args.level,
-        ..WriterOptions::default()
-    };
+    opts.writer = writer;
 
     let quiet = args.quiet;
     let until = match (&args.duration, args.command.first()) {

@@ -1,6 +1,6 @@
 //! `tracemark convert`: block I/O logs in, one `.tmt` out.
 
-use super::args::parse_duration;
+use super::args::{parse_duration, TraceMetaArgs};
 use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -8,7 +8,7 @@ use recorder::convert::{convert, ConvertOptions};
 use recorder::formats::{format_names, Format};
 use recorder::normalize::EventChoice;
 use std::path::{Path, PathBuf};
-use trace_format::{DeviceId, Nanos, WriterOptions};
+use trace_format::{DeviceId, Nanos};
 
 #[derive(Args, Debug)]
 #[command(after_help = after_help())]
@@ -49,18 +49,8 @@ pub struct ConvertArgs {
     /// instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
-    /// Trace name (default: the first input's file name).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Trace description.
-    #[arg(long)]
-    pub description: Option<String>,
-    /// Application or category (`game load`, `office`).
-    #[arg(long)]
-    pub category: Option<String>,
-    /// zstd level of the trace's chunks (1-22; higher is smaller and slower).
-    #[arg(long, default_value_t = WriterOptions::default().zstd_level)]
-    pub level: i32,
+    #[command(flatten)]
+    pub meta: TraceMetaArgs,
     /// Print nothing on success.
     #[arg(short, long)]
     pub quiet: bool,
@@ -112,9 +102,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
             None => bail!("unknown --event '{name}' (issue or queue)"),
         },
     };
-    if !(1..=22).contains(&args.level) {
-        bail!("--level {} is outside zstd's 1..=22", args.level);
-    }
+    let writer = args.meta.writer_options().map_err(anyhow::Error::msg)?;
     let opts = ConvertOptions {
         format,
         event,
@@ -124,13 +112,10 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         from: args.from.map(nanos),
         to: args.to.map(nanos),
         skip_bad: args.skip_bad,
-        name: args.name,
-        description: args.description,
-        category: args.category,
-        writer: WriterOptions {
-            zstd_level: args.level,
-            ..WriterOptions::default()
-        },
+        name: args.meta.name,
+        description: args.meta.description,
+        category: args.meta.category,
+        writer,
     };
     match args.split_by.as_deref() {
         None => {}

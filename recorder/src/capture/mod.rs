@@ -95,12 +95,11 @@ pub use device::{
 pub use ring::COMMIT_SLACK_NS;
 pub use session::check_root;
 
-use crate::convert::{temp_path_for, TmtOutput};
 use crate::error::ConvertError;
 use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
+use crate::tmt_output::{OutputFile, TmtOutput};
 use std::cell::Cell;
 use std::ffi::OsString;
-use std::fs::{self, File};
 use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -111,12 +110,11 @@ use std::time::{Duration, Instant};
 use trace_format::{IssueEvent, Summary, TraceHeader, WriterOptions};
 
 use clock::ClockOffset;
-use device::{no_completions, traced_events};
-use ring::RawStream;
-use session::{fitting_buffer_kb, online_cpus, read_lost, write_setting, TraceDir, TracefsMount};
+use device::no_completions;
+use session::Tracing;
 use signals::{StopSignals, STOP_REQUESTED};
 use stream::EventStream;
-use text_pipe::{PipeRead, PipeReader, TextStream};
+use text_pipe::PipeRead;
 use view::CaptureView;
 
 /// Where tracefs is (or gets) mounted.
@@ -311,20 +309,6 @@ pub struct CaptureReport {
     pub messages: Vec<String>,
 }
 
-/// Removes the temporary output unless the capture succeeded.
-struct TempGuard {
-    path: PathBuf,
-    keep: bool,
-}
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
 /// Kills nothing: a command still running when the capture ends is waited for,
 /// after the trace is written (its exit status still matters).
 fn exit_code(status: std::process::ExitStatus) -> i32 {
@@ -396,127 +380,25 @@ pub fn capture(
     let mut messages = Vec::new();
     let (events, why) = choose_events(&device, opts.events, &opts.device)?;
     messages.extend(why);
-    let traced = traced_events(events, device.bio_based);
-
     // The output first: a capture that cannot be written is not started.
-    let output = &opts.output;
-    let temp = temp_path_for(output).map_err(CaptureError::Usage)?;
-    let out_file = File::create(&temp).map_err(|e| CaptureError::Output {
-        path: temp.clone(),
-        source: e,
-    })?;
-    let mut temp_guard = TempGuard {
-        path: temp.clone(),
-        keep: false,
-    };
+    let output = OutputFile::create(&opts.output)?;
 
     let signals = StopSignals::install()?;
     let root = Path::new(TRACEFS_ROOT);
-    let mut mount = TracefsMount::ensure(root)?;
-    let events_dir = root.join("events/block");
-    if !events_dir.join(events.start_event()).is_dir() {
-        return Err(CaptureError::NoTracefs(format!(
-            "{} is missing: this kernel has no block trace events",
-            events_dir.join(events.start_event()).display()
-        )));
-    }
-    let mut dir = TraceDir::open(root, opts.use_instance, &mut messages)?;
-    let lost_before = if dir.instance {
-        LostEvents::default()
-    } else {
-        read_lost(&dir.dir)
-    };
-
-    // Configure with tracing off.
-    dir.set("tracing_on", "0")?;
-    let mono = match dir.set("trace_clock", "mono") {
-        Ok(()) => true,
-        Err(_) => {
-            messages.push(
-                "the `mono` trace clock is unavailable; the start time is approximate".into(),
-            );
-            false
-        }
-    };
-    let buffer_kb = fitting_buffer_kb(opts.buffer_kb_per_cpu, online_cpus(), &mut messages);
-    dir.set("buffer_size_kb", &buffer_kb.to_string())?;
-    let filter = event_filter(&device);
-    let mut enabled: Vec<&str> = Vec::new();
-    let mut missing: Vec<&str> = Vec::new();
-    for event in &traced {
-        let event_dir = format!("events/block/{}", event.name);
-        if !dir.path(&event_dir).is_dir() {
-            if event.required {
-                return Err(CaptureError::NoTracefs(format!(
-                    "{} is missing: this kernel has no {} event",
-                    dir.path(&event_dir).display(),
-                    event.name
-                )));
-            }
-            missing.push(event.name);
-            continue;
-        }
-        dir.set(&format!("{event_dir}/filter"), &filter)?;
-        dir.set(&format!("{event_dir}/enable"), "1")?;
-        enabled.push(event.name);
-    }
-    // Empty the buffer (a new instance's is empty; the top level's may not be).
-    if !dir.instance {
-        write_setting(&dir.path("trace"), "")?;
-    }
-    let mut stream = if opts.text_pipe {
-        messages.push(
-            "reading the text trace_pipe (asked for): times have microsecond resolution".into(),
-        );
-        EventStream::Text(TextStream {
-            pipe: PipeReader::open(dir.path("trace_pipe"))?,
-            lost: 0,
-        })
-    } else {
-        let raw = if mono {
-            RawStream::open(&dir.dir, root, &enabled)
-        } else {
-            Err("without the `mono` clock the CPUs' buffers cannot be merged by time".into())
-        };
-        match raw {
-            Ok(raw) => EventStream::Raw(raw),
-            Err(why) => {
-                messages.push(format!(
-                    "cannot read the binary ring buffer ({why}); reading the text trace_pipe \
-                     instead: times have microsecond resolution"
-                ));
-                EventStream::Text(TextStream {
-                    pipe: PipeReader::open(dir.path("trace_pipe"))?,
-                    lost: 0,
-                })
-            }
-        }
-    };
-
-    let (host, kernel) = uname();
-    let mut header = TraceHeader::new(
-        opts.name
-            .clone()
-            .unwrap_or_else(|| device.info.name.clone()),
-        "capture",
-    );
-    header.description = opts.description.clone().unwrap_or_default();
-    header.category = opts.category.clone().unwrap_or_default();
-    header.source_files = vec![opts.device.display().to_string()];
-    header.capture_host = host;
-    header.capture_kernel = kernel;
-    header.original_device = Some(device.info.clone());
-    header.issue_event = match events {
-        EventSet::Request => IssueEvent::Issue,
-        EventSet::Bio => IssueEvent::Queue,
-    };
+    let mut tracing = Tracing::set_up(root, opts, &device, events, &mut messages)?;
+    let mut stream = EventStream::open(&tracing, root, opts.text_pipe, &mut messages)?;
 
     let first_time = Rc::new(Cell::new(None));
-    let clock = ClockOffset::measure(mono);
+    let clock = ClockOffset::measure(tracing.mono);
     let first_seen = first_time.clone();
-    let mut out = TmtOutput::new(header, opts.writer, out_file, move |h: &mut TraceHeader| {
-        h.capture_start_unix_ns = Some(clock.unix_ns(first_seen.get()));
-    });
+    let mut out = TmtOutput::new(
+        output,
+        trace_header(opts, &device, events),
+        opts.writer,
+        move |h: &mut TraceHeader| {
+            h.capture_start_unix_ns = Some(clock.unix_ns(first_seen.get()));
+        },
+    );
     let mut normaliser = Normaliser::new(
         NormaliseOptions {
             event: Some(match events {
@@ -528,134 +410,36 @@ pub fn capture(
         },
         &mut out,
     );
-    let partition = device.partition.map(|(start, len)| {
-        (
-            device.disk,
-            device.info.id,
-            start.0,
-            start.0.saturating_add(len.0),
-        )
-    });
-    let mut view = CaptureView {
-        inner: &mut normaliser,
-        partition,
-        first_time,
-        starts: 0,
-        completions: 0,
-    };
+    let mut view = CaptureView::new(&mut normaliser, &device, first_time);
 
-    dir.set("tracing_on", "1")?;
+    tracing.switch(true)?;
     let started = Instant::now();
     on_started(&device);
-    let mut child: Option<Child> =
-        match opts.command.split_first() {
-            None => None,
-            Some((program, args)) => {
-                Some(Command::new(program).args(args).spawn().map_err(|e| {
-                    CaptureError::Command {
-                        command: program.to_string_lossy().to_string(),
-                        source: e,
-                    }
-                })?)
-            }
-        };
-    let mut command_status = None;
-    let deadline = opts.duration.map(|d| started + d);
-
-    let stop = loop {
-        // Read what is there, checking the stop conditions at least every
-        // poll interval even under a steady stream.
-        let slice_end = Instant::now() + POLL_INTERVAL;
-        let mut got_data = false;
-        while stream.read_some(&mut view)? == PipeRead::Data {
-            got_data = true;
-            if Instant::now() >= slice_end || STOP_REQUESTED.load(Ordering::SeqCst) {
-                break;
-            }
-        }
-        if STOP_REQUESTED.load(Ordering::SeqCst) {
-            break StopReason::Interrupted;
-        }
-        if let Some(c) = child.as_mut() {
-            match c.try_wait() {
-                Ok(Some(status)) => {
-                    command_status = Some(exit_code(status));
-                    child = None;
-                    break StopReason::CommandExited;
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    return Err(CaptureError::Command {
-                        command: opts
-                            .command
-                            .first()
-                            .map(|p| p.to_string_lossy().to_string())
-                            .unwrap_or_default(),
-                        source: e,
-                    })
-                }
-            }
-        }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            break StopReason::Duration;
-        }
-        if !got_data {
-            let wait = deadline.map_or(POLL_INTERVAL, |d| {
-                d.saturating_duration_since(Instant::now())
-                    .min(POLL_INTERVAL)
-            });
-            stream.wait(wait);
-        }
-    };
-
-    // An interrupted command is told too (a terminal's Ctrl-C reaches it
-    // anyway; a SIGINT sent to the capture alone does not).
+    let mut command = RunningCommand::spawn(&opts.command)?;
+    let stop = read_until_stop(&mut stream, &mut view, &mut command, opts.duration, started)?;
     if stop == StopReason::Interrupted {
-        if let Some(c) = child.as_ref() {
-            if let Ok(pid) = libc::pid_t::try_from(c.id()) {
-                // SAFETY: signals our own child, which has not been reaped.
-                unsafe {
-                    libc::kill(pid, libc::SIGINT);
-                }
-            }
-        }
+        command.interrupt();
     }
 
     // Stop tracing, then drain what the buffer still holds.
-    write_setting(&dir.path("tracing_on"), "0")?;
+    tracing.switch(false)?;
     let traced_for = started.elapsed();
     stream.drain(&mut view)?;
-    let lost_after = read_lost(&dir.dir);
     let (reader_missed, uncounted_marks) = stream.missed();
     let lost = LostEvents {
-        overrun: lost_after.overrun.saturating_sub(lost_before.overrun),
-        dropped: lost_after.dropped.saturating_sub(lost_before.dropped),
         reader_missed,
         uncounted_marks,
+        ..tracing.lost_since_set_up()
     };
-    if uncounted_marks > 0 && lost.total() == 0 {
-        messages.push(format!(
-            "the ring buffer marked {uncounted_marks} page(s) as following lost events without \
-             saying how many: the trace misses I/O"
-        ));
-    }
     let reader = stream.reader();
     drop(stream);
-
     let (starts, completions) = (view.starts, view.completions);
-    for name in &missing {
-        messages.push(match *name {
-            "block_rq_requeue" => {
-                "this kernel has no block_rq_requeue event; requeued requests may count twice"
-                    .to_string()
-            }
-            other => format!("this kernel has no {other} event"),
-        });
-    }
+    messages.extend(lost_and_missing_messages(&lost, &tracing.missing));
+
     let mut outcome = normaliser.finish()?;
     // Never silently: a bio capture whose completions the kernel did not
     // trace has no latencies, and the trace says so.
-    if let Some(message) = no_completions(events, &device, starts, completions, &missing) {
+    if let Some(message) = no_completions(events, &device, starts, completions, &tracing.missing) {
         outcome
             .tail
             .notes
@@ -671,36 +455,16 @@ pub fn capture(
         .notes
         .push((note::LOST_DROPPED.to_string(), lost.dropped));
     outcome.tail.capture_start_unix_ns = out.header().capture_start_unix_ns;
-    let (buffered, summary) = out.finish(&outcome.tail)?;
-    let file = buffered.into_inner().map_err(|e| CaptureError::Output {
-        path: temp.clone(),
-        source: e.into_error(),
-    })?;
-    file.sync_all().map_err(|e| CaptureError::Output {
-        path: temp.clone(),
-        source: e,
-    })?;
-    drop(file);
-    fs::rename(&temp, output).map_err(|e| CaptureError::Output {
-        path: output.clone(),
-        source: e,
-    })?;
-    temp_guard.keep = true;
+    let summary = out.commit(&outcome.tail)?;
 
     // Restore tracing and signals, then wait for a command still running.
-    messages.extend(dir.release());
-    let used_instance = dir.instance;
-    drop(dir);
-    messages.extend(mount.release());
+    let used_instance = tracing.dir.instance;
+    messages.extend(tracing.release());
     drop(signals);
-    if let Some(mut c) = child.take() {
-        if let Ok(status) = c.wait() {
-            command_status = Some(exit_code(status));
-        }
-    }
+    let command_status = command.wait();
     messages.extend(outcome.messages);
     Ok(CaptureReport {
-        output: output.clone(),
+        output: opts.output.clone(),
         device,
         summary,
         traced_for,
@@ -714,4 +478,163 @@ pub fn capture(
         notes: outcome.tail.notes,
         messages,
     })
+}
+
+/// The trace header of a capture (what is known before the first event).
+fn trace_header(opts: &CaptureOptions, device: &TracedDevice, events: EventSet) -> TraceHeader {
+    let (host, kernel) = uname();
+    let name = opts
+        .name
+        .clone()
+        .unwrap_or_else(|| device.info.name.clone());
+    let mut header = TraceHeader::new(name, "capture");
+    header.description = opts.description.clone().unwrap_or_default();
+    header.category = opts.category.clone().unwrap_or_default();
+    header.source_files = vec![opts.device.display().to_string()];
+    header.capture_host = host;
+    header.capture_kernel = kernel;
+    header.original_device = Some(device.info.clone());
+    header.issue_event = match events {
+        EventSet::Request => IssueEvent::Issue,
+        EventSet::Bio => IssueEvent::Queue,
+    };
+    header
+}
+
+/// What to tell the user about uncounted lost events and missing events.
+fn lost_and_missing_messages(lost: &LostEvents, missing: &[&str]) -> Vec<String> {
+    let mut messages = Vec::new();
+    if lost.uncounted_marks > 0 && lost.total() == 0 {
+        messages.push(format!(
+            "the ring buffer marked {} page(s) as following lost events without saying how \
+             many: the trace misses I/O",
+            lost.uncounted_marks
+        ));
+    }
+    for name in missing {
+        messages.push(match *name {
+            "block_rq_requeue" => {
+                "this kernel has no block_rq_requeue event; requeued requests may count twice"
+                    .to_string()
+            }
+            other => format!("this kernel has no {other} event"),
+        });
+    }
+    messages
+}
+
+/// The command a capture runs while tracing (if any).
+struct RunningCommand {
+    name: String,
+    child: Option<Child>,
+    status: Option<i32>,
+}
+
+impl RunningCommand {
+    fn spawn(command: &[OsString]) -> Result<RunningCommand, CaptureError> {
+        let Some((program, args)) = command.split_first() else {
+            return Ok(RunningCommand {
+                name: String::new(),
+                child: None,
+                status: None,
+            });
+        };
+        let name = program.to_string_lossy().to_string();
+        let child =
+            Command::new(program)
+                .args(args)
+                .spawn()
+                .map_err(|source| CaptureError::Command {
+                    command: name.clone(),
+                    source,
+                })?;
+        Ok(RunningCommand {
+            name,
+            child: Some(child),
+            status: None,
+        })
+    }
+
+    /// Whether the command has exited (always false without one).
+    fn exited(&mut self) -> Result<bool, CaptureError> {
+        let Some(child) = self.child.as_mut() else {
+            return Ok(false);
+        };
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                self.status = Some(exit_code(status));
+                self.child = None;
+                Ok(true)
+            }
+            Ok(None) => Ok(false),
+            Err(source) => Err(CaptureError::Command {
+                command: self.name.clone(),
+                source,
+            }),
+        }
+    }
+
+    /// Passes an interruption on (a terminal's Ctrl-C reaches the command
+    /// anyway; a signal sent to the capture alone does not).
+    fn interrupt(&self) {
+        if let Some(pid) = self
+            .child
+            .as_ref()
+            .and_then(|c| libc::pid_t::try_from(c.id()).ok())
+        {
+            // SAFETY: signals our own child, which has not been reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGINT);
+            }
+        }
+    }
+
+    /// Waits for a command still running; its exit code.
+    fn wait(mut self) -> Option<i32> {
+        if let Some(mut c) = self.child.take() {
+            if let Ok(status) = c.wait() {
+                self.status = Some(exit_code(status));
+            }
+        }
+        self.status
+    }
+}
+
+/// Reads events into `view` until the duration has passed, the command has
+/// exited or a stop signal came, checking at least every poll interval even
+/// under a steady stream.
+fn read_until_stop(
+    stream: &mut EventStream,
+    view: &mut CaptureView<'_>,
+    command: &mut RunningCommand,
+    duration: Option<Duration>,
+    started: Instant,
+) -> Result<StopReason, CaptureError> {
+    let deadline = duration.map(|d| started + d);
+    loop {
+        let slice_end = Instant::now() + POLL_INTERVAL;
+        let mut got_data = false;
+        while stream.read_some(view)? == PipeRead::Data {
+            got_data = true;
+            if Instant::now() >= slice_end || STOP_REQUESTED.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        if STOP_REQUESTED.load(Ordering::SeqCst) {
+            return Ok(StopReason::Interrupted);
+        }
+        if command.exited()? {
+            return Ok(StopReason::CommandExited);
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(StopReason::Duration);
+        }
+        if !got_data {
+            let wait = deadline.map_or(POLL_INTERVAL, |d| {
+                d.saturating_duration_since(Instant::now())
+                    .min(POLL_INTERVAL)
+            });
+            stream.wait(wait);
+        }
+    }
 }

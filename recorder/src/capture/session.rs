@@ -2,7 +2,8 @@
 //! the private tracing instance (or the top level, with every setting
 //! restored), and the per-CPU buffer statistics.
 
-use super::{tracefs_error, CaptureError, LostEvents};
+use super::device::{event_filter, traced_events, EventSet, TracedDevice};
+use super::{tracefs_error, CaptureError, CaptureOptions, LostEvents};
 use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
@@ -307,6 +308,114 @@ pub(super) fn fitting_buffer_kb(wanted_kb: u64, cpus: u64, messages: &mut Vec<St
 
 pub(super) fn online_cpus() -> u64 {
     std::thread::available_parallelism().map_or(1, |n| n.get() as u64)
+}
+
+/// The tracing set up for one capture: tracefs mounted, the instance (or
+/// top level) configured with tracing off, the events enabled with their
+/// filter. [`Tracing::release`] (or dropping it) undoes all of it.
+pub(super) struct Tracing {
+    mount: TracefsMount,
+    pub(super) dir: TraceDir,
+    /// The `mono` trace clock is in use (times map to wall-clock time and
+    /// the CPUs' buffers can be merged).
+    pub(super) mono: bool,
+    /// The events enabled, and the optional ones this kernel lacks.
+    pub(super) enabled: Vec<&'static str>,
+    pub(super) missing: Vec<&'static str>,
+    /// The top level's buffer statistics before the capture.
+    lost_before: LostEvents,
+}
+
+impl Tracing {
+    /// Sets tracing up in `root` for `events` of `device`, tracing off.
+    pub(super) fn set_up(
+        root: &Path,
+        opts: &CaptureOptions,
+        device: &TracedDevice,
+        events: EventSet,
+        messages: &mut Vec<String>,
+    ) -> Result<Tracing, CaptureError> {
+        let mount = TracefsMount::ensure(root)?;
+        let start_event = root.join("events/block").join(events.start_event());
+        if !start_event.is_dir() {
+            return Err(CaptureError::NoTracefs(format!(
+                "{} is missing: this kernel has no block trace events",
+                start_event.display()
+            )));
+        }
+        let mut dir = TraceDir::open(root, opts.use_instance, messages)?;
+        let lost_before = if dir.instance {
+            LostEvents::default()
+        } else {
+            read_lost(&dir.dir)
+        };
+        dir.set("tracing_on", "0")?;
+        let mono = match dir.set("trace_clock", "mono") {
+            Ok(()) => true,
+            Err(_) => {
+                messages.push(
+                    "the `mono` trace clock is unavailable; the start time is approximate".into(),
+                );
+                false
+            }
+        };
+        let buffer_kb = fitting_buffer_kb(opts.buffer_kb_per_cpu, online_cpus(), messages);
+        dir.set("buffer_size_kb", &buffer_kb.to_string())?;
+        let filter = event_filter(device);
+        let mut enabled = Vec::new();
+        let mut missing = Vec::new();
+        for event in traced_events(events, device.bio_based) {
+            let event_dir = format!("events/block/{}", event.name);
+            if !dir.path(&event_dir).is_dir() {
+                if event.required {
+                    return Err(CaptureError::NoTracefs(format!(
+                        "{} is missing: this kernel has no {} event",
+                        dir.path(&event_dir).display(),
+                        event.name
+                    )));
+                }
+                missing.push(event.name);
+                continue;
+            }
+            dir.set(&format!("{event_dir}/filter"), &filter)?;
+            dir.set(&format!("{event_dir}/enable"), "1")?;
+            enabled.push(event.name);
+        }
+        // Empty the buffer (a new instance's is empty; the top level's may not be).
+        if !dir.instance {
+            write_setting(&dir.path("trace"), "")?;
+        }
+        Ok(Tracing {
+            mount,
+            dir,
+            mono,
+            enabled,
+            missing,
+            lost_before,
+        })
+    }
+
+    /// Switches tracing on or off.
+    pub(super) fn switch(&mut self, on: bool) -> Result<(), CaptureError> {
+        write_setting(&self.dir.path("tracing_on"), if on { "1" } else { "0" })
+    }
+
+    /// Events the kernel's statistics say were lost since the set-up.
+    pub(super) fn lost_since_set_up(&self) -> LostEvents {
+        let after = read_lost(&self.dir.dir);
+        LostEvents {
+            overrun: after.overrun.saturating_sub(self.lost_before.overrun),
+            dropped: after.dropped.saturating_sub(self.lost_before.dropped),
+            ..LostEvents::default()
+        }
+    }
+
+    /// Restores everything; returns messages for what failed.
+    pub(super) fn release(mut self) -> Vec<String> {
+        let mut messages = self.dir.release();
+        messages.extend(self.mount.release());
+        messages
+    }
 }
 
 #[cfg(test)]

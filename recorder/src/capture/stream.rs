@@ -2,9 +2,11 @@
 //! pipe, behind one interface.
 
 use super::ring::RawStream;
-use super::text_pipe::{PipeRead, TextStream};
+use super::session::{TraceDir, Tracing};
+use super::text_pipe::{PipeRead, PipeReader, TextStream};
 use super::{CaptureError, Reader};
 use crate::sink::Sink;
+use std::path::Path;
 use std::time::Duration;
 
 /// Where the capture's events come from.
@@ -14,6 +16,43 @@ pub(super) enum EventStream {
 }
 
 impl EventStream {
+    /// Opens the binary ring buffer of `tracing` (the text pipe when asked
+    /// for, or when the ring buffer cannot be read: `messages` says why).
+    pub(super) fn open(
+        tracing: &Tracing,
+        root: &Path,
+        text_pipe: bool,
+        messages: &mut Vec<String>,
+    ) -> Result<EventStream, CaptureError> {
+        let text = |dir: &TraceDir| -> Result<EventStream, CaptureError> {
+            Ok(EventStream::Text(TextStream {
+                pipe: PipeReader::open(dir.path("trace_pipe"))?,
+                lost: 0,
+            }))
+        };
+        if text_pipe {
+            messages.push(
+                "reading the text trace_pipe (asked for): times have microsecond resolution".into(),
+            );
+            return text(&tracing.dir);
+        }
+        let raw = if tracing.mono {
+            RawStream::open(&tracing.dir.dir, root, &tracing.enabled)
+        } else {
+            Err("without the `mono` clock the CPUs' buffers cannot be merged by time".into())
+        };
+        match raw {
+            Ok(raw) => Ok(EventStream::Raw(raw)),
+            Err(why) => {
+                messages.push(format!(
+                    "cannot read the binary ring buffer ({why}); reading the text trace_pipe \
+                     instead: times have microsecond resolution"
+                ));
+                text(&tracing.dir)
+            }
+        }
+    }
+
     pub(super) fn reader(&self) -> Reader {
         match self {
             EventStream::Raw(_) => Reader::RingBuffer,

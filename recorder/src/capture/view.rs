@@ -2,6 +2,7 @@
 //! a partition's events mapped into the partition, data-less completions set
 //! aside, starts and completions counted, the first event time kept.
 
+use super::device::TracedDevice;
 use super::note;
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location, SourceIo};
@@ -24,7 +25,31 @@ pub(super) struct CaptureView<'n> {
     pub(super) completions: u64,
 }
 
-impl CaptureView<'_> {
+impl<'n> CaptureView<'n> {
+    /// The view of `device`'s events handed on to `inner`; the first event's
+    /// time goes to `first_time`.
+    pub(super) fn new(
+        inner: &'n mut dyn Sink,
+        device: &TracedDevice,
+        first_time: Rc<Cell<Option<Nanos>>>,
+    ) -> CaptureView<'n> {
+        let partition = device.partition.map(|(start, len)| {
+            (
+                device.disk,
+                device.info.id,
+                start.0,
+                start.0.saturating_add(len.0),
+            )
+        });
+        CaptureView {
+            inner,
+            partition,
+            first_time,
+            starts: 0,
+            completions: 0,
+        }
+    }
+
     /// The event as seen on the partition, or `None` when outside it.
     fn map(&self, mut e: BlockEvent) -> Option<BlockEvent> {
         let Some((disk, part, start, end)) = self.partition else {
