@@ -437,6 +437,8 @@ pub fn trace_result(
         trace_id: None,
         latency_cdf_us,
         timeline: None,
+        valid: true,
+        invalid_reason: None,
     }
 }
 

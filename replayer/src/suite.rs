@@ -141,7 +141,7 @@ pub fn run_suite(
         results.push(result);
     }
     let suite = SuiteSummary::of(&results);
-    Ok(SuiteResult {
+    let mut result = SuiteResult {
         tool: ToolInfo {
             name: "tracemark".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -154,7 +154,11 @@ pub fn run_suite(
         suite,
         interrupted,
         started_unix_s,
-    })
+        valid: true,
+        invalid_reasons: Vec::new(),
+    };
+    result.mark_validity();
+    Ok(result)
 }
 
 /// Passes everything to the caller's observer and builds the per-interval

@@ -164,6 +164,8 @@ pub struct Comparison {
     /// Every trace name of every result, in first-seen order.
     pub traces: Vec<String>,
     pub mismatches: Vec<Mismatch>,
+    /// Give ratios for results marked not valid too (`--include-invalid`).
+    pub include_invalid: bool,
 }
 
 impl Comparison {
@@ -220,6 +222,7 @@ impl Comparison {
             drives,
             traces,
             mismatches: Vec::new(),
+            include_invalid: false,
         };
         c.mismatches = c.find_mismatches();
         Ok(c)
@@ -232,6 +235,23 @@ impl Comparison {
             .traces
             .iter()
             .find(|t| t.name == name)
+    }
+
+    /// Gives ratios for results marked not valid too (`--include-invalid`).
+    pub fn including_invalid(mut self) -> Comparison {
+        self.include_invalid = true;
+        self.mismatches = self.find_mismatches();
+        self
+    }
+
+    /// The reference value for a ratio in column `drive`: none when either
+    /// result is marked not valid (unless `include_invalid`), so a run whose
+    /// I/Os failed is never shown as faster or slower than a real one.
+    pub fn ratio_reference(&self, drive: usize, reference: Option<f64>) -> Option<f64> {
+        let valid = |i: usize| self.drives.get(i).is_some_and(|d| d.result.valid);
+        (self.include_invalid || (valid(0) && valid(drive)))
+            .then_some(reference)
+            .flatten()
     }
 
     /// True when the column differs from the first in mode or options.
@@ -254,6 +274,22 @@ impl Comparison {
             return out;
         };
         for (i, d) in self.drives.iter().enumerate() {
+            if !d.result.valid {
+                out.push(Mismatch {
+                    drive: i,
+                    trace: None,
+                    message: format!(
+                        "{} is not a valid result ({}); {}",
+                        d.label,
+                        d.result.invalid_reasons.join("; "),
+                        if self.include_invalid {
+                            "its ratios are shown because of --include-invalid"
+                        } else {
+                            "no ratios are given against it (--include-invalid shows them)"
+                        }
+                    ),
+                });
+            }
             if d.result.interrupted {
                 out.push(Mismatch {
                     drive: i,

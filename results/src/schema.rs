@@ -194,6 +194,20 @@ pub struct TraceResult {
     /// (the warm-up when no scored pass finished).
     #[serde(default)]
     pub timeline: Option<Timeline>,
+    /// False when the figures cannot be trusted (the device returned errors):
+    /// written only when false, with the reason.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub valid: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_reason: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A trace's identity as recorded: its records, bytes and duration and a
@@ -285,4 +299,36 @@ pub struct SuiteResult {
     pub interrupted: bool,
     /// Wall-clock start, seconds since the Unix epoch.
     pub started_unix_s: u64,
+    /// False when any trace's figures cannot be trusted (device errors);
+    /// written only when false, with the reasons. `compare` flags such a
+    /// result and leaves it out of ratios unless asked.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub valid: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_reasons: Vec<String>,
+}
+
+impl SuiteResult {
+    /// Marks traces with device errors, and the result with them, as not
+    /// valid, each with its reason. A replay whose I/Os fail measures the
+    /// failures, not the drive: its score must never pass for a real one.
+    pub fn mark_validity(&mut self) {
+        self.invalid_reasons.clear();
+        for t in &mut self.traces {
+            let errors: u64 = t.errors.values().sum();
+            if errors > 0 {
+                let per_op: Vec<String> = t
+                    .errors
+                    .iter()
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(op, n)| format!("{op}: {n}"))
+                    .collect();
+                let reason = format!("{errors} I/Os failed on the device ({})", per_op.join(", "));
+                t.valid = false;
+                self.invalid_reasons.push(format!("{}: {reason}", t.name));
+                t.invalid_reason = Some(reason);
+            }
+        }
+        self.valid = self.traces.iter().all(|t| t.valid);
+    }
 }

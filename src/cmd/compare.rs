@@ -13,7 +13,8 @@ use std::path::PathBuf;
 
 Ratios are to the first result. Results from different modes or options, or of
 different versions of a trace, are flagged (! on a column, ≠ on a cell); a trace
-missing from a result shows as '-'.")]
+missing from a result shows as '-'. A result marked not valid (its device
+returned errors) is flagged and gets no ratios unless --include-invalid.")]
 pub struct CompareArgs {
     /// Result files written by `tracemark replay/suite --json`; the first is the reference.
     #[arg(required = true)]
@@ -24,6 +25,9 @@ pub struct CompareArgs {
     /// Also write a self-contained HTML report with charts here.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Give ratios for results marked not valid (device errors) too.
+    #[arg(long)]
+    pub include_invalid: bool,
 }
 
 pub fn run(args: CompareArgs) -> Result<i32> {
@@ -31,7 +35,10 @@ pub fn run(args: CompareArgs) -> Result<i32> {
     for path in &args.results {
         results.push((path.clone(), load_result(path)?));
     }
-    let comparison = Comparison::new(results, &args.label)?;
+    let mut comparison = Comparison::new(results, &args.label)?;
+    if args.include_invalid {
+        comparison = comparison.including_invalid();
+    }
     print!("{}", compare_tables(&comparison));
     if let Some(path) = &args.html {
         std::fs::write(path, results::html::compare_report(&comparison))

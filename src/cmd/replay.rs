@@ -19,7 +19,7 @@ use trace_format::{Nanos, Op};
   tracemark replay app.tmt --target /dev/sdb --read-only          # reads only, nothing written
   tracemark replay app.tmt --idle-cap 100ms --time-scale 2
 
-Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is still written).")]
+Exit codes: 0 done, 1 error, 2 the result is not valid (the device returned I/O errors;\nthe result is still written, marked \"valid\": false), 130 interrupted (Ctrl-C; the\npartial result is still written).")]
 pub struct ReplayArgs {
     /// The traces (.tmt) to replay, in order.
     #[arg(required = true)]
@@ -223,7 +223,22 @@ pub fn replay_paths(
     if let Some(path) = &args.json {
         replayer::suite::write_json(&result, path)?;
     }
-    Ok(if result.interrupted { 130 } else { 0 })
+    if result.interrupted {
+        return Ok(130);
+    }
+    if !result.valid {
+        eprintln!(
+            "tracemark: the result is not valid: {}{}",
+            result.invalid_reasons.join("; "),
+            if args.json.is_some() {
+                " (written, marked \"valid\": false)"
+            } else {
+                ""
+            }
+        );
+        return Ok(2);
+    }
+    Ok(0)
 }
 
 /// A one-line progress display on stderr, only on a terminal.

@@ -13,6 +13,7 @@ mod blktrace_binary;
 mod capture;
 mod consistency;
 mod convert_tracefs;
+mod fault_injection;
 mod replay_cli;
 mod replay_exact;
 mod replay_safety;

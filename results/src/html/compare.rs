@@ -133,20 +133,24 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
             let _ = write!(
                 out,
                 "<td>{}{flag}</td>",
-                esc(&cell(value, reference, metric.precision()))
+                esc(&cell(
+                    value,
+                    c.ratio_reference(i, reference),
+                    metric.precision()
+                ))
             );
         }
         out.push_str("</tr>\n");
     }
     out.push_str("<tr><th>suite</th>");
     let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
-    for d in &c.drives {
+    for (i, d) in c.drives.iter().enumerate() {
         let _ = write!(
             out,
             "<th>{}</th>",
             esc(&cell(
                 metric.of_suite(&d.result),
-                reference,
+                c.ratio_reference(i, reference),
                 metric.precision()
             ))
         );

@@ -72,7 +72,7 @@ pub fn format_tables(c: &Comparison) -> String {
             let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
             for i in 0..c.drives.len() {
                 let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
-                let mut text = cell(value, reference, metric.precision());
+                let mut text = cell(value, c.ratio_reference(i, reference), metric.precision());
                 if c.trace_flagged(i, name) {
                     text.push('≠');
                 }
@@ -87,8 +87,12 @@ pub fn format_tables(c: &Comparison) -> String {
         };
         let _ = write!(out, "{label:<name_width$}");
         let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
-        for d in &c.drives {
-            let text = cell(metric.of_suite(&d.result), reference, metric.precision());
+        for (i, d) in c.drives.iter().enumerate() {
+            let text = cell(
+                metric.of_suite(&d.result),
+                c.ratio_reference(i, reference),
+                metric.precision(),
+            );
             let _ = write!(out, " {text:>col_width$}");
         }
         let _ = writeln!(out);
