@@ -105,19 +105,15 @@ pub struct ReplayOptions {
     /// Scheduling priority of the issuing thread during a pass.
     #[serde(default)]
     pub priority: Priority,
-    /// Compressed mode: split one device's stream over this many rings,
-    /// one issuing thread each (1: one ring). A trace whose devices go to
-    /// several targets gets one ring per target regardless.
-    #[serde(default = "one_thread", skip_serializing_if = "is_one_thread")]
+    /// Issuing rings (threads). 0 (default): one per target a trace's
+    /// devices go to. 1: one ring for everything. N > 1: one per target, and
+    /// in compressed mode a single target's stream split over N rings.
+    #[serde(default, skip_serializing_if = "is_auto")]
     pub threads: u32,
 }
 
-fn one_thread() -> u32 {
-    1
-}
-
-fn is_one_thread(n: &u32) -> bool {
-    *n == 1
+fn is_auto(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A trace device, as a user names it.
@@ -211,7 +207,7 @@ impl Default for ReplayOptions {
             target_offset: 0,
             skip_ops: Vec::new(),
             priority: Priority::Normal,
-            threads: 1,
+            threads: 0,
         }
     }
 }

@@ -71,9 +71,10 @@ pub struct RunArgs {
     /// Most I/Os in flight at once (in every mode).
     #[arg(long, short = 'q', default_value_t = 32)]
     pub queue_depth: u32,
-    /// Compressed mode: split one device's stream over N rings, one issuing
-    /// thread each (a trace on several targets gets one ring per target anyway).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    /// Issuing rings, one thread each. 0: one per target the trace's devices
+    /// go to. 1: one ring for all. N > 1: one per target, and in compressed
+    /// mode a single target's stream split over N rings.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub threads: u32,
     /// Scored passes per trace (after one unscored warm-up pass).
     #[arg(long, short = 'p', default_value_t = 3)]

@@ -2,7 +2,8 @@
 //! rule of the one-ring engine.
 //!
 //! When a trace's devices go to several targets, each target gets its own
-//! lane; in compressed mode `--threads N` also splits one device's stream
+//! lane (`--threads 1` keeps one ring for all); in compressed mode
+//! `--threads N` also splits one device's stream
 //! into chunks of [`CHUNK`] records dealt round-robin to N lanes. Every lane
 //! reads the whole trace (its own decoder thread), so every lane knows every
 //! record's index and virtual time, and issues only its own records. The
@@ -26,6 +27,8 @@ use super::{Engine, IoEvent, Observer, PassPlan};
 use crate::clock::now_ns;
 use crate::metrics::PassOutcome;
 use crate::ReplayError;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering::SeqCst};
 use std::sync::mpsc;
 use std::sync::Mutex;
@@ -109,14 +112,23 @@ impl LaneBoard {
         }
     }
 
-    /// Whether lane `me` may issue record `index` (original issue
-    /// `issue_ns`) as far as the other lanes are concerned.
-    pub fn others_allow(&self, me: usize, index: u64, issue_ns: u64, dependencies: bool) -> bool {
-        let ordered = self
-            .next_index
-            .iter()
-            .enumerate()
-            .all(|(k, n)| k == me || n.load(SeqCst) > index);
+    /// Whether lane `me` may issue a record (original issue `issue_ns`) as
+    /// far as the other lanes are concerned: they have issued all their
+    /// records up to `wait_past`, and (with dependencies) none of theirs in
+    /// flight had an original completion at or before `issue_ns`.
+    pub fn others_allow(
+        &self,
+        me: usize,
+        wait_past: Option<u64>,
+        issue_ns: u64,
+        dependencies: bool,
+    ) -> bool {
+        let ordered = wait_past.is_none_or(|w| {
+            self.next_index
+                .iter()
+                .enumerate()
+                .all(|(k, n)| k == me || n.load(SeqCst) > w)
+        });
         ordered
             && (!dependencies
                 || self
@@ -158,6 +170,41 @@ impl LaneBoard {
     }
 }
 
+/// Which records of other lanes a lane's next record must wait for. With
+/// original completions, a record depends only on the records completed
+/// before its issue: the lane keeps the other lanes' records whose original
+/// completion is still ahead (a heap, as large as the original's
+/// concurrency), and the latest index among those completed so far is how
+/// far the other lanes must have issued. So lanes run apart except where the
+/// trace ties them. (Without completions, the order rule ties every record to
+/// the one before it.)
+#[derive(Debug, Default)]
+pub(super) struct Predecessors {
+    ahead: BinaryHeap<Reverse<(u64, u64)>>,
+    latest: Option<u64>,
+}
+
+impl Predecessors {
+    /// Takes the next record in trace order (every lane's).
+    pub fn advance(&mut self, issue_ns: u64, index: u64, completion_ns: Option<u64>, mine: bool) {
+        while let Some(&Reverse((c, i))) = self.ahead.peek() {
+            if c > issue_ns {
+                break;
+            }
+            self.ahead.pop();
+            self.latest = Some(self.latest.map_or(i, |l| l.max(i)));
+        }
+        if let (false, Some(c)) = (mine, completion_ns) {
+            self.ahead.push(Reverse((c, index)));
+        }
+    }
+
+    /// The latest other-lane record completed (originally) by now.
+    pub fn latest(&self) -> Option<u64> {
+        self.latest
+    }
+}
+
 /// A lane's view of the observer: counts progress, forwards events, and
 /// stops when the board says so.
 struct LaneObserver<'b> {
@@ -187,8 +234,9 @@ impl Observer for LaneObserver<'_> {
 }
 
 impl<'t> Engine<'t> {
-    /// How many lanes a pass uses: one per target when the trace's devices
-    /// go to several, else `--threads` in compressed mode, else one.
+    /// How many lanes a pass uses: `--threads 1`: one. Otherwise one per
+    /// target when the trace's devices go to several, else `--threads N`
+    /// (N > 1) in compressed mode, else one.
     pub(super) fn lane_plan(&self, plan: &PassPlan<'_>) -> (usize, LaneSplit) {
         let mut used: Vec<u32> = plan
             .scan
@@ -198,10 +246,13 @@ impl<'t> Engine<'t> {
             .collect();
         used.sort_unstable();
         used.dedup();
+        let threads = plan.opts.threads as usize;
+        if threads == 1 {
+            return (1, LaneSplit::Chunks);
+        }
         if used.len() > 1 {
             return (self.target.all().count(), LaneSplit::ByTarget);
         }
-        let threads = plan.opts.threads.max(1) as usize;
         if threads > 1 && plan.opts.mode == crate::options::TimingMode::Compressed {
             return (threads, LaneSplit::Chunks);
         }
@@ -449,6 +500,38 @@ mod tests {
         }
         assert_dependencies_hold(&recs, &events);
         assert_queue_depth_holds(&events, 16);
+    }
+
+    #[test]
+    fn predecessors_are_the_other_lanes_records_completed_before_an_issue() {
+        let mut p = super::Predecessors::default();
+        p.advance(0, 0, Some(50), false); // other lane, completes at 50
+        p.advance(10, 1, Some(15), true); // mine: never a predecessor here
+        p.advance(20, 2, Some(100), false);
+        assert_eq!(p.latest(), None, "nothing of the others completed by 20");
+        p.advance(50, 3, Some(60), true);
+        assert_eq!(p.latest(), Some(0), "record 0 completed at 50");
+        p.advance(99, 4, Some(120), true);
+        assert_eq!(p.latest(), Some(0));
+        p.advance(100, 5, Some(130), true);
+        assert_eq!(p.latest(), Some(2));
+    }
+
+    #[test]
+    fn threads_1_keeps_every_target_on_one_ring() {
+        let recs = trace(400, 2, true);
+        let events = replay(
+            &recs,
+            2,
+            ReplayOptions {
+                mode: TimingMode::Compressed,
+                threads: 1,
+                ..ReplayOptions::default()
+            },
+        );
+        assert!(events.iter().all(|e| e.ring == 0));
+        assert!(events.iter().any(|e| e.target == 1));
+        assert_dependencies_hold(&recs, &events);
     }
 
     #[test]

@@ -367,7 +367,10 @@ impl<'t> Engine<'t> {
             let virtual_ns = pass.schedule.admit(rec.time.0, completion);
             let target = plan.map.target_of(rec.device);
             if let Some((board, me)) = pass.lane {
-                if board.lane_of(index, target) != me {
+                let mine = board.lane_of(index, target) == me;
+                pass.predecessors
+                    .advance(rec.time.0, index, completion, mine);
+                if !mine {
                     continue;
                 }
             }
@@ -388,7 +391,13 @@ impl<'t> Engine<'t> {
             if let Some((board, me)) = pass.lane {
                 board.publish_next(me, index);
             }
+            let wait_past = if pass.schedule.rules().dependencies {
+                pass.predecessors.latest()
+            } else {
+                index.checked_sub(1)
+            };
             return Ok(Some(Pending {
+                wait_past,
                 index,
                 op: rec.op,
                 virtual_ns,
@@ -436,7 +445,7 @@ impl<'t> Engine<'t> {
         }
         if let Some((board, me)) = pass.lane {
             let deps = pass.schedule.rules().dependencies;
-            if !(board.others_allow(me, p.index, p.orig_issue, deps) && board.try_acquire()) {
+            if !(board.others_allow(me, p.wait_past, p.orig_issue, deps) && board.try_acquire()) {
                 self.lane_wait(pass, observer)?;
                 p.waited = true;
                 return Ok(Some(p));

@@ -1,6 +1,6 @@
 //! The state of one pass: slots in flight, counters, histograms.
 
-use super::lanes::LaneBoard;
+use super::lanes::{LaneBoard, Predecessors};
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::clock::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
@@ -41,6 +41,9 @@ pub(super) struct Pending {
     pub len: u64,
     /// It had to wait for a slot or a dependency.
     pub waited: bool,
+    /// With several rings: the other rings must have issued every record up
+    /// to this index first.
+    pub wait_past: Option<u64>,
 }
 
 /// An I/O in flight, by ring slot.
@@ -101,6 +104,8 @@ pub(super) struct Pass<'b> {
     log_events: bool,
     /// With several rings: the shared board and this ring's number.
     pub lane: Option<(&'b LaneBoard, usize)>,
+    /// With several rings: the other rings' records this ring waits for.
+    pub predecessors: Predecessors,
 }
 
 impl<'b> Pass<'b> {
@@ -152,6 +157,7 @@ impl<'b> Pass<'b> {
             discard_supported: vec![true; targets],
             log_events,
             lane,
+            predecessors: Predecessors::default(),
         }
     }
 
