@@ -12,6 +12,9 @@ pub enum ExportFormat {
     Csv,
     /// A fio version 3 iolog (`read_iolog=FILE`; timestamps in microseconds).
     Fio,
+    /// Apache Parquet: the CSV columns plus `device` (needs `-o`; build with
+    /// `--features parquet`).
+    Parquet,
 }
 
 #[derive(Args, Debug)]
@@ -37,6 +40,14 @@ pub struct ExportArgs {
 pub fn run(args: ExportArgs) -> Result<i32> {
     let path = &args.trace;
     let file = TraceFile::open(path).with_context(|| format!("{}", path.display()))?;
+    if let ExportFormat::Parquet = args.format {
+        let output = args
+            .output
+            .as_ref()
+            .context("--to parquet writes a file: name it with -o FILE.parquet")?;
+        export_parquet(&file, output)?;
+        return Ok(0);
+    }
     let sink: Box<dyn Write> = match &args.output {
         Some(o) => Box::new(
             std::fs::File::create(o).with_context(|| format!("cannot create {}", o.display()))?,
@@ -53,6 +64,8 @@ pub fn run(args: ExportArgs) -> Result<i32> {
             let names = fio_file_names(&file, args.fio_file.as_deref());
             write_fio(records, &names, &mut out)
         }
+        // Written above, before a text output was opened.
+        ExportFormat::Parquet => Ok(()),
     };
     written.and_then(|()| out.flush().context("writing the export"))?;
     Ok(0)
@@ -152,4 +165,19 @@ pub fn write_fio(
         );
     }
     Ok(())
+}
+
+#[cfg(feature = "parquet")]
+fn export_parquet(file: &TraceFile, output: &std::path::Path) -> Result<()> {
+    let out = std::fs::File::create(output)
+        .with_context(|| format!("cannot create {}", output.display()))?;
+    recorder::formats::parquet::write(file.records(), &file.footer().tail.devices, out, output)?;
+    Ok(())
+}
+
+#[cfg(not(feature = "parquet"))]
+fn export_parquet(_file: &TraceFile, _output: &std::path::Path) -> Result<()> {
+    anyhow::bail!(
+        "this tracemark was built without Parquet support; build it with `cargo build --release --features parquet`"
+    )
 }

@@ -406,3 +406,152 @@ fn split_by_volume_equals_one_conversion_per_volume() {
         "files left behind"
     );
 }
+
+/// A SYSTOR '17-format file: two LUNs, response times (one in 7 unknown),
+/// reads and writes.
+#[cfg(feature = "parquet")]
+fn systor_rows(n: u64) -> Vec<u8> {
+    let mut text = String::from("Timestamp,Response,IOType,LUN,Offset,Size\n");
+    for i in 0..n {
+        let response = if i % 7 == 3 {
+            String::new()
+        } else {
+            format!("0.{:06}", 100 + i % 900)
+        };
+        let op = if i % 3 == 0 { 'W' } else { 'R' };
+        text.push_str(&format!(
+            "1487065205.{:06},{response},{op},{},{},{}\n",
+            i * 10,
+            i % 2 * 4,
+            (i * 7919 % 100_000) * 4096,
+            4096 << (i % 4)
+        ));
+    }
+    text.into_bytes()
+}
+
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_round_trip_gives_the_same_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("lun.csv");
+    std::fs::write(&csv, systor_rows(50_000)).unwrap();
+    let a = dir.path().join("a.tmt");
+    convert_ok(&csv, &a, &[]);
+    let pq = dir.path().join("a.parquet");
+    let run = crate::support::tracemark()
+        .args(["export", a.to_str().unwrap(), "--to", "parquet", "-o"])
+        .arg(&pq)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let b = dir.path().join("b.tmt");
+    convert_ok(&pq, &b, &[]);
+    let records = |p: &Path| -> Vec<_> {
+        let t = TraceFile::open(p).unwrap();
+        let devices: Vec<String> = t
+            .footer()
+            .tail
+            .devices
+            .iter()
+            .map(|d| d.id.to_string())
+            .collect();
+        t.records()
+            .map(|r| {
+                let r = r.unwrap();
+                (
+                    r.time,
+                    r.op,
+                    r.offset,
+                    r.len,
+                    r.latency,
+                    r.flags,
+                    devices[usize::from(r.device)].clone(),
+                )
+            })
+            .collect()
+    };
+    let (ra, rb) = (records(&a), records(&b));
+    assert_eq!(ra.len(), 50_000);
+    assert!(ra.iter().any(|r| r.4.is_none()) && ra.iter().any(|r| r.4.is_some()));
+    assert!(ra == rb, "records differ after the Parquet round trip");
+    assert_eq!(checksum(&a), checksum(&b));
+}
+
+/// DuckDB (from PyPI, installed by `.ci/run`) reads the exported file: its
+/// counts and bytes equal `tracemark info --json`.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_export_reads_in_duckdb_like_info_says() {
+    let have = std::process::Command::new("python3")
+        .args(["-c", "import duckdb"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have {
+        crate::support::skip(
+            "parquet_export_reads_in_duckdb_like_info_says",
+            "python3 cannot import duckdb (pip install duckdb)",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("io_traces.csv");
+    std::fs::write(&csv, alibaba_rows(30_000)).unwrap();
+    let t = dir.path().join("t.tmt");
+    convert_ok(&csv, &t, &[]);
+    let pq = dir.path().join("t.parquet");
+    let run = crate::support::tracemark()
+        .args(["export", t.to_str().unwrap(), "--to", "parquet", "-o"])
+        .arg(&pq)
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let info = crate::support::tracemark()
+        .args(["info", "--json"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(info.status.success());
+    let info: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let query = format!(
+        "import duckdb; print(*duckdb.sql(\"select count(*), count(*) filter (where op='read'), count(*) filter (where op='write'), coalesce(sum(length) filter (where op='read'),0), coalesce(sum(length) filter (where op='write'),0), count(distinct device) from '{}'\").fetchone())",
+        pq.display()
+    );
+    let out = std::process::Command::new("python3")
+        .args(["-c", &query])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let key = |k: &str| {
+        info[k]
+            .as_u64()
+            .unwrap_or_else(|| panic!("info --json has no {k}"))
+    };
+    assert_eq!(
+        got,
+        vec![
+            key("ios"),
+            key("reads"),
+            key("writes"),
+            key("read_bytes"),
+            key("write_bytes"),
+            3
+        ]
+    );
+}

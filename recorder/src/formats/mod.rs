@@ -29,6 +29,7 @@ macro_rules! formats {
 }
 
 formats! {
+    parquet,
     blktrace,
     fio,
     tracefs,
