@@ -300,6 +300,7 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
     }
     let mut size = current;
     if current < required {
+        check_free_space(&file, path, required - current)?;
         fill_file(&file, path, current / block * block, required)?;
         size = required;
     }
@@ -317,6 +318,28 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
     })
 }
 
+/// Refuses a fill the filesystem has no room for, before writing anything
+/// (instead of filling it up to ENOSPC).
+fn check_free_space(file: &File, path: &Path, needed: u64) -> Result<(), ReplayError> {
+    // SAFETY: fstatvfs fills the struct we pass.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
+        return Ok(()); // unknown: the fill's own errors will say
+    }
+    let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    if needed > free {
+        return Err(ReplayError::TargetRefused {
+            path: path.to_path_buf(),
+            reason: format!(
+                "the scratch file needs {} MiB more but its filesystem has {} MiB free; free space, use a larger filesystem, or pass --mapping wrap with a smaller target",
+                needed.div_ceil(1 << 20),
+                free >> 20
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// Writes incompressible data from `from` to `to`, so reads touch real
 /// blocks; the file's length only grows as data lands, so an interrupted fill
 /// is resumed, not trusted.
@@ -326,6 +349,19 @@ fn fill_file(file: &File, path: &Path, from: u64, to: u64) -> Result<(), ReplayE
     let mut rng = WyRand::from_entropy();
     let mut at = from;
     while at < to {
+        // Ctrl-C stops the fill between chunks: what landed is kept (the
+        // file only grows as data lands) and the next run resumes from it.
+        if crate::interrupt::interrupted() {
+            let _ = file.sync_all();
+            return Err(ReplayError::TargetRefused {
+                path: path.to_path_buf(),
+                reason: format!(
+                    "filling the scratch file was interrupted after {} of {} MiB; the next run resumes the fill",
+                    (at - from) >> 20,
+                    (to - from) >> 20
+                ),
+            });
+        }
         let n = ((to - at) as usize).min(CHUNK);
         rng.fill(&mut buf.as_mut_slice()[..n]);
         let mut done = 0usize;

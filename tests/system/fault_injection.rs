@@ -145,3 +145,84 @@ fn a_replay_with_device_errors_exits_2_and_is_marked_not_valid() {
     let text = compare(&["--include-invalid"]);
     assert_eq!(score_row(&text).matches("x)").count(), 2, "{text}");
 }
+
+/// A private tmpfs of `size`, in `dir`.
+fn tmpfs(dir: &Path, size: &str) -> Tmpfs {
+    let at = dir.join(format!("tmpfs-{size}"));
+    std::fs::create_dir(&at).unwrap();
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(&at)
+        .status()
+        .unwrap()
+        .success());
+    Tmpfs(at)
+}
+
+/// A trace whose compact mapping needs `mib` MiB of scratch file.
+fn wide_trace(dir: &Path, mib: u64) -> PathBuf {
+    let recs: Vec<_> = (0..mib / 4)
+        .map(|i| rec(i * 10, Op::Read, i * 4 * MIB, 4 * KIB))
+        .collect();
+    let p = dir.join("wide.tmt");
+    write_trace(&p, "wide", &recs);
+    p
+}
+
+#[test]
+fn a_scratch_file_the_filesystem_cannot_hold_is_refused_before_filling() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = tmpfs(dir.path(), "8M");
+    let trace = wide_trace(dir.path(), 64);
+    let out = crate::support::tracemark()
+        .current_dir(&fs.0)
+        .args(["replay", trace.to_str().unwrap(), "--passes", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("MiB free"), "{err}");
+    // Nothing was written: the filesystem is as empty as before.
+    let used: u64 = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert_eq!(used, 0, "{err}");
+}
+
+#[test]
+fn ctrl_c_during_the_scratch_fill_stops_it_promptly() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = tmpfs(dir.path(), "3G");
+    let trace = wide_trace(dir.path(), 2048);
+    let mut child = crate::support::tracemark()
+        .current_dir(&fs.0)
+        .args(["replay", trace.to_str().unwrap(), "--passes", "1"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let scratch = fs.0.join(replayer::DEFAULT_SCRATCH_NAME);
+    let began = std::time::Instant::now();
+    while std::fs::metadata(&scratch).map_or(0, |m| m.len()) == 0 {
+        assert!(began.elapsed().as_secs() < 60, "the fill never started");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let signalled = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    let took = signalled.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("interrupted after"), "{err}");
+    let len = std::fs::metadata(&scratch).unwrap().len();
+    assert!(len < 2048 << 20, "the fill ran to the end: {len}");
+    assert!(took.as_secs() < 5, "stopping took {took:?}");
+}
