@@ -202,7 +202,7 @@ fn ctrl_c_during_the_scratch_fill_stops_it_promptly() {
     let dir = tempfile::tempdir().unwrap();
     let fs = tmpfs(dir.path(), "3G");
     let trace = wide_trace(dir.path(), 2048);
-    let mut child = crate::support::tracemark()
+    let child = crate::support::tracemark()
         .current_dir(&fs.0)
         .args(["replay", trace.to_str().unwrap(), "--passes", "1"])
         .stderr(std::process::Stdio::piped())
