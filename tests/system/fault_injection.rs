@@ -226,3 +226,49 @@ fn ctrl_c_during_the_scratch_fill_stops_it_promptly() {
     assert!(len < 2048 << 20, "the fill ran to the end: {len}");
     assert!(took.as_secs() < 5, "stopping took {took:?}");
 }
+
+#[test]
+fn a_full_disk_while_writing_the_result_keeps_the_old_one_whole() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = tmpfs(dir.path(), "64k");
+    let result = fs.0.join("result.json");
+    std::fs::write(&result, "{\"the\": \"previous result\"}\n").unwrap();
+    // Fill the rest of the filesystem.
+    let _ = std::fs::write(fs.0.join("filler"), vec![1u8; 64 << 10]);
+    let trace = wide_trace(dir.path(), 16);
+    let out = replay(
+        dir.path(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            dir.path().join("scratch.bin").to_str().unwrap(),
+            "--passes",
+            "1",
+            "--mode",
+            "compressed",
+            "--json",
+            result.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("result.json"),
+        "the message names the file: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&result).unwrap(),
+        "{\"the\": \"previous result\"}\n",
+        "the previous result was damaged"
+    );
+    let left: Vec<_> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
