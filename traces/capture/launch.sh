@@ -10,23 +10,25 @@
 #      desktop has mapped are read back (tm-guest.sh cold): the application's
 #      own files and the libraries only it uses are cold, the desktop is not;
 #   3. traced: the application is started in the Xfce session; the trace ends
-#      when its main window is mapped and visible (xdotool search --sync
-#      --onlyvisible), then the guest's CPUs are idle (games: their menu renders
-#      without pause, so only the disk), writeback done and the disk quiet 3 s;
+#      $LAUNCH_TAIL_S (default 10) seconds after its main window is mapped and
+#      visible (xdotool search --sync --onlyvisible), which takes in what it
+#      reads right after showing the window. (A settle on CPU idle and a quiet
+#      disk, as the other traces end, did not come under TCG: see README.)
 #   4. untraced: the application is asked to quit (SIGTERM).
 source "$(dirname "$0")/guest-common.sh"
 
 # name | window-name pattern | command | settle CPU max | description
 APPS=(
-  "launch-gimp|GNU Image Manipulation Program|gimp|0.15|GIMP 2.10 cold launch until its image window is mapped and idle"
-  "launch-inkscape| - Inkscape\$|inkscape|0.15|Inkscape 1.2 cold launch until its document window is mapped and idle"
-  "launch-libreoffice|LibreOffice Writer|libreoffice --writer|0.15|LibreOffice 7.4 Writer (GTK3) cold launch until the document window is mapped and idle"
-  "launch-firefox|Mozilla Firefox|firefox-esr|0.15|Firefox ESR cold launch until its browser window is mapped and idle"
-  "launch-darktable|darktable|darktable|0.15|darktable 4.2 cold launch until its lighttable window is mapped and idle"
+  "launch-gimp|GNU Image Manipulation Program|gimp|$SETTLE_CPU|GIMP 2.10 cold launch until its image window is mapped and idle"
+  "launch-inkscape| - Inkscape\$|inkscape|$SETTLE_CPU|Inkscape 1.2 cold launch until its document window is mapped and idle"
+  "launch-libreoffice|LibreOffice Writer|libreoffice --writer|$SETTLE_CPU|LibreOffice 7.4 Writer (GTK3) cold launch until the document window is mapped and idle"
+  "launch-firefox|Mozilla Firefox|firefox-esr|$SETTLE_CPU|Firefox ESR cold launch until its browser window is mapped and idle"
+  "launch-darktable|darktable|darktable|$SETTLE_CPU|darktable 4.2 cold launch until its lighttable window is mapped and idle"
   "game-launch-0ad|^0 A.D.|/usr/games/pyrogenesis|1|0 A.D. 0.26 (llvmpipe) cold launch to the main menu (window mapped, disk quiet)"
   "game-launch-supertuxkart|SuperTuxKart|/usr/games/supertuxkart|1|SuperTuxKart 1.4 (llvmpipe) cold launch to the main menu (window mapped, disk quiet)"
 )
 want=("$@")
+export LAUNCH_TAIL_S=${LAUNCH_TAIL_S:-10}
 guest_attach
 guest_boot
 
@@ -34,6 +36,7 @@ for row in "${APPS[@]}"; do
   IFS='|' read -r name pattern cmd cpu_max description <<< "$row"
   if [ ${#want[@]} -gt 0 ] && [[ ! " ${want[*]} " == *" $name "* ]]; then continue; fi
   prog=$(basename "${cmd%% *}")
+  prog="[${prog:0:1}]${prog:1}"   # a pattern that does not match the shell running pkill
   if [ -z "${TRACEMARK_NO_WARMUP:-}" ]; then
     echo "== $name: warm-up launch (untraced)"
     gx "sh /run/tracemark/tm-guest.sh launch '$pattern' $cmd"
@@ -43,14 +46,14 @@ for row in "${APPS[@]}"; do
     gbench "pkill -KILL -f '$prog' || true"
   fi
   guest_cold
-  guest_settle 3 300
+  sleep 5
   category="app launch"; [[ $name == game-* ]] && category="game launch"
   guest_capture "$name" "$category" "$description" \
     bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP
-      gx \"sh /run/tracemark/tm-guest.sh launch '$pattern' $cmd\" && guest_settle 3 900 $cpu_max"
+      gx \"sh /run/tracemark/tm-guest.sh launch '$pattern' $cmd\" && sleep \$LAUNCH_TAIL_S"
   guest_screendump "$WORK/$name.png" || true
   gbench "pkill -TERM -f '$prog' || true"
   sleep 5
   gbench "pkill -KILL -f '$prog' || true"
-  guest_settle 3 300
+  sleep 3
 done
