@@ -61,7 +61,12 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            eprintln!("tracemark: error: {}", error_chain(&e));
+            // Errors quote input (names, lines, reasons): no raw control
+            // characters reach the terminal.
+            eprintln!(
+                "tracemark: error: {}",
+                output::escape_control(&error_chain(&e))
+            );
             std::process::exit(1);
         }
     }

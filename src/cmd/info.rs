@@ -224,33 +224,39 @@ fn print_idle_periods(p: &trace_format::stats::IdlePeriods) {
     }
 }
 
+/// Text from the trace file, with control characters escaped.
+fn esc(s: &str) -> String {
+    output::escape_control(s)
+}
+
 fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::Path) {
     let h = file.header();
     let s = file.summary();
     let tail = &file.footer().tail;
-    println!("{}  ({})", h.name, path.display());
+    println!("{}  ({})", esc(&h.name), path.display());
     if !h.description.is_empty() {
-        println!("  {}", h.description);
+        println!("  {}", esc(&h.description));
     }
     if !h.category.is_empty() {
-        println!("  category: {}", h.category);
+        println!("  category: {}", esc(&h.category));
     }
     println!(
         "  source: {} {}  (issue time: {} event)",
-        h.source_format,
-        h.source_files.join(" "),
+        esc(&h.source_format),
+        esc(&h.source_files.join(" ")),
         h.issue_event.name()
     );
     if let Some(host) = &h.capture_host {
         println!(
-            "  captured on {host} {}",
-            h.capture_kernel.as_deref().unwrap_or("")
+            "  captured on {} {}",
+            esc(host),
+            esc(h.capture_kernel.as_deref().unwrap_or(""))
         );
     }
     if let Some(d) = &h.original_device {
         println!(
             "  device: {} ({}){}",
-            d.name,
+            esc(&d.name),
             d.id,
             d.size
                 .map_or(String::new(), |b| format!(", {}", output::bytes(b.0)))
@@ -399,7 +405,12 @@ fn print_human(file: &TraceFile, stats: Option<&TraceStats>, path: &std::path::P
     if tail.skipped.count > 0 {
         println!("Skipped input: {} (--skip-bad)", tail.skipped.count);
         for e in &tail.skipped.examples {
-            println!("  {}: {}: `{}`", e.location, e.reason, e.content);
+            println!(
+                "  {}: {}: `{}`",
+                esc(&e.location),
+                esc(&e.reason),
+                esc(&e.content)
+            );
         }
     } else {
         println!("Skipped input: none");

@@ -67,3 +67,36 @@ mod tests {
         assert_eq!(percent(1.0, 4.0), "25.0%");
     }
 }
+
+/// `s` with every control character (ESC, BEL, CR, ...; not tab) shown as a
+/// `\u{..}` escape, so text from input files (host names, trace names,
+/// descriptions, the lines quoted in errors) cannot move the cursor, clear
+/// the screen or set the terminal's title.
+pub fn escape_control(s: &str) -> String {
+    if !s.chars().any(|c| c.is_control() && c != '\t') {
+        return s.to_string();
+    }
+    s.chars()
+        .map(|c| {
+            if c.is_control() && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod escape_tests {
+    use super::escape_control;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(
+            escape_control("host\u{1b}]0;pwned\u{7}\u{1b}[2J é\tok"),
+            "host\\u{1b}]0;pwned\\u{7}\\u{1b}[2J é\tok"
+        );
+        assert_eq!(escape_control("plain"), "plain");
+    }
+}
