@@ -147,14 +147,45 @@ impl SuiteFile {
             if t.file.is_relative() {
                 t.file = dir.join(&t.file);
             }
-            if !t.file.is_file() {
+            // Say what the entry really is: missing, unreadable, or not a
+            // regular file (a directory, a FIFO, /dev/zero).
+            let problem = match std::fs::metadata(&t.file) {
+                Ok(m) if m.is_file() => None,
+                Ok(m) => Some(format!(
+                    "is {}, not a trace file",
+                    file_kind(&m.file_type())
+                )),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    Some("does not exist".to_string())
+                }
+                Err(e) => Some(format!("cannot be read: {e}")),
+            };
+            if let Some(problem) = problem {
                 return Err(SuiteFileError::Parse {
                     path: path.to_path_buf(),
-                    message: format!("trace '{}': {} does not exist", t.name, t.file.display()),
+                    message: format!("trace '{}': {} {problem}", t.name, t.file.display()),
                 });
             }
         }
         Ok(suite)
+    }
+}
+
+/// What a path that is not a regular file is.
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
     }
 }
 
@@ -177,6 +208,23 @@ mod tests {
         std::fs::write(&p, "[[trace]]\nname = \"b\"\nfile = \"b.tmt\"\n").unwrap();
         let e = SuiteFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("b.tmt does not exist"), "{e}");
+        // A directory, a FIFO and /dev/zero are named for what they are.
+        std::fs::create_dir(dir.path().join("d.tmt")).unwrap();
+        let fifo = dir.path().join("f.tmt");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        for (file, words) in [
+            ("d.tmt", "d.tmt is a directory"),
+            ("f.tmt", "f.tmt is a FIFO (named pipe)"),
+            ("/dev/zero", "/dev/zero is a character device"),
+        ] {
+            std::fs::write(&p, format!("[[trace]]\nname = \"x\"\nfile = \"{file}\"\n")).unwrap();
+            let e = SuiteFile::load(&p).unwrap_err().to_string();
+            assert!(e.contains(words), "{e}");
+        }
         std::fs::write(&p, "[[trace]]\nname = \"b\"\nfil = \"b.tmt\"\n").unwrap();
         let e = SuiteFile::load(&p).unwrap_err().to_string();
         assert!(e.contains("suite.toml") && e.contains("fil"), "{e}");
