@@ -25,4 +25,4 @@ pub mod formats;
 
 pub use error::ConvertError;
 pub use event::{Action, BlockEvent, Location, Position, SourceIo};
-pub use sink::Sink;
+pub use sink::{Collector, Sink};

@@ -47,3 +47,79 @@ pub trait Sink {
     /// source tells it (blktrace notify records).
     fn wall_clock(&mut self, _unix_ns_at_source_zero: i64) {}
 }
+
+/// A line or record a parser could not read, as a [`Collector`] keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadInput {
+    /// Where (`FILE:LINE`, `FILE: record N, byte B`).
+    pub location: String,
+    pub content: String,
+    pub reason: String,
+}
+
+/// Keeps everything a parser reports, in order: for tests and tools that look
+/// at a parser's own output (a conversion hands it to the normaliser instead).
+#[derive(Debug, Default)]
+pub struct Collector {
+    pub events: Vec<BlockEvent>,
+    pub ios: Vec<SourceIo>,
+    pub bad: Vec<BadInput>,
+    /// Count per note key.
+    pub notes: std::collections::BTreeMap<String, u64>,
+    pub wall_clock: Option<i64>,
+    /// Whether bad input is skipped (as with `--skip-bad`) or stops the parser.
+    pub skip_bad: bool,
+}
+
+impl Collector {
+    /// A collector that skips bad input (and keeps it in `bad`).
+    pub fn skipping_bad_input() -> Collector {
+        Collector {
+            skip_bad: true,
+            ..Default::default()
+        }
+    }
+}
+
+impl Sink for Collector {
+    fn event(&mut self, _at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
+        self.events.push(event);
+        Ok(())
+    }
+
+    fn io(&mut self, _at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
+        self.ios.push(io);
+        Ok(())
+    }
+
+    fn bad_input(
+        &mut self,
+        at: Location<'_>,
+        content: &str,
+        reason: &str,
+    ) -> Result<(), ConvertError> {
+        let bad = BadInput {
+            location: at.to_string(),
+            content: content.to_string(),
+            reason: reason.to_string(),
+        };
+        self.bad.push(bad.clone());
+        if self.skip_bad {
+            Ok(())
+        } else {
+            Err(ConvertError::BadInput {
+                location: bad.location,
+                content: bad.content,
+                reason: bad.reason,
+            })
+        }
+    }
+
+    fn note(&mut self, key: &str) {
+        *self.notes.entry(key.to_string()).or_default() += 1;
+    }
+
+    fn wall_clock(&mut self, unix_ns_at_source_zero: i64) {
+        self.wall_clock = Some(unix_ns_at_source_zero);
+    }
+}

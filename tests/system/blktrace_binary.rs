@@ -7,7 +7,7 @@ use crate::support;
 use crate::support::tracefs::Tracefs;
 use crate::support::{LoopDevice, TraceSetting, TracingState};
 use recorder::formats::blktrace::{self, Framing};
-use recorder::{Action, BlockEvent, ConvertError, Location, Sink, SourceIo};
+use recorder::{Action, BlockEvent, Collector, ConvertError};
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Read;
@@ -18,52 +18,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use trace_format::Op;
 
-/// Collects what the parser reports.
-#[derive(Default)]
-struct Collect {
-    events: Vec<BlockEvent>,
-    notes: BTreeMap<String, u64>,
-    wall_clock: Option<i64>,
-    bad: Vec<String>,
-    /// Whether `bad_input` says go on (as with `--skip-bad`).
-    skip_bad: bool,
-}
-
-impl Sink for Collect {
-    fn event(&mut self, _at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
-        self.events.push(event);
-        Ok(())
-    }
-    fn io(&mut self, at: Location<'_>, _io: SourceIo) -> Result<(), ConvertError> {
-        panic!("{at}: the blktrace parser reported a whole request");
-    }
-    fn bad_input(
-        &mut self,
-        at: Location<'_>,
-        content: &str,
-        reason: &str,
-    ) -> Result<(), ConvertError> {
-        self.bad.push(format!("{at}: {reason}"));
-        if self.skip_bad {
-            Ok(())
-        } else {
-            Err(ConvertError::BadInput {
-                location: at.to_string(),
-                content: content.to_string(),
-                reason: reason.to_string(),
-            })
-        }
-    }
-    fn note(&mut self, key: &str) {
-        *self.notes.entry(key.to_string()).or_default() += 1;
-    }
-    fn wall_clock(&mut self, unix_ns: i64) {
-        self.wall_clock = Some(unix_ns);
-    }
-}
-
-fn parse_paths(paths: &[&Path]) -> Result<Collect, ConvertError> {
-    let mut sink = Collect::default();
+fn parse_paths(paths: &[&Path]) -> Result<Collector, ConvertError> {
+    let mut sink = Collector::default();
     blktrace::parse_files(paths, &mut sink).map(|()| sink)
 }
 
@@ -571,12 +527,12 @@ fn kernel_capture_matches_blkparse_and_contains_the_dd_ios() {
 
     // The same records read straight from the ftrace stream, and from one file
     // holding all CPUs, give the same events.
-    let mut live = Collect::default();
+    let mut live = Collector::default();
     let n = blktrace::parse_reader(&cap.ftrace[..], "trace_pipe", Framing::FtraceBin, &mut live)
         .expect("parsing the ftrace stream");
     assert_eq!(n as usize, record_starts(&cap.merged).len());
     assert_eq!(sorted_keys(&live.events), sorted_keys(&ours.events));
-    let mut one = Collect::default();
+    let mut one = Collector::default();
     blktrace::parse_reader(&cap.merged[..], "merged", Framing::Blktrace, &mut one).unwrap();
     assert_eq!(one.events, live.events, "ftrace framing changes the events");
 
@@ -661,10 +617,10 @@ fn parse_bytes(
     name: &str,
     data: &[u8],
     skip_bad: bool,
-) -> (Collect, Result<(), ConvertError>) {
+) -> (Collector, Result<(), ConvertError>) {
     let path = dir.join(name);
     fs::write(&path, data).unwrap();
-    let mut sink = Collect {
+    let mut sink = Collector {
         skip_bad,
         ..Default::default()
     };
@@ -757,7 +713,7 @@ fn bad_input_gives_one_error_naming_file_and_record() {
     assert!(blktrace::looks_like(&data));
 }
 
-fn count_notes(sink: &Collect) -> usize {
+fn count_notes(sink: &Collector) -> usize {
     sink.notes.values().sum::<u64>() as usize
 }
 
@@ -792,7 +748,7 @@ fn random_corruptions_never_panic() {
         }
         fs::write(&path, &bad).unwrap();
         for skip_bad in [false, true] {
-            let mut sink = Collect {
+            let mut sink = Collector {
                 skip_bad,
                 ..Default::default()
             };
@@ -804,7 +760,10 @@ fn random_corruptions_never_panic() {
                 );
             }
             for b in &sink.bad {
-                assert!(b.contains("fuzz.blktrace.0: record "), "round {round}: {b}");
+                assert!(
+                    b.location.contains("fuzz.blktrace.0: record "),
+                    "round {round}: {b:?}"
+                );
             }
         }
     }

@@ -326,40 +326,9 @@ mod tests {
     use crate::capture::ftrace_raw::testing::{
         decoder, formats, layout, record, PageBuilder, LOOP0,
     };
-    use crate::event::{BlockEvent, SourceIo};
     use crate::normalize::{EventChoice, NormaliseOptions, Normaliser};
-    use std::collections::HashMap;
+    use crate::sink::Collector;
     use trace_format::{IssueEvent, Op};
-
-    /// Collects what the raw stream hands on.
-    #[derive(Default)]
-    struct Collected {
-        events: Vec<BlockEvent>,
-        bad: Vec<(String, String)>,
-        notes: HashMap<String, u64>,
-    }
-
-    impl Sink for Collected {
-        fn event(&mut self, _at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
-            self.events.push(event);
-            Ok(())
-        }
-        fn io(&mut self, _at: Location<'_>, _io: SourceIo) -> Result<(), ConvertError> {
-            Ok(())
-        }
-        fn bad_input(
-            &mut self,
-            at: Location<'_>,
-            _content: &str,
-            reason: &str,
-        ) -> Result<(), ConvertError> {
-            self.bad.push((at.to_string(), reason.to_string()));
-            Ok(())
-        }
-        fn note(&mut self, key: &str) {
-            *self.notes.entry(key.to_string()).or_default() += 1;
-        }
-    }
 
     /// A raw stream over regular files, one per CPU, holding `pages`: a read
     /// gives a page, then end of file (a CPU read to empty).
@@ -520,7 +489,7 @@ mod tests {
         );
         let dir = tempfile::tempdir().unwrap();
         let mut raw = raw_stream(dir.path(), &[cpu0, vec![cpu1]]);
-        let mut sink = Collected::default();
+        let mut sink = Collector::skipping_bad_input();
         assert_eq!(raw.read_round(&mut sink).unwrap(), PipeRead::Data);
         let last_read = base + (PAGES_PER_TURN as u64 - 1) * 10_000;
         let times: Vec<u64> = sink.events.iter().map(|e| e.time.0).collect();
@@ -550,7 +519,7 @@ mod tests {
         corrupt[second + 4..second + 8].copy_from_slice(&9_000u32.to_ne_bytes());
         let dir = tempfile::tempdir().unwrap();
         let mut raw = raw_stream(dir.path(), &[vec![], vec![counted, uncounted, corrupt]]);
-        let mut sink = Collected::default();
+        let mut sink = Collector::skipping_bad_input();
         raw.read_round(&mut sink).unwrap();
         assert_eq!((raw.missed, raw.uncounted_marks), (250, 1));
         assert_eq!(sink.notes.get(tracefs::note::LOST_EVENTS), Some(&250));
@@ -558,7 +527,7 @@ mod tests {
         // The records before the corruption are kept.
         assert_eq!(sink.events.len(), 3);
         assert_eq!(sink.bad.len(), 1, "{:?}", sink.bad);
-        let (at, reason) = &sink.bad[0];
+        let (at, reason) = (&sink.bad[0].location, &sink.bad[0].reason);
         let byte = 2 * 4096 + second;
         assert_eq!(
             at,

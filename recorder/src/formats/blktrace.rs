@@ -896,48 +896,8 @@ fn merge<R: Read>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sink::Collector;
 
-    #[derive(Default)]
-    struct Collect {
-        events: Vec<BlockEvent>,
-        notes: Vec<String>,
-        bad: Vec<String>,
-        wall: Option<i64>,
-        go_on: bool,
-    }
-
-    impl Sink for Collect {
-        fn event(&mut self, _at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
-            self.events.push(event);
-            Ok(())
-        }
-        fn io(&mut self, _: Location<'_>, _: crate::SourceIo) -> Result<(), ConvertError> {
-            Ok(())
-        }
-        fn bad_input(
-            &mut self,
-            at: Location<'_>,
-            content: &str,
-            reason: &str,
-        ) -> Result<(), ConvertError> {
-            self.bad.push(format!("{at}: {reason}"));
-            if self.go_on {
-                Ok(())
-            } else {
-                Err(ConvertError::BadInput {
-                    location: at.to_string(),
-                    content: content.into(),
-                    reason: reason.into(),
-                })
-            }
-        }
-        fn note(&mut self, key: &str) {
-            self.notes.push(key.into());
-        }
-        fn wall_clock(&mut self, ns: i64) {
-            self.wall = Some(ns);
-        }
-    }
 
     fn v7(time: u64, sector: u64, bytes: u32, action: u32, pdu: &[u8], big: bool) -> Vec<u8> {
         let mut out = Vec::new();
@@ -1012,7 +972,7 @@ mod tests {
                 big,
             ));
             assert!(looks_like(&data));
-            let mut sink = Collect::default();
+            let mut sink = Collector::default();
             parse_reader(&data[..], "mem", Framing::Blktrace, &mut sink).unwrap();
             assert_eq!(sink.events.len(), 2);
             let e = sink.events[0];
@@ -1029,8 +989,11 @@ mod tests {
                 }
             );
             assert_eq!(sink.events[1].op, Op::Flush);
-            assert_eq!(sink.wall, Some(10_000_000_005 - 200));
-            assert_eq!(sink.notes, vec![note::TIMESTAMP.to_string()]);
+            assert_eq!(sink.wall_clock, Some(10_000_000_005 - 200));
+            assert_eq!(
+                sink.notes,
+                [(note::TIMESTAMP.to_string(), 1)].into_iter().collect()
+            );
         }
     }
 
@@ -1045,22 +1008,19 @@ mod tests {
             false,
         );
         assert!(!looks_like(b"hello world, not blktrace"));
-        let mut sink = Collect::default();
+        let mut sink = Collector::default();
         let err = parse_reader(&good[..20], "t", Framing::Blktrace, &mut sink).unwrap_err();
         assert!(err.to_string().contains("t: record 0 (byte 0)"), "{err}");
         assert!(err.to_string().contains("truncated"), "{err}");
         let mut bad = good.clone();
         bad.extend_from_slice(&good);
         bad[48] ^= 0xff;
-        let mut sink = Collect::default();
+        let mut sink = Collector::default();
         let err = parse_reader(&bad[..], "t", Framing::Blktrace, &mut sink).unwrap_err();
         assert!(err.to_string().contains("record 1 (byte 48)"), "{err}");
         assert!(err.to_string().contains("bad magic"), "{err}");
         // Continuing after a bad magic is impossible: still one error.
-        let mut sink = Collect {
-            go_on: true,
-            ..Default::default()
-        };
+        let mut sink = Collector::skipping_bad_input();
         assert!(parse_reader(&bad[..], "t", Framing::Blktrace, &mut sink).is_err());
         assert_eq!(sink.events.len(), 1);
     }
@@ -1071,13 +1031,10 @@ mod tests {
         let mut data = a(5_000_000_000);
         data.extend(a(1_000));
         data.extend(a(5_000_000_100));
-        let mut sink = Collect {
-            go_on: true,
-            ..Default::default()
-        };
+        let mut sink = Collector::skipping_bad_input();
         parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
         assert_eq!(sink.events.len(), 2);
         assert_eq!(sink.bad.len(), 1);
-        assert!(sink.bad[0].contains("record 1"), "{:?}", sink.bad);
+        assert!(sink.bad[0].location.contains("record 1"), "{:?}", sink.bad);
     }
 }

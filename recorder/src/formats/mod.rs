@@ -225,33 +225,6 @@ fn first_line(head: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::{BlockEvent, Location, SourceIo};
-
-    /// Counts what a parser reports; stops at bad input.
-    #[derive(Default)]
-    struct Count {
-        events: usize,
-        ios: usize,
-    }
-
-    impl Sink for Count {
-        fn event(&mut self, _: Location<'_>, _: BlockEvent) -> Result<(), ConvertError> {
-            self.events += 1;
-            Ok(())
-        }
-        fn io(&mut self, _: Location<'_>, _: SourceIo) -> Result<(), ConvertError> {
-            self.ios += 1;
-            Ok(())
-        }
-        fn bad_input(&mut self, at: Location<'_>, c: &str, r: &str) -> Result<(), ConvertError> {
-            Err(ConvertError::BadInput {
-                location: at.to_string(),
-                content: c.into(),
-                reason: r.into(),
-            })
-        }
-        fn note(&mut self, _: &str) {}
-    }
 
     fn named(name: &str) -> Format {
         Format::from_name(name).unwrap()
@@ -289,11 +262,11 @@ mod tests {
             let Reader::Text(parse) = f.spec().reader else {
                 unreachable!()
             };
-            let mut sink = Count::default();
+            let mut sink = crate::sink::Collector::default();
             parse(&mut example.as_bytes(), "ex", &mut sink)
                 .unwrap_or_else(|e| panic!("example of {}: {e}", f.name()));
             assert!(
-                sink.events + sink.ios > 0,
+                sink.events.len() + sink.ios.len() > 0,
                 "example of {} gave no I/O",
                 f.name()
             );
