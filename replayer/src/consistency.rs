@@ -73,6 +73,7 @@ impl Default for ConsistencyOptions {
                 mode: TimingMode::Compressed,
                 passes: 1,
                 warmup: false,
+                precondition: crate::options::PreconditionPolicy::Skip,
                 ..Default::default()
             },
         }

@@ -8,6 +8,8 @@
 //!   `identity`, `wrap`).
 //! - [`target`]: opening the target (block device or file, scratch file by
 //!   default), the safety checks, filling the scratch file.
+//! - [`precondition`]: writing what the traces will read before scoring, so
+//!   reads touch data.
 //! - [`schedule`]: the timing and dependency rules of the modes (virtual
 //!   time, idle cap, time scale, closed-loop shift, dependency gate), pure.
 //! - [`engine`]: the io_uring engine that runs one pass of a trace, asking
@@ -26,6 +28,7 @@ pub mod in_use;
 pub mod interrupt;
 pub mod mapping;
 pub mod metrics;
+pub mod precondition;
 pub mod rng;
 pub mod schedule;
 pub mod source;

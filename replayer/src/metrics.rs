@@ -6,7 +6,7 @@ use results::schema::{
     Dependencies, Fidelity, Lateness, OpMetrics, PassMetrics, Percentiles, Skipped, Spread,
     Timeline, TraceResult,
 };
-use results::stats::{mean, score};
+use results::stats::{mean, mean_ci95, score};
 use std::collections::BTreeMap;
 use trace_format::Op;
 
@@ -414,6 +414,12 @@ pub fn trace_result(
         passes: scored.iter().map(|p| p.metrics()).collect(),
         score: mean(&scores),
         score_spread: Spread::of(&scores),
+        // Only scored passes say how repeatable the score is.
+        score_ci: if scored.is_empty() {
+            None
+        } else {
+            mean_ci95(&scores)
+        },
         bandwidth_mb_s: mean(&bws),
         bandwidth_spread: Spread::of(&bws),
         access_time_us: mean(&ats),

@@ -4,7 +4,7 @@
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{trace_result, RecordChecksum, TimelineBuilder};
-use crate::options::ReplayOptions;
+use crate::options::{PreconditionPolicy, ReplayOptions};
 use crate::source::TraceSource;
 use crate::ReplayError;
 use results::schema::{
@@ -80,6 +80,15 @@ pub fn run_suite(
         scans.push(scan);
     }
     let (target, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
+    let regions = match opts.precondition {
+        PreconditionPolicy::ReadRegions => {
+            crate::precondition::read_regions(traces, &maps, target.all().count(), opts)?
+        }
+        _ => Vec::new(),
+    };
+    let precondition = crate::precondition::precondition(&target, &regions, opts, &mut |w, t| {
+        observer.precondition_progress(w, t)
+    })?;
     let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
     let mut engine = Engine::new(
         &target,
@@ -156,6 +165,7 @@ pub fn run_suite(
         started_unix_s,
         valid: true,
         invalid_reasons: Vec::new(),
+        precondition,
     };
     result.mark_validity();
     Ok(result)
@@ -176,6 +186,9 @@ impl Observer for TimelineObserver<'_> {
     }
     fn progress(&mut self, completed_ios: u64) {
         self.inner.progress(completed_ios)
+    }
+    fn precondition_progress(&mut self, written: u64, total: u64) {
+        self.inner.precondition_progress(written, total)
     }
     fn pass_finished(&mut self, trace: &str, pass: PassKind, metrics: &PassMetrics) {
         let builder = std::mem::take(&mut self.builder);

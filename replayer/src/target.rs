@@ -192,7 +192,11 @@ pub fn open_targets(
             s.summary.discards
         })
     };
-    let needs_write = !opts.read_only && scans.iter().any(|s| writes_kept(s) > 0);
+    // Preconditioning writes too, where the user allows writing at all.
+    let preconditions =
+        opts.precondition != crate::options::PreconditionPolicy::Skip && opts.allow_write;
+    let needs_write =
+        !opts.read_only && (preconditions || scans.iter().any(|s| writes_kept(s) > 0));
     let mut targets = Vec::with_capacity(unique.len());
     for (index, path) in unique.iter().enumerate() {
         let need = scans

@@ -4,7 +4,7 @@
 //! trace, interrupted runs) named instead of silently mixed.
 
 use crate::schema::{SuiteResult, TraceResult};
-use crate::stats::geometric_mean;
+use crate::stats::{geometric_mean, mean_ci95, suite_score_ci, trace_score_ci};
 use std::path::{Path, PathBuf};
 
 /// Why result files could not be compared.
@@ -268,6 +268,55 @@ impl Comparison {
             .any(|m| m.drive == drive && m.trace.as_deref() == Some(trace))
     }
 
+    /// A column's score for a trace (`None`: the suite).
+    fn score_of(&self, drive: usize, trace: Option<&str>) -> Option<f64> {
+        match trace {
+            Some(name) => self.trace(drive, name).map(|t| t.score),
+            None => self.drives.get(drive)?.result.suite.map(|s| s.score),
+        }
+    }
+
+    /// Half-width of the 95 % confidence interval of a column's score for a
+    /// trace (`None`: the suite): from its passes, or from the runs when
+    /// other columns are results of the same drive (same host, target path,
+    /// size and model), whichever is wider.
+    pub fn score_uncertainty(&self, drive: usize, trace: Option<&str>) -> Option<f64> {
+        let r = &self.drives.get(drive)?.result;
+        let passes = match trace {
+            Some(name) => trace_score_ci(self.trace(drive, name)?).map(|ci| ci.half_width()),
+            None => {
+                let s = r.suite?;
+                s.score_ci
+                    .or_else(|| suite_score_ci(&r.traces, s.score))
+                    .map(|ci| ci.half_width())
+            }
+        };
+        let runs: Vec<f64> = (0..self.drives.len())
+            .filter(|&j| same_drive(r, &self.drives[j].result))
+            .filter_map(|j| self.score_of(j, trace))
+            .collect();
+        let runs = mean_ci95(&runs).map(|ci| ci.half_width());
+        match (passes, runs) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether a column's score differs from the first column's by more
+    /// than their combined uncertainty (the half-widths added in
+    /// quadrature); None for the first column or without an uncertainty.
+    pub fn score_significant(&self, drive: usize, trace: Option<&str>) -> Option<bool> {
+        if drive == 0 {
+            return None;
+        }
+        let (a, b) = (self.score_of(0, trace)?, self.score_of(drive, trace)?);
+        let (ua, ub) = (
+            self.score_uncertainty(0, trace)?,
+            self.score_uncertainty(drive, trace)?,
+        );
+        Some((b - a).abs() > (ua * ua + ub * ub).sqrt())
+    }
+
     fn find_mismatches(&self) -> Vec<Mismatch> {
         let mut out = Vec::new();
         let Some(first) = self.drives.first() else {
@@ -369,6 +418,15 @@ fn disambiguate(drives: &mut [Drive]) {
     }
 }
 
+/// Whether two results are of the same drive: same host, target path, size
+/// and model.
+fn same_drive(a: &SuiteResult, b: &SuiteResult) -> bool {
+    a.host.hostname == b.host.hostname
+        && a.target.path == b.target.path
+        && a.target.size_bytes == b.target.size_bytes
+        && a.target.model == b.target.model
+}
+
 /// The options that change the figures, as (what, first's, other's).
 fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, String, String)> {
     let mut out = Vec::new();
@@ -458,6 +516,10 @@ pub fn cell(value: Option<f64>, reference: Option<f64>, precision: usize) -> Str
         },
     }
 }
+
+/// What a score cell says when the difference to the first column is
+/// within the uncertainty.
+pub const NOT_SIGNIFICANT: &str = "n.s.";
 
 /// A, B, C, … AA, AB …
 pub fn column_name(i: usize) -> String {

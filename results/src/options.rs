@@ -105,6 +105,13 @@ pub struct ReplayOptions {
     /// Scheduling priority of the issuing thread during a pass.
     #[serde(default)]
     pub priority: Priority,
+    /// What is written before scoring so that reads touch data. Result files
+    /// older than the option did nothing (`skip`), which is also not written.
+    #[serde(
+        default = "PreconditionPolicy::none",
+        skip_serializing_if = "PreconditionPolicy::is_skip"
+    )]
+    pub precondition: PreconditionPolicy,
     /// Issuing rings (threads). 0 (default): one per target a trace's
     /// devices go to. 1: one ring for everything. N > 1: one per target, and
     /// in compressed mode a single target's stream split over N rings.
@@ -186,6 +193,40 @@ pub enum Priority {
     High,
 }
 
+/// Preconditioning of the targets before scoring: a never-written block
+/// (fresh or trimmed SSD, fresh zram) reads without touching data, much
+/// faster than the same drive in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PreconditionPolicy {
+    /// Every region the traces read (before writing it themselves), under
+    /// the replay's address mapping, written once with incompressible data.
+    #[default]
+    ReadRegions,
+    /// The whole space the replay may use, written once.
+    Full,
+    /// Nothing written: the target is used as it is.
+    Skip,
+}
+
+impl PreconditionPolicy {
+    fn none() -> Self {
+        PreconditionPolicy::Skip
+    }
+
+    fn is_skip(&self) -> bool {
+        *self == PreconditionPolicy::Skip
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionPolicy::ReadRegions => "read-regions",
+            PreconditionPolicy::Full => "full",
+            PreconditionPolicy::Skip => "skip",
+        }
+    }
+}
+
 impl Default for ReplayOptions {
     fn default() -> Self {
         ReplayOptions {
@@ -207,6 +248,7 @@ impl Default for ReplayOptions {
             target_offset: 0,
             skip_ops: Vec::new(),
             priority: Priority::Normal,
+            precondition: PreconditionPolicy::ReadRegions,
             threads: 0,
         }
     }

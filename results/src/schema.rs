@@ -89,6 +89,19 @@ pub struct PassMetrics {
     pub fidelity: Fidelity,
 }
 
+/// A confidence interval `[low, high]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Interval {
+    pub fn half_width(&self) -> f64 {
+        (self.high - self.low) / 2.0
+    }
+}
+
 /// Minimum, maximum and (population) standard deviation over passes.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Spread {
@@ -165,6 +178,10 @@ pub struct TraceResult {
     pub passes: Vec<PassMetrics>,
     pub score: f64,
     pub score_spread: Spread,
+    /// 95 % confidence interval of the mean score over the scored passes
+    /// (absent with fewer than two passes, or in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ci: Option<Interval>,
     pub bandwidth_mb_s: f64,
     pub bandwidth_spread: Spread,
     pub access_time_us: f64,
@@ -246,6 +263,10 @@ pub struct Timeline {
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSummary {
+    /// 95 % confidence interval of the score, from the traces' intervals
+    /// (absent with one pass, or in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score_ci: Option<Interval>,
     /// Geometric mean of the trace scores.
     pub score: f64,
     /// Geometric mean of the traces' bandwidths.
@@ -306,6 +327,10 @@ pub struct SuiteResult {
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid_reasons: Vec<String>,
+    /// What was written to the targets before scoring (absent when nothing
+    /// was asked: `--precondition skip`, or files older than the option).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precondition: Option<Precondition>,
 }
 
 impl SuiteResult {
@@ -331,4 +356,24 @@ impl SuiteResult {
         }
         self.valid = self.traces.iter().all(|t| t.valid);
     }
+}
+
+/// What preconditioning did, over all targets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Precondition {
+    pub policy: crate::options::PreconditionPolicy,
+    /// Bytes that had to hold data before scoring (the read regions, or the
+    /// whole space), in whole regions of `region_bytes`.
+    pub needed_bytes: u64,
+    /// Of those, already written by tracemark for an earlier run (its marker
+    /// names them and sampled blocks hold data).
+    pub already_bytes: u64,
+    /// Written now.
+    pub written_bytes: u64,
+    pub seconds: f64,
+    /// Region granularity, bytes.
+    pub region_bytes: u64,
+    /// Why nothing was written although asked (e.g. the target is read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_done: Option<String>,
 }

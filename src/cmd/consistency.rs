@@ -121,6 +121,9 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
             warmup: false,
             allow_write: args.allow_write,
             allow_buffered: args.allow_buffered,
+            // The test preconditions the whole target itself, and then
+            // measures the state the writes leave.
+            precondition: replayer::options::PreconditionPolicy::Skip,
             ..Default::default()
         },
     };

@@ -4,7 +4,7 @@ use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
-use replayer::options::Priority;
+use replayer::options::{PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -55,6 +55,15 @@ pub struct RunArgs {
     /// CAP_SYS_NICE (otherwise a warning, and normal priority).
     #[arg(long, value_enum, default_value_t = PriorityArg::Normal)]
     pub priority: PriorityArg,
+    /// Before scoring, write once with incompressible data what the traces
+    /// read (read-regions: the 1 MiB regions they read before writing them
+    /// themselves, under the address mapping), or the whole target (full),
+    /// so reads touch data as on a drive in use; skip: use the target as it
+    /// is. Regions tracemark already wrote (a marker in
+    /// ~/.local/state/tracemark says so) are not written again. A block
+    /// device needs --allow-write for this.
+    #[arg(long, value_enum, default_value_t = PreconditionArg::ReadRegions)]
+    pub precondition: PreconditionArg,
     /// realtime: the trace's pacing, idle included; compressed: idle removed,
     /// order and dependencies kept.
     #[arg(long, value_enum, default_value_t = ModeArg::Realtime)]
@@ -126,6 +135,13 @@ pub enum PriorityArg {
     High,
 }
 
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum PreconditionArg {
+    ReadRegions,
+    Full,
+    Skip,
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum MappingArg {
     Compact,
@@ -183,6 +199,11 @@ impl RunArgs {
             priority: match self.priority {
                 PriorityArg::Normal => Priority::Normal,
                 PriorityArg::High => Priority::High,
+            },
+            precondition: match self.precondition {
+                PreconditionArg::ReadRegions => PreconditionPolicy::ReadRegions,
+                PreconditionArg::Full => PreconditionPolicy::Full,
+                PreconditionArg::Skip => PreconditionPolicy::Skip,
             },
         }
     }
@@ -310,6 +331,19 @@ impl Observer for Progress {
 
     fn progress(&mut self, done: u64) {
         self.draw(done);
+    }
+
+    fn precondition_progress(&mut self, written: u64, total: u64) {
+        if written == 0 {
+            self.trace = "precondition".to_string();
+            self.pass = format!("{:.0} MiB", total as f64 / (1u64 << 20) as f64);
+            self.total = total;
+            self.last_draw = std::time::Instant::now() - Duration::from_secs(1);
+        }
+        self.draw(written);
+        if written >= total {
+            self.clear();
+        }
     }
 
     fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _m: &PassMetrics) {

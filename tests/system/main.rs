@@ -14,6 +14,7 @@ mod capture;
 mod consistency;
 mod convert_tracefs;
 mod fault_injection;
+mod precondition;
 mod replay_cli;
 mod replay_exact;
 mod replay_safety;

@@ -81,6 +81,10 @@ fn run_exactness(read_only: bool) {
         "--passes",
         "1",
         "--no-warmup",
+        // The device must see the replay's I/O only (preconditioning has
+        // its own test).
+        "--precondition",
+        "skip",
         "--json",
         json.to_str().unwrap(),
     ];
@@ -150,6 +154,8 @@ fn on_a_device_without_nowait_every_io_still_reaches_it_once() {
             "1",
             "--no-warmup",
             "--allow-write",
+            "--precondition",
+            "skip",
             "--json",
             json.to_str().unwrap(),
         ],

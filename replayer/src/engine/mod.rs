@@ -109,6 +109,8 @@ pub trait Observer {
     fn pass_started(&mut self, _trace: &str, _pass: PassKind, _total_ios: u64) {}
     fn progress(&mut self, _completed_ios: u64) {}
     fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _metrics: &PassMetrics) {}
+    /// Preconditioning before the first pass: bytes written of `total`.
+    fn precondition_progress(&mut self, _written: u64, _total: u64) {}
     /// Return true to receive `io_completed` for every I/O.
     fn wants_io_events(&self) -> bool {
         false

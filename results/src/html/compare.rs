@@ -3,7 +3,7 @@
 use super::axis::Axis;
 use super::chart::{line_chart, AxisSpec, Line};
 use super::{colour, esc, page_end, page_start};
-use crate::compare::{cell, column_name, Comparison, Metric};
+use crate::compare::{cell, column_name, Comparison, Metric, NOT_SIGNIFICANT};
 use std::fmt::Write;
 
 fn legend(out: &mut String, c: &Comparison) {
@@ -132,12 +132,13 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
             };
             let _ = write!(
                 out,
-                "<td>{}{flag}</td>",
+                "<td>{}{}{flag}</td>",
                 esc(&cell(
                     value,
                     c.ratio_reference(i, reference),
                     metric.precision()
-                ))
+                )),
+                not_significant(c, metric, i, Some(name))
             );
         }
         out.push_str("</tr>\n");
@@ -147,15 +148,32 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
     for (i, d) in c.drives.iter().enumerate() {
         let _ = write!(
             out,
-            "<th>{}</th>",
+            "<th>{}{}</th>",
             esc(&cell(
                 metric.of_suite(&d.result),
                 c.ratio_reference(i, reference),
                 metric.precision()
-            ))
+            )),
+            not_significant(c, metric, i, None)
         );
     }
     out.push_str("</tr>\n</table>\n");
+    if metric == Metric::Score {
+        let _ = writeln!(
+            out,
+            "<p class=\"note\"><span class=\"ns\">{NOT_SIGNIFICANT}</span>: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive).</p>"
+        );
+    }
+}
+
+/// The mark of a score cell whose difference to the first column is not
+/// significant (empty otherwise).
+fn not_significant(c: &Comparison, metric: Metric, drive: usize, trace: Option<&str>) -> String {
+    if metric == Metric::Score && c.score_significant(drive, trace) == Some(false) {
+        format!(" <span class=\"ns\">{NOT_SIGNIFICANT}</span>")
+    } else {
+        String::new()
+    }
 }
 
 /// The comparison report: drives, warnings, tables, bar charts of score and

@@ -57,6 +57,7 @@ th:first-child, td:first-child, table.drives td { text-align: left; }
 th { background: #f4f4f4; }
 .warn { background: #fff3cd; border: 1px solid #e0b000; padding: 8px 12px; }
 .flag { color: #b00; font-weight: bold; }
+.ns { color: #666; font-style: italic; }
 .swatch { display: inline-block; width: 12px; height: 12px; margin-right: 4px; vertical-align: middle; }
 svg { display: block; margin: 8px 0; background: #fff; }
 svg text { font-family: system-ui, sans-serif; font-size: 11px; fill: #333; }

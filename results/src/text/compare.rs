@@ -1,11 +1,12 @@
 //! The comparison as text: one table per metric, ratios to the first column.
 
-use crate::compare::{cell, column_name, Comparison, Metric};
+use crate::compare::{cell, column_name, Comparison, Metric, NOT_SIGNIFICANT};
 use std::fmt::Write;
 
 /// The tables people read: the columns, the comparability warnings, then
 /// one table per metric. `!` marks a column whose mode or options differ
-/// from the first; `≠` a cell whose trace is another version.
+/// from the first; `≠` a cell whose trace is another version; `n.s.` a score
+/// whose difference to the first column is not significant.
 pub fn format_tables(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "columns (ratios are to the first):");
@@ -73,6 +74,9 @@ pub fn format_tables(c: &Comparison) -> String {
             for i in 0..c.drives.len() {
                 let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
                 let mut text = cell(value, c.ratio_reference(i, reference), metric.precision());
+                if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
+                    text = format!("{text} {NOT_SIGNIFICANT}");
+                }
                 if c.trace_flagged(i, name) {
                     text.push('≠');
                 }
@@ -88,14 +92,23 @@ pub fn format_tables(c: &Comparison) -> String {
         let _ = write!(out, "{label:<name_width$}");
         let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
         for (i, d) in c.drives.iter().enumerate() {
-            let text = cell(
+            let mut text = cell(
                 metric.of_suite(&d.result),
                 c.ratio_reference(i, reference),
                 metric.precision(),
             );
+            if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
+                text = format!("{text} {NOT_SIGNIFICANT}");
+            }
             let _ = write!(out, " {text:>col_width$}");
         }
         let _ = writeln!(out);
+        if metric == Metric::Score {
+            let _ = writeln!(
+                out,
+                "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive)"
+            );
+        }
     }
     out
 }

@@ -45,6 +45,21 @@ pub fn format_table(r: &SuiteResult) -> String {
             );
         }
     }
+    if let Some(p) = &r.precondition {
+        let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+        let _ = writeln!(
+            out,
+            "precondition ({}): {:.0} MiB to hold data, {:.0} MiB already written by tracemark, {:.0} MiB written in {:.1} s",
+            p.policy.name(),
+            mib(p.needed_bytes),
+            mib(p.already_bytes),
+            mib(p.written_bytes),
+            p.seconds
+        );
+        if let Some(why) = &p.not_done {
+            let _ = writeln!(out, "note: precondition not done: {why}");
+        }
+    }
     let _ = writeln!(
         out,
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10} {:>10}",

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Run-to-run repeatability of the suite score: N consecutive `tracemark suite`
+# runs on one target, then per trace and for the suite the median score, the
+# spread ((max - min) / median) and the coefficient of variation (sample
+# standard deviation / mean), and `tracemark compare` of the first two runs.
+#
+#   bench/repeatability.sh [-n RUNS] [--zram SIZE | --target PATH] [-o DIR] [-- SUITE-ARGS...]
+#
+#   -n RUNS       consecutive runs (default 5)
+#   --zram SIZE   a private zram device of SIZE (e.g. 8G), fresh before run 1,
+#                 removed at the end (needs root; never /dev/zram0)
+#   --target P    a file or block device (default: the scratch file in DIR)
+#   -o DIR        where the result files go (default: a new temp dir, kept)
+#   SUITE-ARGS    passed to every `tracemark suite` (e.g. --passes 3 --profile quick)
+#
+# Prints the load (uptime) before and after: on a shared machine say what ran.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+RUNS=5
+ZRAM_SIZE=
+TARGET=
+OUT=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        -n) RUNS=$2; shift 2 ;;
+        --zram) ZRAM_SIZE=$2; shift 2 ;;
+        --target) TARGET=$2; shift 2 ;;
+        -o) OUT=$2; shift 2 ;;
+        --) shift; break ;;
+        *) die "unknown argument $1 (see the header of $0)" ;;
+    esac
+done
+[ -n "$ZRAM_SIZE" ] && [ -n "$TARGET" ] && die "give --zram or --target, not both"
+need python3
+# TRACEMARK_BIN: measure this binary instead of building the tree's.
+if [ -n "${TRACEMARK_BIN:-}" ]; then TRACEMARK=$TRACEMARK_BIN; else build_tracemark; fi
+OUT=${OUT:-$(mktemp -d /tmp/tracemark-repeatability.XXXXXX)}
+mkdir -p "$OUT"
+
+ZRAM_ID=
+cleanup() {
+    if [ -n "$ZRAM_ID" ]; then
+        for _ in 1 2 3 4 5 6 7 8 9 10; do
+            echo 1 > "/sys/block/zram$ZRAM_ID/reset" 2>/dev/null || true
+            echo "$ZRAM_ID" > /sys/class/zram-control/hot_remove 2>/dev/null && break
+            sleep 0.5
+        done
+    fi
+}
+trap cleanup EXIT
+
+EXTRA=()
+if [ -n "$ZRAM_SIZE" ]; then
+    need_root
+    [ -e /sys/class/zram-control/hot_add ] || modprobe zram || die "no zram module"
+    ZRAM_ID=$(cat /sys/class/zram-control/hot_add)
+    echo "$ZRAM_SIZE" > "/sys/block/zram$ZRAM_ID/disksize"
+    for _ in $(seq 50); do [ -b "/dev/zram$ZRAM_ID" ] && break; sleep 0.1; done
+    TARGET=/dev/zram$ZRAM_ID
+    EXTRA=(--allow-write)
+fi
+if [ -z "$TARGET" ]; then
+    TARGET=$OUT/tracemark-scratch.bin
+fi
+# The precondition marker of this run's target stays with the results.
+export TRACEMARK_STATE_DIR=${TRACEMARK_STATE_DIR:-$OUT/state}
+
+echo "target $TARGET, $RUNS runs, results in $OUT"
+echo "load before: $(uptime)"
+for i in $(seq "$RUNS"); do
+    "$TRACEMARK" suite --target "$TARGET" "${EXTRA[@]}" --json "$OUT/run-$i.json" "$@" \
+        > "$OUT/run-$i.txt" 2>&1 || { cat "$OUT/run-$i.txt" >&2; die "run $i failed"; }
+    grep -E '^suite \(geometric mean\)' "$OUT/run-$i.txt" | sed "s/^/run $i: /"
+done
+echo "load after: $(uptime)"
+
+python3 - "$OUT" "$RUNS" <<'EOF'
+import json, statistics, sys
+out, runs = sys.argv[1], int(sys.argv[2])
+results = [json.load(open(f"{out}/run-{i}.json")) for i in range(1, runs + 1)]
+def row(name, values):
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med * 100 if med else float("nan")
+    cv = statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else 0.0
+    print(f"| {name} | {med:.0f} | {min(values):.0f} | {max(values):.0f} | {spread:.1f} % | {cv:.1f} % |")
+print()
+print("| | median score | min | max | spread (max-min)/median | CV |")
+print("|---|---|---|---|---|---|")
+names = [t["name"] for t in results[0]["traces"]]
+for n in names:
+    row(n, [next(t["score"] for t in r["traces"] if t["name"] == n) for r in results])
+row("**suite**", [r["suite"]["score"] for r in results])
+p = results[0].get("precondition")
+if p:
+    print(f"\nrun 1 preconditioning ({p['policy']}): {p['written_bytes'] / 2**20:.0f} MiB written in {p['seconds']:.1f} s")
+EOF
+if [ "$RUNS" -ge 2 ]; then
+    echo
+    "$TRACEMARK" compare "$OUT/run-1.json" "$OUT/run-2.json" | grep -E 'significant|^suite|^score' || true
+fi

@@ -1,0 +1,509 @@
+//! Preconditioning: before scoring, every region the traces will read is
+//! written once with incompressible data, so reads touch data as on a drive
+//! in use. A never-written block of a fresh or trimmed SSD, or of a fresh
+//! zram, is answered without touching any (zram returns zeros), and reads
+//! several times faster than the same block once it holds data.
+//!
+//! - `read-regions` (the default): the 1 MiB regions of the target that the
+//!   traces read under the replay's address mapping, except where the trace
+//!   itself wrote the data before reading it (those reads stay as they are).
+//! - `full`: the whole space the replay may use.
+//! - `skip`: the target as it is.
+//!
+//! Writes are O_DIRECT, sequential, [`WRITE_BYTES`] each. A small marker file
+//! per target (in the state directory: `$TRACEMARK_STATE_DIR`, else
+//! `$XDG_STATE_HOME/tracemark`, else `~/.local/state/tracemark`) lists the
+//! regions tracemark wrote; a later run writes only the regions not listed.
+//! The marker is believed only while the target has the same size and a
+//! sample of its regions still holds data (a reset zram or a trimmed SSD
+//! reads zeros), so a device emptied behind tracemark's back is written again.
+
+use crate::buffer::AlignedBuf;
+use crate::mapping::AddressMap;
+use crate::options::{PreconditionPolicy, ReplayOptions};
+use crate::rng::WyRand;
+use crate::source::TraceSource;
+use crate::target::Target;
+use crate::ReplayError;
+use results::schema::Precondition;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::PathBuf;
+use std::time::Instant;
+use trace_format::Op;
+
+/// Granularity of what is preconditioned and remembered.
+pub const REGION_BYTES: u64 = 1 << 20;
+/// Bytes per write.
+pub const WRITE_BYTES: u64 = 8 << 20;
+/// Regions read back to check that a marker still tells the truth.
+const SAMPLES: usize = 16;
+
+/// Regions of one target, by index (`offset / REGION_BYTES`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegionSet(BTreeSet<u64>);
+
+impl RegionSet {
+    /// Adds every region that `[offset, offset + len)` touches.
+    pub fn insert_range(&mut self, offset: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let first = offset / REGION_BYTES;
+        let last = (offset + len - 1) / REGION_BYTES;
+        self.0.extend(first..=last);
+    }
+
+    pub fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn contains(&self, region: u64) -> bool {
+        self.0.contains(&region)
+    }
+
+    /// Runs of adjacent regions as `(first, count)`.
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for &r in &self.0 {
+            match out.last_mut() {
+                Some((first, count)) if *first + *count == r => *count += 1,
+                _ => out.push((r, 1)),
+            }
+        }
+        out
+    }
+
+    fn from_runs(runs: &[(u64, u64)]) -> RegionSet {
+        RegionSet(runs.iter().flat_map(|&(f, n)| f..f + n).collect())
+    }
+
+    fn difference(&self, other: &RegionSet) -> RegionSet {
+        RegionSet(self.0.difference(&other.0).copied().collect())
+    }
+
+    fn union_with(&mut self, other: &RegionSet) {
+        self.0.extend(other.0.iter().copied());
+    }
+}
+
+/// Byte ranges written so far, merged: `start -> end`.
+#[derive(Debug, Default)]
+struct Written(BTreeMap<u64, u64>);
+
+impl Written {
+    fn add(&mut self, mut start: u64, mut end: u64) {
+        if start >= end {
+            return;
+        }
+        // Merge with every range that touches [start, end).
+        let touching: Vec<(u64, u64)> = self
+            .0
+            .range(..=end)
+            .rev()
+            .take_while(|(_, &e)| e >= start)
+            .map(|(&s, &e)| (s, e))
+            .collect();
+        for (s, e) in touching {
+            self.0.remove(&s);
+            start = start.min(s);
+            end = end.max(e);
+        }
+        self.0.insert(start, end);
+    }
+
+    /// The parts of `[start, end)` not written.
+    fn unwritten(&self, start: u64, end: u64) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut at = start;
+        let first = self
+            .0
+            .range(..=start)
+            .next_back()
+            .map(|(&s, &e)| (s, e))
+            .into_iter();
+        for (s, e) in first.chain(self.0.range(start + 1..end).map(|(&s, &e)| (s, e))) {
+            if e <= at {
+                continue;
+            }
+            if s > at {
+                out.push((at, s.min(end)));
+            }
+            at = at.max(e);
+            if at >= end {
+                break;
+            }
+        }
+        if at < end {
+            out.push((at, end));
+        }
+        out
+    }
+}
+
+/// The regions each target must hold data in before scoring, one set per
+/// target (the map's target *i* is index *i*): reads under the address map,
+/// less what the trace itself wrote before reading it. Streams each trace
+/// once; memory grows with the distinct extents written, not the records.
+pub fn read_regions(
+    traces: &[&dyn TraceSource],
+    maps: &[AddressMap],
+    targets: usize,
+    opts: &ReplayOptions,
+) -> Result<Vec<RegionSet>, ReplayError> {
+    let mut sets = vec![RegionSet::default(); targets];
+    let writes_replayed = !opts.read_only && !opts.skips(Op::Write);
+    for (t, map) in traces.iter().zip(maps) {
+        let mut written: Vec<Written> = (0..targets).map(|_| Written::default()).collect();
+        for r in t.records() {
+            let r = r?;
+            let read = r.op == Op::Read && !opts.skips(Op::Read);
+            let write = r.op == Op::Write && writes_replayed;
+            if !(read || write) || r.len.0 == 0 {
+                continue;
+            }
+            let m = map.map(r.device, r.offset.0, r.len.0);
+            let i = m.target as usize;
+            let (Some(set), Some(w)) = (sets.get_mut(i), written.get_mut(i)) else {
+                continue;
+            };
+            if write {
+                w.add(m.offset, m.offset + m.len);
+            } else {
+                for (s, e) in w.unwritten(m.offset, m.offset + m.len) {
+                    set.insert_range(s, e - s);
+                }
+            }
+        }
+    }
+    Ok(sets)
+}
+
+/// Every region of the space a replay may use on `target`.
+fn whole_space(target: &Target, offset: u64) -> RegionSet {
+    let mut s = RegionSet::default();
+    s.insert_range(offset, target.size.saturating_sub(offset));
+    s
+}
+
+/// The marker of one target: its size and the regions tracemark wrote.
+#[derive(Debug, Serialize, Deserialize)]
+struct Marker {
+    size: u64,
+    region_bytes: u64,
+    /// `(first region, count)`.
+    runs: Vec<(u64, u64)>,
+}
+
+/// Where tracemark keeps state between runs (None: nowhere known).
+pub fn state_dir() -> Option<PathBuf> {
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(d) = env("TRACEMARK_STATE_DIR") {
+        return Some(PathBuf::from(d));
+    }
+    if let Some(d) = env("XDG_STATE_HOME") {
+        return Some(PathBuf::from(d).join("tracemark"));
+    }
+    env("HOME").map(|h| PathBuf::from(h).join(".local/state/tracemark"))
+}
+
+/// The marker file of a target: by device number for a block device, by
+/// filesystem and inode for a file.
+fn marker_path(target: &Target) -> Option<PathBuf> {
+    let meta = std::fs::metadata(&target.path).ok()?;
+    let id = if meta.file_type().is_block_device() {
+        let rdev = meta.rdev();
+        format!("block-{}-{}", libc::major(rdev), libc::minor(rdev))
+    } else {
+        format!("file-{}-{}", meta.dev(), meta.ino())
+    };
+    Some(state_dir()?.join(format!("precondition-{id}.json")))
+}
+
+/// The regions the marker vouches for: none when it is missing, for another
+/// size, or any sampled region reads as zeros.
+fn marked_regions(target: &Target) -> RegionSet {
+    let Some(path) = marker_path(target) else {
+        return RegionSet::default();
+    };
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return RegionSet::default();
+    };
+    let Ok(m) = serde_json::from_str::<Marker>(&text) else {
+        return RegionSet::default();
+    };
+    if m.size != target.size || m.region_bytes != REGION_BYTES {
+        return RegionSet::default();
+    }
+    let set = RegionSet::from_runs(&m.runs);
+    if holds_data(target, &set) {
+        set
+    } else {
+        RegionSet::default()
+    }
+}
+
+/// Whether sampled regions of `set` (spread over it) read as non-zero data.
+fn holds_data(target: &Target, set: &RegionSet) -> bool {
+    if set.is_empty() {
+        return true;
+    }
+    let block = target.logical_block_size.max(512) as usize;
+    let Ok(buf) = AlignedBuf::new(block) else {
+        return false;
+    };
+    let regions: Vec<u64> = set.0.iter().copied().collect();
+    let step = (regions.len() / SAMPLES).max(1);
+    regions.iter().step_by(step).take(SAMPLES + 1).all(|&r| {
+        // The middle of the region: its first block may be a trace's write.
+        let offset = (r * REGION_BYTES + REGION_BYTES / 2) / block as u64 * block as u64;
+        if offset + block as u64 > target.size {
+            return true;
+        }
+        // SAFETY: the buffer is `block` bytes long and aligned for O_DIRECT.
+        let n = unsafe {
+            libc::pread(
+                target.fd(),
+                buf.as_mut_ptr().cast(),
+                block,
+                offset as libc::off_t,
+            )
+        };
+        n == block as isize && buf.as_slice().iter().any(|&b| b != 0)
+    })
+}
+
+fn save_marker(target: &Target, set: &RegionSet) {
+    let Some(path) = marker_path(target) else {
+        return;
+    };
+    let m = Marker {
+        size: target.size,
+        region_bytes: REGION_BYTES,
+        runs: set.runs(),
+    };
+    // The marker only saves time: a run that cannot write it still counts.
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    if let Ok(text) = serde_json::to_string(&m) {
+        let tmp = path.with_extension("json.tmp");
+        if std::fs::write(&tmp, text).is_ok() {
+            let _ = std::fs::rename(&tmp, &path);
+        }
+    }
+}
+
+/// Writes what `opts.precondition` asks on every target of `target`
+/// (`regions`: from [`read_regions`], one set per target). None for `skip`.
+/// `progress(written, total)` is told how far it is, in bytes.
+pub fn precondition(
+    target: &Target,
+    regions: &[RegionSet],
+    opts: &ReplayOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Option<Precondition>, ReplayError> {
+    if opts.precondition == PreconditionPolicy::Skip {
+        return Ok(None);
+    }
+    let started = Instant::now();
+    let mut record = Precondition {
+        policy: opts.precondition,
+        needed_bytes: 0,
+        already_bytes: 0,
+        written_bytes: 0,
+        seconds: 0.0,
+        region_bytes: REGION_BYTES,
+        not_done: None,
+    };
+    let mut plans = Vec::new();
+    for (i, t) in target.all().enumerate() {
+        let needed = match opts.precondition {
+            PreconditionPolicy::Full => whole_space(t, opts.target_offset),
+            _ => regions.get(i).cloned().unwrap_or_default(),
+        };
+        if needed.is_empty() {
+            continue;
+        }
+        record.needed_bytes += needed.len() * REGION_BYTES;
+        if !t.writable || opts.read_only {
+            record.not_done = Some(format!(
+                "{}: not writable in this replay ({}); its never-written blocks may read faster than in use",
+                t.path.display(),
+                if opts.read_only {
+                    "--read-only"
+                } else {
+                    "--allow-write not given"
+                }
+            ));
+            continue;
+        }
+        // Checking the marker reads a few blocks: only where it may spare writes.
+        let marked = marked_regions(t);
+        let todo = needed.difference(&marked);
+        record.already_bytes += (needed.len() - todo.len()) * REGION_BYTES;
+        if !todo.is_empty() {
+            plans.push((t, marked, todo));
+        }
+    }
+    let total: u64 = plans.iter().map(|p| p.2.len() * REGION_BYTES).sum();
+    let mut buf =
+        AlignedBuf::new(WRITE_BYTES as usize).map_err(|source| ReplayError::TargetIo {
+            path: target.path.clone(),
+            what: "cannot allocate the precondition buffer".into(),
+            source,
+        })?;
+    let mut rng = WyRand::from_entropy();
+    let mut done = 0u64;
+    progress(0, total);
+    for (t, mut marked, todo) in plans {
+        let end_of_target = t.size / t.logical_block_size.max(1) * t.logical_block_size.max(1);
+        for (first, count) in todo.runs() {
+            let mut at = first * REGION_BYTES;
+            let end = ((first + count) * REGION_BYTES).min(end_of_target);
+            while at < end {
+                if crate::interrupt::interrupted() {
+                    record.not_done = Some("interrupted".into());
+                    save_marker(t, &marked);
+                    record.seconds = started.elapsed().as_secs_f64();
+                    return Ok(Some(record));
+                }
+                let n = (end - at).min(WRITE_BYTES) as usize;
+                rng.fill(&mut buf.as_mut_slice()[..n]);
+                write_all_at(t, &buf.as_slice()[..n], at)?;
+                at += n as u64;
+                done += n as u64;
+                record.written_bytes += n as u64;
+                progress(done, total);
+            }
+            marked.union_with(&RegionSet::from_runs(&[(first, count)]));
+        }
+        // SAFETY: fdatasync on the target's open descriptor.
+        if unsafe { libc::fdatasync(t.fd()) } != 0 {
+            return Err(ReplayError::TargetIo {
+                path: t.path.clone(),
+                what: "cannot flush the precondition writes".into(),
+                source: std::io::Error::last_os_error(),
+            });
+        }
+        save_marker(t, &marked);
+    }
+    record.seconds = started.elapsed().as_secs_f64();
+    Ok(Some(record))
+}
+
+fn write_all_at(t: &Target, mut data: &[u8], mut offset: u64) -> Result<(), ReplayError> {
+    while !data.is_empty() {
+        // SAFETY: `data` is valid for its length; the descriptor is open.
+        let n = unsafe {
+            libc::pwrite(
+                t.fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                offset as libc::off_t,
+            )
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(ReplayError::TargetIo {
+                path: t.path.clone(),
+                what: format!("precondition write at byte {offset}"),
+                source: e,
+            });
+        }
+        if n == 0 {
+            return Err(ReplayError::TargetIo {
+                path: t.path.clone(),
+                what: format!("precondition write at byte {offset}"),
+                source: std::io::Error::from(std::io::ErrorKind::WriteZero),
+            });
+        }
+        data = &data[n as usize..];
+        offset += n as u64;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_of_a_range_and_their_runs() {
+        let mut s = RegionSet::default();
+        s.insert_range(REGION_BYTES - 4096, 8192); // regions 0 and 1
+        s.insert_range(5 * REGION_BYTES, REGION_BYTES); // region 5 only
+        s.insert_range(9 * REGION_BYTES, 0); // nothing
+        assert_eq!(s.runs(), vec![(0, 2), (5, 1)]);
+        assert_eq!(RegionSet::from_runs(&s.runs()), s);
+    }
+
+    #[test]
+    fn unwritten_parts_of_a_read() {
+        let mut w = Written::default();
+        w.add(100, 200);
+        w.add(300, 400);
+        w.add(190, 310); // merges all three
+        assert_eq!(w.0.len(), 1);
+        assert_eq!(w.unwritten(0, 50), vec![(0, 50)]);
+        assert_eq!(w.unwritten(150, 350), vec![]);
+        assert_eq!(w.unwritten(50, 450), vec![(50, 100), (400, 450)]);
+        w.add(500, 600);
+        assert_eq!(w.unwritten(350, 700), vec![(400, 500), (600, 700)]);
+        assert_eq!(w.unwritten(600, 650), vec![(600, 650)]);
+        assert_eq!(w.unwritten(499, 501), vec![(499, 500)]);
+    }
+
+    #[test]
+    fn reads_of_data_the_trace_wrote_first_are_not_preconditioned() {
+        use crate::mapping::TraceScan;
+        use crate::MemorySource;
+        use trace_format::{Bytes, Flags, IoRecord, Nanos};
+        let rec = |t: u64, op: Op, offset: u64, len: u64| IoRecord {
+            time: Nanos(t),
+            op,
+            offset: Bytes(offset),
+            len: Bytes(len),
+            flags: Flags::NONE,
+            latency: None,
+            stream: None,
+            device: 0,
+        };
+        let mib = REGION_BYTES;
+        let src = MemorySource::new(
+            "t",
+            vec![
+                rec(1, Op::Write, 10 * mib, mib),        // written first...
+                rec(2, Op::Read, 10 * mib, 4096),        // ...then read: left alone
+                rec(3, Op::Read, 20 * mib, 4096),        // read first: preconditioned
+                rec(4, Op::Write, 20 * mib, 4096),       // (written after: no matter)
+                rec(5, Op::Read, 30 * mib - 4096, 8192), // spans regions
+            ],
+        );
+        let scan = TraceScan::scan("t", src.records()).unwrap();
+        let opts = ReplayOptions {
+            mapping: crate::MappingKind::Identity,
+            ..Default::default()
+        };
+        let map = AddressMap::new("t", &scan, opts.mapping, 64 * mib, 4096).unwrap();
+        let sets = read_regions(&[&src], &[map], 1, &opts).unwrap();
+        assert_eq!(sets[0].runs(), vec![(20, 1), (29, 2)]);
+        // Read-only: the trace's writes are not replayed, so its reads of
+        // them read whatever the target holds.
+        let ro = ReplayOptions {
+            read_only: true,
+            ..opts.clone()
+        };
+        let map = AddressMap::new("t", &scan, ro.mapping, 64 * mib, 4096).unwrap();
+        let sets = read_regions(&[&src], &[map], 1, &ro).unwrap();
+        assert_eq!(sets[0].runs(), vec![(10, 1), (20, 1), (29, 2)]);
+    }
+}

@@ -1,0 +1,155 @@
+//! Preconditioning (`--precondition`): on a fresh zram, whose never-written
+//! pages read without touching data, the preconditioned read latency is that
+//! of the same device filled with `dd`, not that of the empty device.
+
+use crate::support::devices::Zram;
+use crate::support::harness::SystemTest;
+use replayer::options::PreconditionPolicy;
+use replayer::{MemorySource, NoObserver, ReplayOptions, SuiteResult, TimingMode};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::PathBuf;
+use std::time::Duration;
+use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
+
+const MIB: u64 = 1 << 20;
+const ZRAM_MIB: u64 = 192;
+
+/// Back to never written: reset (refused for a moment while a closed ring
+/// still holds the device) and sized again.
+fn reset(z: &Zram) {
+    let sys = PathBuf::from(format!("/sys/block/{}", z.name()));
+    for _ in 0..100 {
+        if fs::write(sys.join("reset"), "1").is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    fs::write(sys.join("disksize"), format!("{ZRAM_MIB}M")).unwrap();
+}
+
+/// Every byte written with random data, as `dd if=/dev/urandom oflag=direct`.
+fn fill(z: &Zram) {
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(&z.path)
+        .unwrap();
+    let layout = std::alloc::Layout::from_size_align(4 * MIB as usize, 4096).unwrap();
+    // SAFETY: non-zero size; freed below with the same layout.
+    let ptr = unsafe { std::alloc::alloc(layout) };
+    assert!(!ptr.is_null());
+    // SAFETY: `ptr` is valid for the layout's size and not aliased.
+    let buf = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..ZRAM_MIB / 4 {
+        for chunk in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            chunk.copy_from_slice(&x.to_le_bytes());
+        }
+        f.write_all(buf).unwrap();
+    }
+    // SAFETY: allocated above with this layout.
+    unsafe { std::alloc::dealloc(ptr, layout) };
+}
+
+/// 3000 random 4 KiB reads over 128 MiB.
+fn random_reads() -> MemorySource {
+    let mut recs = Vec::new();
+    let mut x = 12345u64;
+    let span_blocks = 128 * MIB / 4096;
+    for i in 0..3000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        recs.push(IoRecord {
+            time: Nanos(i * 10_000),
+            op: Op::Read,
+            offset: Bytes((x >> 33) % span_blocks * 4096),
+            len: Bytes(4096),
+            flags: Flags::NONE,
+            latency: Some(Nanos(5_000)),
+            stream: None,
+            device: 0,
+        });
+    }
+    recs.sort_by_key(|r| r.time);
+    MemorySource::new("random-reads", recs)
+}
+
+fn replay(z: &Zram, policy: PreconditionPolicy) -> SuiteResult {
+    let opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        queue_depth: 1,
+        passes: 3,
+        allow_write: true,
+        mapping: replayer::MappingKind::Identity,
+        precondition: policy,
+        ..Default::default()
+    };
+    let src = random_reads();
+    replayer::run_suite(&[&src], Some(&z.path), &opts, &mut NoObserver).unwrap()
+}
+
+/// Median read latency over the scored passes, µs.
+fn read_p50(r: &SuiteResult) -> f64 {
+    r.traces[0].latency_us["read"].p50
+}
+
+#[test]
+fn preconditioned_fresh_zram_reads_like_a_filled_one() {
+    let Some(t) = SystemTest::start(&[]) else {
+        return;
+    };
+    let Some(z) = t.zram(ZRAM_MIB) else {
+        return;
+    };
+    // The marker of this test's device goes to a directory of its own.
+    std::env::set_var("TRACEMARK_STATE_DIR", t.dir());
+
+    let empty = read_p50(&replay(&z, PreconditionPolicy::Skip));
+
+    reset(&z);
+    let r = replay(&z, PreconditionPolicy::ReadRegions);
+    let preconditioned = read_p50(&r);
+    let p = r.precondition.as_ref().unwrap();
+    assert_eq!(p.not_done, None);
+    // The reads cover (almost) every 1 MiB region of the 128 MiB span.
+    assert!(
+        p.written_bytes >= 120 * MIB && p.written_bytes <= 128 * MIB,
+        "{p:?}"
+    );
+    assert_eq!(p.already_bytes, 0);
+    // A second run finds the marker and the data: nothing to write.
+    let again = replay(&z, PreconditionPolicy::ReadRegions);
+    let p2 = again.precondition.unwrap();
+    assert_eq!((p2.written_bytes, p2.already_bytes), (0, p.needed_bytes));
+
+    reset(&z);
+    // A reset device no longer holds what the marker names: written again.
+    let after_reset = replay(&z, PreconditionPolicy::ReadRegions);
+    assert_eq!(
+        after_reset.precondition.unwrap().written_bytes,
+        p.written_bytes
+    );
+
+    reset(&z);
+    fill(&z);
+    let filled = read_p50(&replay(&z, PreconditionPolicy::Skip));
+
+    eprintln!(
+        "read p50: empty {empty:.1} µs, preconditioned {preconditioned:.1} µs, dd-filled {filled:.1} µs"
+    );
+    let off = |a: f64| (a / filled).ln().abs();
+    assert!(
+        off(preconditioned) < 0.35,
+        "preconditioned {preconditioned:.1} µs vs filled {filled:.1} µs"
+    );
+    assert!(
+        off(preconditioned) < off(empty),
+        "the preconditioned device ({preconditioned:.1} µs) is no closer to the filled one ({filled:.1} µs) than the empty one ({empty:.1} µs)"
+    );
+}
