@@ -19,7 +19,7 @@ source "$(dirname "$0")/guest-common.sh"
 
 # name | window-name pattern | command | settle CPU max | description
 APPS=(
-  "launch-gimp|GNU Image Manipulation Program|gimp|$SETTLE_CPU|GIMP 2.10 cold launch until its image window is mapped and idle"
+  "launch-gimp|GNU Image Manipulation Program|gimp|$SETTLE_CPU|GIMP 2.10 launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its main window is mapped"
   "launch-inkscape| - Inkscape\$|inkscape|$SETTLE_CPU|Inkscape 1.2 cold launch until its document window is mapped and idle"
   "launch-libreoffice|LibreOffice Writer|libreoffice --writer|$SETTLE_CPU|LibreOffice 7.4 Writer (GTK3) cold launch until the document window is mapped and idle"
   "launch-firefox|Mozilla Firefox|firefox-esr|$SETTLE_CPU|Firefox ESR cold launch until its browser window is mapped and idle"

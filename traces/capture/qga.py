@@ -126,7 +126,10 @@ def connect_retry(path, timeout):
     last = None
     while time.time() < deadline:
         try:
-            return Agent(path, timeout=5.0)
+            agent = Agent(path, timeout=5.0)
+            # under a slow (TCG) guest the agent can take long to answer
+            agent.sock.settimeout(120.0)
+            return agent
         except (OSError, ConnectionError, socket.timeout, ValueError) as e:
             last = e
             time.sleep(1)
