@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tracemark replay against fio on /dev/zram0 (issue 3), same device, same run.
+# tracemark replay against fio on a private zram device (issue 3), same device, same run.
 #
 #   usage: bash bench/replay_vs_fio.sh [RUNS]        (root; RUNS defaults to 5)
 #
@@ -18,8 +18,8 @@
 #     /dev/shm has no room (LOOP_SHM=0 skips it too).
 # Each is run RUNS times (alternating tracemark and fio); medians are printed.
 # Sizes can be changed with IOS_A, IOS_B1, IOS_B32, IOS_C, SPAN_MIB.
-# zram0 is used as found when it has a size (and left so); when its disksize is
-# 0 the script sizes it (2 GiB) and resets it at the end.
+# The zram device is a private one (/sys/class/zram-control/hot_add, 2 GiB),
+# removed at the end; /dev/zram0 is never touched.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,19 +30,13 @@ IOS_B1=${IOS_B1:-300000}
 IOS_B32=${IOS_B32:-1000000}
 IOS_C=${IOS_C:-100000}
 SPAN_MIB=${SPAN_MIB:-512}
-DEV=/dev/zram0
 
 need_root
 need fio
 need python3
-need flock util-linux
 build_tracemark
 
-# One user of zram0 at a time among the bench scripts.
-exec 9>/tmp/tracemark-bench-zram0.lock
-flock -w 600 9 || die "another benchmark holds /tmp/tracemark-bench-zram0.lock"
-
-ZRAM_SIZED_HERE=0
+ZRAM_N=""
 SHM_LOOP=""
 SHM_IMG=""
 WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
@@ -54,7 +48,10 @@ cleanup() {
         rmdir "$INSTANCE" 2>/dev/null || true
     fi
     release_tracefs
-    [ "$ZRAM_SIZED_HERE" = 1 ] && echo 1 > /sys/block/zram0/reset 2>/dev/null || true
+    if [ -n "$ZRAM_N" ]; then
+        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
+        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
+    fi
     [ -n "$SHM_LOOP" ] && losetup -d "$SHM_LOOP" 2>/dev/null || true
     [ -n "$SHM_IMG" ] && rm -f "$SHM_IMG"
     rm -rf "$WORK"
@@ -62,19 +59,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-if [ ! -b "$DEV" ]; then
-    command -v modprobe >/dev/null && modprobe zram || true
-fi
-[ -b "$DEV" ] || die "$DEV does not exist (modprobe zram)"
-grep -q "^$DEV " /proc/mounts && die "$DEV is mounted; refusing to write to it"
-[ -z "$(ls /sys/block/zram0/holders)" ] || die "$DEV has holders; refusing to write to it"
-if [ "$(cat /sys/block/zram0/disksize)" = 0 ]; then
-    echo 2G > /sys/block/zram0/disksize
-    ZRAM_SIZED_HERE=1
-fi
-size=$(cat /sys/block/zram0/disksize)
-[ "$size" -ge $((SPAN_MIB << 20)) ] || die "$DEV holds $size bytes, less than SPAN_MIB=$SPAN_MIB MiB"
-DEVNUM=$(cat /sys/block/zram0/dev)
+[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
+[ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
+ZRAM_N=$(cat /sys/class/zram-control/hot_add)
+DEV=/dev/zram$ZRAM_N
+for _ in 1 2 3 4 5; do [ -b "$DEV" ] && break; sleep 0.2; done
+echo 2G > "/sys/block/zram$ZRAM_N/disksize"
+DEVNUM=$(cat "/sys/block/zram$ZRAM_N/dev")
 
 echo "# replay_vs_fio: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
 echo "# filling the first $SPAN_MIB MiB of $DEV with random data"

@@ -113,7 +113,7 @@ pub struct ReplayOptions {
     )]
     pub precondition: PreconditionPolicy,
     /// Issuing rings (threads). 0 (default): one per target a trace's
-    /// devices go to. 1: one ring for everything. N > 1: one per target, and
+    /// devices go to, where the machine has two CPUs per ring (else one). 1: one ring for everything. N > 1: one per target, and
     /// in compressed mode a single target's stream split over N rings.
     #[serde(default, skip_serializing_if = "is_auto")]
     pub threads: u32,

@@ -81,7 +81,7 @@ pub struct RunArgs {
     #[arg(long, short = 'q', default_value_t = 32)]
     pub queue_depth: u32,
     /// Issuing rings, one thread each. 0: one per target the trace's devices
-    /// go to. 1: one ring for all. N > 1: one per target, and in compressed
+    /// go to when there are two CPUs per ring, else one. 1: one ring for all. N > 1: one per target, and in compressed
     /// mode a single target's stream split over N rings.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
     pub threads: u32,

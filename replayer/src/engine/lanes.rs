@@ -250,6 +250,14 @@ impl<'t> Engine<'t> {
         if threads == 1 {
             return (1, LaneSplit::Chunks);
         }
+        // Automatic: a ring per target only where each ring (an issuing and
+        // a decoding thread) has two CPUs; on 2 CPUs two rings measured
+        // 0.08-0.34x one ring (bench/README.md, replay_scaling.sh).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let rings = self.target.all().count();
+        if threads == 0 && 2 * rings > cpus {
+            return (1, LaneSplit::Chunks);
+        }
         if used.len() > 1 {
             return (self.target.all().count(), LaneSplit::ByTarget);
         }
@@ -449,6 +457,7 @@ mod tests {
                 let opts = ReplayOptions {
                     mode,
                     queue_depth: qd,
+                    threads: 2,
                     ..ReplayOptions::default()
                 };
                 let events = replay(&recs, 2, opts);
@@ -475,6 +484,7 @@ mod tests {
             ReplayOptions {
                 mode: TimingMode::Compressed,
                 queue_depth: 6,
+                threads: 3,
                 ..ReplayOptions::default()
             },
         );
