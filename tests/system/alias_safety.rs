@@ -33,9 +33,20 @@ impl Loop {
 
     fn partition(&self) -> PathBuf {
         let p = PathBuf::from(format!("{}p1", self.0.display()));
-        for _ in 0..200 {
+        for attempt in 0..200 {
             if p.exists() {
                 return p;
+            }
+            if attempt == 10 {
+                // Kernels without the MBR parser find no partition: add the
+                // one sfdisk wrote (sector 2048 to the end) explicitly (BLKPG).
+                let name = self.0.file_name().unwrap().to_string_lossy().to_string();
+                let size = std::fs::read_to_string(format!("/sys/block/{name}/size")).unwrap();
+                let sectors = size.trim().parse::<u64>().unwrap() - 2048;
+                let _ = Command::new("addpart")
+                    .arg(&self.0)
+                    .args(["1", "2048", &sectors.to_string()])
+                    .status();
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
