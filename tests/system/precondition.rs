@@ -15,6 +15,7 @@ use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
 
 const MIB: u64 = 1 << 20;
 const ZRAM_MIB: u64 = 192;
+const READ_BYTES: u64 = 128 << 10;
 
 /// Back to never written: reset (refused for a moment while a closed ring
 /// still holds the device) and sized again.
@@ -56,11 +57,12 @@ fn fill(z: &Zram) {
     unsafe { std::alloc::dealloc(ptr, layout) };
 }
 
-/// 3000 random 4 KiB reads over 128 MiB.
+/// 3000 random 128 KiB reads over 128 MiB: large enough that copying stored
+/// data, not the engine's per-I/O cost, sets the latency.
 fn random_reads() -> MemorySource {
     let mut recs = Vec::new();
     let mut x = 12345u64;
-    let span_blocks = 128 * MIB / 4096;
+    let span_blocks = 128 * MIB / READ_BYTES;
     for i in 0..3000u64 {
         x = x
             .wrapping_mul(6364136223846793005)
@@ -68,8 +70,8 @@ fn random_reads() -> MemorySource {
         recs.push(IoRecord {
             time: Nanos(i * 10_000),
             op: Op::Read,
-            offset: Bytes((x >> 33) % span_blocks * 4096),
-            len: Bytes(4096),
+            offset: Bytes((x >> 33) % span_blocks * READ_BYTES),
+            len: Bytes(READ_BYTES),
             flags: Flags::NONE,
             latency: Some(Nanos(5_000)),
             stream: None,
