@@ -179,7 +179,7 @@ fn write_pass(
     path: &Path,
     source: &Writes,
     opts: &ReplayOptions,
-    deadline: Option<Instant>,
+    period: Option<&mut WritePeriod>,
 ) -> Result<PassMetrics, ReplayError> {
     let scan = TraceScan::scan(source.name, source.records())?;
     let (target, maps) = retry_busy(|| {
@@ -207,6 +207,10 @@ fn write_pass(
         opts,
         kind: PassKind::Scored(1),
     };
+    // The period's clock starts here, with the target open and the engine
+    // ready, not before `open_targets`, which may wait seconds for a previous
+    // step to release the device.
+    let deadline = period.map(WritePeriod::deadline);
     let outcome = engine.run_pass(&plan, &mut Deadline(deadline))?;
     Ok(outcome.metrics())
 }
@@ -220,10 +224,12 @@ fn random_writes(
     period: Duration,
     seed: &mut u64,
 ) -> Result<(f64, u64), ReplayError> {
-    let start = Instant::now();
-    let deadline = start + period;
+    let mut window = WritePeriod {
+        period,
+        deadline: None,
+    };
     let mut bytes = 0;
-    while Instant::now() < deadline && !crate::interrupt::interrupted() {
+    while !window.is_over() && !crate::interrupt::interrupted() {
         *seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let src = Writes {
             name: "random writes",
@@ -231,10 +237,37 @@ fn random_writes(
             block,
             random_seed: Some(*seed),
         };
-        let m = write_pass(path, &src, opts, Some(deadline))?;
+        let m = write_pass(path, &src, opts, Some(&mut window))?;
         bytes += m.write_bytes;
     }
-    Ok((start.elapsed().as_secs_f64(), bytes))
+    Ok((window.elapsed().as_secs_f64(), bytes))
+}
+
+/// A period of writing whose clock starts when the first pass is ready to
+/// issue (see [`write_pass`]).
+struct WritePeriod {
+    period: Duration,
+    deadline: Option<Instant>,
+}
+
+impl WritePeriod {
+    /// The end of the period, starting the clock on the first call.
+    fn deadline(&mut self) -> Instant {
+        *self
+            .deadline
+            .get_or_insert_with(|| Instant::now() + self.period)
+    }
+
+    fn is_over(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Time since the clock started (zero if it never did).
+    fn elapsed(&self) -> Duration {
+        self.deadline
+            .map(|d| (Instant::now() + self.period).saturating_duration_since(d))
+            .unwrap_or_default()
+    }
 }
 
 fn scaled(given: Option<Duration>, unit_s: f64, factor: f64, cap_s: f64) -> Duration {
