@@ -57,6 +57,17 @@ impl Loop {
 impl Drop for Loop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+        // A device some other process holds open for a moment (a concurrent
+        // test run's tracemark looking at every loop device) is detached
+        // only at its last close: wait until the kernel lets go of the file.
+        let name = self.0.file_name().unwrap().to_string_lossy().to_string();
+        let backing = format!("/sys/block/{name}/loop/backing_file");
+        for _ in 0..250 {
+            if !Path::new(&backing).exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 
