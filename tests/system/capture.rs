@@ -585,12 +585,19 @@ fn lost_events_are_reported_from_the_stats_and_the_pages() {
         rest.contains(&format!("warning: the kernel lost {lost} event(s)")),
         "{rest}"
     );
-    // The kernel's statistics and the pages' lost-event counts agree, and
-    // both are in the trace.
+    // Both the kernel's statistics and the pages' lost-event marks are in
+    // the trace. The statistics are the authority: a page keeps its count
+    // only when the count fits after the page's last event, and the kernel
+    // keeps one pending count per CPU, so under load (a concurrent test run:
+    // marks 29,324 of 67,415) the marks are a lower bound.
     let overrun = note(&out, "lost events (ring buffer overrun)");
     let marked = note(&out, "tracefs: events lost to buffer overruns");
     assert_eq!(overrun, Some(lost));
-    assert_eq!(marked, Some(lost), "page marks differ from the stats");
+    let marked = marked.unwrap_or(0);
+    assert!(
+        marked > 0 && marked <= lost,
+        "page marks {marked} against the stats' {lost}"
+    );
     // What was kept plus what was lost covers the workload: each read is an
     // issue and a completion.
     let kept = records(&out).len() as u64;
