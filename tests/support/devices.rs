@@ -24,10 +24,12 @@ fn sys_dev_id(name: &str) -> (u32, u32) {
     (a.parse().expect("major"), b.parse().expect("minor"))
 }
 
-/// A loop device over an image file, detached (and the image removed) on drop.
+/// A loop device over an image file, detached on drop (and the image removed
+/// when the device made it).
 pub struct LoopDevice {
     pub path: PathBuf,
     image: PathBuf,
+    owns_image: bool,
 }
 
 impl LoopDevice {
@@ -38,14 +40,45 @@ impl LoopDevice {
         Self::attach(image, &[])
     }
 
+    /// A loop device over an existing `image` the caller keeps (several loop
+    /// devices may share it), with the kernel's partition scan when
+    /// `partitions`. Buffered I/O, as plain `losetup` gives.
+    pub fn over(image: &Path, partitions: bool) -> std::io::Result<LoopDevice> {
+        let extra: &[&str] = if partitions { &["-P"] } else { &[] };
+        Self::attach_with(image.to_path_buf(), "--direct-io=off", extra, false)
+    }
+
+    /// The device's first partition (`/dev/loopNp1`) from `start_sector` to
+    /// the end of the device, waited for; added explicitly (BLKPG, `addpart`)
+    /// where the kernel has no MBR parser (CONFIG_MSDOS_PARTITION off) and the
+    /// scan finds nothing.
+    pub fn first_partition(&self, start_sector: u64) -> std::io::Result<PathBuf> {
+        let size: u64 = fs::read_to_string(format!("/sys/block/{}/size", self.name()))?
+            .trim()
+            .parse()
+            .map_err(|e| std::io::Error::other(format!("{} size: {e}", self.name())))?;
+        wait_for_partition(&self.path, start_sector, size.saturating_sub(start_sector))
+    }
+
     /// Attaches `image` on the first free loop device. `losetup -f` can lose
     /// the free device it found to another process attaching at the same
     /// moment: tried again then.
     fn attach(image: PathBuf, extra: &[&str]) -> std::io::Result<LoopDevice> {
+        Self::attach_with(image, "--direct-io=on", extra, true)
+    }
+
+    /// As [`LoopDevice::attach`]; `owns_image`: the image is removed with the
+    /// device (or at once, when no device could be attached).
+    fn attach_with(
+        image: PathBuf,
+        io: &str,
+        extra: &[&str],
+        owns_image: bool,
+    ) -> std::io::Result<LoopDevice> {
         let mut last = String::new();
         for _ in 0..10 {
             let out = Command::new("losetup")
-                .args(["-f", "--show", "--direct-io=on"])
+                .args(["-f", "--show", io])
                 .args(extra)
                 .arg(&image)
                 .output()?;
@@ -54,12 +87,15 @@ impl LoopDevice {
                 return Ok(LoopDevice {
                     path: PathBuf::from(path),
                     image,
+                    owns_image,
                 });
             }
             last = String::from_utf8_lossy(&out.stderr).to_string();
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = fs::remove_file(&image);
+        if owns_image {
+            let _ = fs::remove_file(&image);
+        }
         Err(std::io::Error::other(format!("losetup failed: {last}")))
     }
 
@@ -88,25 +124,8 @@ impl LoopDevice {
             .open(&image)?
             .set_len(size_mib << 20)?;
         let dev = Self::attach(image, &["-P"])?;
-        let part = PathBuf::from(format!("{}p1", dev.path.display()));
-        for attempt in 0..100 {
-            if part.exists() {
-                return Ok((dev, part));
-            }
-            if attempt == 10 {
-                // Kernels without the MBR parser (CONFIG_MSDOS_PARTITION off)
-                // find no partition: add it explicitly (BLKPG).
-                let _ = Command::new("addpart")
-                    .arg(&dev.path)
-                    .args(["1", &start_sector.to_string(), &sectors.to_string()])
-                    .status();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Err(std::io::Error::other(format!(
-            "{} did not appear",
-            part.display()
-        )))
+        let part = wait_for_partition(&dev.path, u64::from(start_sector), u64::from(sectors))?;
+        Ok((dev, part))
     }
 
     /// `MAJ:MIN` of the device.
@@ -124,10 +143,44 @@ impl LoopDevice {
     }
 }
 
+/// `DEVp1`, waited for; added with `addpart` (`start_sector`, `sectors`)
+/// when the kernel's partition scan has not made it after 200 ms.
+fn wait_for_partition(dev: &Path, start_sector: u64, sectors: u64) -> std::io::Result<PathBuf> {
+    let part = PathBuf::from(format!("{}p1", dev.display()));
+    for attempt in 0..200 {
+        if part.exists() {
+            return Ok(part);
+        }
+        if attempt == 10 {
+            let _ = Command::new("addpart")
+                .arg(dev)
+                .args(["1", &start_sector.to_string(), &sectors.to_string()])
+                .status();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err(std::io::Error::other(format!(
+        "{} did not appear",
+        part.display()
+    )))
+}
+
 impl Drop for LoopDevice {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.path).status();
-        let _ = fs::remove_file(&self.image);
+        // A device another process holds open for a moment (a concurrent
+        // test run's tracemark looking at every loop device) is detached
+        // only at its last close: wait until the kernel lets go of the file.
+        let backing = format!("/sys/block/{}/loop/backing_file", self.name());
+        for _ in 0..250 {
+            if !Path::new(&backing).exists() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.owns_image {
+            let _ = fs::remove_file(&self.image);
+        }
     }
 }
 

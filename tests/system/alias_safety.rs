@@ -6,70 +6,12 @@
 //! `e2fsck -fn` that the filesystem is untouched, and a control shows the
 //! same target is accepted once nothing uses it (so the refusal is not blanket).
 
+use crate::support::devices::LoopDevice;
 use crate::support::replay::*;
 use crate::support::{require_root, require_tool, require_tools};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use trace_format::Op;
-
-/// A loop device over `image`, detached on drop (also when a test fails).
-struct Loop(PathBuf);
-
-impl Loop {
-    fn attach(image: &Path, partitions: bool) -> Loop {
-        let mut cmd = Command::new("losetup");
-        cmd.args(["-f", "--show"]);
-        if partitions {
-            cmd.arg("-P");
-        }
-        let out = cmd.arg(image).output().unwrap();
-        assert!(
-            out.status.success(),
-            "losetup: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Loop(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-    }
-
-    fn partition(&self) -> PathBuf {
-        let p = PathBuf::from(format!("{}p1", self.0.display()));
-        for attempt in 0..200 {
-            if p.exists() {
-                return p;
-            }
-            if attempt == 10 {
-                // Kernels without the MBR parser find no partition: add the
-                // one sfdisk wrote (sector 2048 to the end) explicitly (BLKPG).
-                let name = self.0.file_name().unwrap().to_string_lossy().to_string();
-                let size = std::fs::read_to_string(format!("/sys/block/{name}/size")).unwrap();
-                let sectors = size.trim().parse::<u64>().unwrap() - 2048;
-                let _ = Command::new("addpart")
-                    .arg(&self.0)
-                    .args(["1", "2048", &sectors.to_string()])
-                    .status();
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        panic!("{} did not appear", p.display());
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
-        // A device some other process holds open for a moment (a concurrent
-        // test run's tracemark looking at every loop device) is detached
-        // only at its last close: wait until the kernel lets go of the file.
-        let name = self.0.file_name().unwrap().to_string_lossy().to_string();
-        let backing = format!("/sys/block/{name}/loop/backing_file");
-        for _ in 0..250 {
-            if !Path::new(&backing).exists() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-    }
-}
 
 /// A mount on a private directory, unmounted on drop.
 struct Mount(PathBuf);
@@ -181,16 +123,16 @@ fn a_mounted_image_is_refused_by_every_other_name() {
     let image = dir.path().join("img.bin");
     sparse_image(&image, 64);
     mkfs(&image);
-    let a = Loop::attach(&image, false);
-    let b = Loop::attach(&image, false);
+    let a = LoopDevice::over(&image, false).unwrap();
+    let b = LoopDevice::over(&image, false).unwrap();
     {
-        let mnt = Mount::new(&a.0, &dir.path().join("mnt"));
+        let mnt = Mount::new(&a.path, &dir.path().join("mnt"));
         std::fs::write(mnt.0.join("precious"), b"data").unwrap();
         assert!(Command::new("sync").status().unwrap().success());
 
         // The second loop device over the same image, even with --allow-write.
         assert_refused(
-            &replay_onto(dir.path(), &b.0, true),
+            &replay_onto(dir.path(), &b.path, true),
             &format!("shares its backing file {}", image.display()),
         );
         // The image itself, by its name, a hard link and a symlink (no
@@ -204,7 +146,7 @@ fn a_mounted_image_is_refused_by_every_other_name() {
                 &replay_onto(dir.path(), name, true),
                 &format!(
                     "backs loop device {}, where it is mounted at",
-                    a.0.display()
+                    a.path.display()
                 ),
             );
         }
@@ -246,11 +188,11 @@ fn a_second_loop_devices_partition_is_refused() {
         .write_all(b"start=2048, type=83\n")
         .unwrap();
     assert!(sfdisk.wait().unwrap().success());
-    let a = Loop::attach(&image, true);
-    let a1 = a.partition();
+    let a = LoopDevice::over(&image, true).unwrap();
+    let a1 = a.first_partition(2048).unwrap();
     mkfs(&a1);
-    let b = Loop::attach(&image, true);
-    let b1 = b.partition();
+    let b = LoopDevice::over(&image, true).unwrap();
+    let b1 = b.first_partition(2048).unwrap();
     {
         let _mnt = Mount::new(&a1, &dir.path().join("mnt"));
         assert_refused(
@@ -258,7 +200,7 @@ fn a_second_loop_devices_partition_is_refused() {
             &format!("shares its backing file {}", image.display()),
         );
         assert_refused(
-            &replay_onto(dir.path(), &b.0, true),
+            &replay_onto(dir.path(), &b.path, true),
             "shares its backing file",
         );
     }
