@@ -31,9 +31,15 @@ class Agent:
     def __init__(self, path, timeout=10.0):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
-        self.sock.connect(path)
         self.buf = b""
-        self.sync()
+        try:
+            self.sock.connect(path)
+            self.sync()
+        except BaseException:
+            # qemu's agent socket serves one connection at a time: one left
+            # open after a timeout would keep every later connection waiting.
+            self.sock.close()
+            raise
 
     def _line(self):
         while b"\n" not in self.buf:
