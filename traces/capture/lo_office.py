@@ -7,7 +7,14 @@ the traced work: LibreOffice starts headless, opens the document, edits it and
 saves or exports it, then quits.
 
 Usage: lo_office.py STEP DIR   (STEP: prepare-writer, run-writer, prepare-calc,
-run-calc, prepare-impress, run-impress, prepare-draw, run-draw)
+run-calc, prepare-impress, run-impress, prepare-draw, run-draw, serve, quit)
+
+In the capture guest the work is traced without LibreOffice's start-up, as a
+user who has the office suite open works: `serve` starts soffice and leaves it
+running (untraced), `run-*` with TM_LO_ATTACH=1 uses that running soffice and
+leaves it running, `quit` ends it (untraced). TM_THINK_S (seconds, default 0)
+is a person's pause at each `think()` point: after a document opens, between
+edits, and before saving.
 """
 import glob
 import os
@@ -42,14 +49,34 @@ def url(path):
     return uno.systemPathToFileUrl(os.path.abspath(path))
 
 
+THINK_S = float(os.environ.get("TM_THINK_S", "0"))
+ATTACH = os.environ.get("TM_LO_ATTACH") == "1"
+
+
+def think():
+    """A person's pause between actions (TM_THINK_S seconds)."""
+    if THINK_S > 0:
+        time.sleep(THINK_S)
+
+
+def start_soffice():
+    return subprocess.Popen([
+        "soffice", "--headless", "--invisible", "--nologo", "--norestore",
+        "--nodefault", "--nolockcheck",
+        "--accept=pipe,name=%s;urp;StarOffice.ComponentContext" % PIPE],
+        start_new_session=True)
+
+
 class Office:
-    """A headless soffice process and a UNO connection to it."""
+    """A UNO connection to soffice: one started here (ended on exit), or with
+    TM_LO_ATTACH=1 the one `serve` left running (left running on exit)."""
+
+    def __init__(self, attach=ATTACH, keep=ATTACH):
+        self.attach = attach
+        self.keep = keep
 
     def __enter__(self):
-        self.proc = subprocess.Popen([
-            "soffice", "--headless", "--invisible", "--nologo", "--norestore",
-            "--nodefault", "--nolockcheck",
-            "--accept=pipe,name=%s;urp;StarOffice.ComponentContext" % PIPE])
+        self.proc = None if self.attach else start_soffice()
         local = uno.getComponentContext()
         resolver = local.ServiceManager.createInstanceWithContext(
             "com.sun.star.bridge.UnoUrlResolver", local)
@@ -60,7 +87,7 @@ class Office:
                     "uno:pipe,name=%s;urp;StarOffice.ComponentContext" % PIPE)
                 break
             except NoConnectException:
-                if time.time() > deadline or self.proc.poll() is not None:
+                if time.time() > deadline or (self.proc and self.proc.poll() is not None):
                     raise RuntimeError("soffice did not start")
                 time.sleep(0.05)
         smgr = self.ctx.ServiceManager
@@ -70,14 +97,17 @@ class Office:
         return self
 
     def __exit__(self, *exc):
+        if self.keep:
+            return False
         try:
             self.desktop.terminate()
         except Exception:
             pass
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        if self.proc:
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
         return False
 
     def new(self, kind):
@@ -151,16 +181,19 @@ def prepare_writer(office, d):
 
 def run_writer(office, d):
     doc = office.open(os.path.join(d, "report.odt"))
+    think()
     text = doc.Text
     # Edits: a table of contents, two replace-alls, a new chapter, bold terms.
     toc = doc.createInstance("com.sun.star.text.ContentIndex")
     text.insertTextContent(text.getStart(), toc, False)
     toc.update()
+    think()
     for old, new in (("software", "program"), ("License", "Licence")):
         rd = doc.createReplaceDescriptor()
         rd.SearchString = old
         rd.ReplaceString = new
         doc.replaceAll(rd)
+        think()
     cur = text.createTextCursorByRange(text.getEnd())
     cur.ParaStyleName = "Heading 1"
     text.insertString(cur, "Appendix: review notes", False)
@@ -175,7 +208,9 @@ def run_writer(office, d):
     for i in range(found.Count):
         found.getByIndex(i).CharWeight = 150.0
     toc.update()
+    think()
     doc.store()
+    think()
     doc.storeToURL(url(os.path.join(d, "report.docx")), props(FilterName="MS Word 2007 XML"))
     doc.storeToURL(url(os.path.join(d, "report.pdf")), props(FilterName="writer_pdf_Export"))
     doc.close(True)
@@ -212,12 +247,14 @@ def prepare_calc(office, d):
 def run_calc(office, d):
     doc = office.open(os.path.join(d, "ledger.ods"))
     sheet = doc.Sheets.getByName("Sales")
+    think()
     last = CALC_ROWS + 1
     sheet.getCellRangeByPosition(8, 0, 10, 0).setDataArray((("Revenue", "Margin", "Band"),))
     # The first row's formulas, filled down the ledger as a user would.
     sheet.getCellRangeByPosition(8, 1, 10, 1).setFormulaArray((
         ("=E2*F2*(1-G2)", "=I2-E2*H2", '=IF(I2>10000;"large";IF(I2>1000;"medium";"small"))'),))
     sheet.getCellRangeByPosition(8, 1, 10, CALC_ROWS).fillAuto(FILL_TO_BOTTOM, 1)
+    think()
     doc.Sheets.insertNewByName("Summary", 1)
     summary = doc.Sheets.getByName("Summary")
     summary.getCellRangeByPosition(0, 0, len(REGIONS), 0).setDataArray(
@@ -233,7 +270,9 @@ def run_calc(office, d):
         rows.append(tuple(row))
     summary.getCellRangeByPosition(0, 1, len(REGIONS), len(PRODUCTS)).setFormulaArray(tuple(rows))
     doc.calculateAll()
+    think()
     doc.store()
+    think()
     doc.storeToURL(url(os.path.join(d, "ledger.xlsx")), props(FilterName="Calc MS Excel 2007 XML"))
     doc.close(True)
 
@@ -271,14 +310,19 @@ def prepare_impress(office, d):
 
 def run_impress(office, d):
     doc = office.open(os.path.join(d, "deck.odp"))
+    think()
     pages = doc.DrawPages
     for i in range(pages.Count):
+        if i % 10 == 9:
+            think()
         page = pages.getByIndex(i)
         for j in range(page.Count):
             shape = page.getByIndex(j)
             if shape.ShapeType == "com.sun.star.drawing.TextShape" and shape.String.startswith("Field"):
                 shape.String = shape.String + " (reviewed)"
+    think()
     doc.store()
+    think()
     doc.storeToURL(url(os.path.join(d, "deck.pdf")), props(FilterName="impress_pdf_Export"))
     doc.storeToURL(url(os.path.join(d, "deck.pptx")),
                    props(FilterName="Impress MS PowerPoint 2007 XML"))
@@ -316,11 +360,23 @@ def prepare_draw(office, d):
 
 def run_draw(office, d):
     doc = office.open(os.path.join(d, "brochure.odg"))
+    think()
     doc.storeToURL(url(os.path.join(d, "brochure.pdf")), props(
         FilterName="draw_pdf_Export",
         FilterData=uno.Any("[]com.sun.star.beans.PropertyValue",
                            props(ReduceImageResolution=False, Quality=95))))
     doc.close(True)
+
+
+def serve(_d):
+    """Starts soffice for later TM_LO_ATTACH=1 steps; returns once it answers."""
+    with Office(attach=False, keep=True):
+        pass
+
+
+def quit_office(_d):
+    with Office(attach=True, keep=False):
+        pass
 
 
 STEPS = {
@@ -331,11 +387,17 @@ STEPS = {
 }
 
 
+SERVICE_STEPS = {"serve": serve, "quit": quit_office}
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[1] not in STEPS:
+    if len(sys.argv) != 3 or (sys.argv[1] not in STEPS and sys.argv[1] not in SERVICE_STEPS):
         sys.stderr.write(__doc__)
         return 2
     step, d = sys.argv[1], sys.argv[2]
+    if step in SERVICE_STEPS:
+        SERVICE_STEPS[step](d)
+        return 0
     os.makedirs(d, exist_ok=True)
     with Office() as office:
         STEPS[step](office, d)

@@ -10,12 +10,42 @@
 #                  and its libraries cached, then the inputs are evicted
 #   photo-light    ImageMagick: the 12 largest photographs, 7 edits each,
 #                  saved as 16-bit TIFF and JPEG (photo-light.sh's commands)
-# Usage: traces/capture/work.sh [video-render|photo-light]...
+#   office-writer, office-calc, office-impress, publishing-draw
+#                  LibreOffice 7.4 (headless, driven over UNO by lo_office.py:
+#                  the edits of the chroot-era office-*.sh and
+#                  publishing-draw.sh). soffice is started before the trace
+#                  and stays running (the user has the office suite open), so
+#                  its start-up is not in the trace; the document is cold; a
+#                  person's pause of $THINK_S s (TM_THINK_S) separates the
+#                  actions: after opening, between edits, before each save
+# Usage: traces/capture/work.sh [JOB]...   (default: all of the above)
 source "$(dirname "$0")/guest-common.sh"
-jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light)
+jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light office-writer office-calc office-impress publishing-draw)
+THINK_S=${TM_THINK_S:-5}
 guest_attach
 guest_boot
 gbench 'mkdir -p ~/photos && [ -f ~/photos/.complete ] || { cp /mnt/data/photos-source/*.jpg ~/photos/ && touch ~/photos/.complete; }'
+"${QGA[@]}" put "$CAPTURE_DIR/lo_office.py" /run/tracemark/lo_office.py
+
+# office_job KIND INPUT NAME CATEGORY DESCRIPTION
+office_job() {
+  local kind=$1 input=$2 name=$3 category=$4 description=$5
+  local d=/home/bench/$name lo="python3 /run/tracemark/lo_office.py"
+  gbench "[ -f $d/original/$input ] || $lo prepare-$kind $d/original"
+  gbench "rm -rf $d/work && mkdir -p $d/work && cp $d/original/$input $d/work/"
+  # untraced: the running office suite, warmed by one pass of the same work
+  # on a scratch copy (its filters and export code are in memory, as after
+  # earlier use), then the scratch copy removed
+  gbench "$lo serve $d && rm -rf $d/warm && mkdir -p $d/warm && cp $d/original/$input $d/warm/ &&
+    TM_LO_ATTACH=1 $lo run-$kind $d/warm && rm -rf $d/warm"
+  guest_settle 3 600
+  gx "sh /run/tracemark/tm-guest.sh evict $d"
+  guest_capture "$name" "$category" "$description" \
+    bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP
+      gbench 'TM_LO_ATTACH=1 TM_THINK_S=$THINK_S $lo run-$kind $d/work' && guest_settle 3 900"
+  gbench "$lo quit $d" || gbench "pkill -KILL -f '[s]office' || true"
+  sleep 3
+}
 
 for job in "${jobs[@]}"; do
   case $job in
@@ -55,6 +85,18 @@ for job in "${jobs[@]}"; do
         "ImageMagick in the guest: 12 photos (15-17 MP) opened, 7 edits each, saved as 16-bit TIFF and JPEG; program warm, photos cold" \
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$EDIT") && guest_settle 3 900"
       gbench "rm -rf $D/out $D/scratch" ;;
+    office-writer)
+      office_job writer report.odt office-writer office \
+        "LibreOffice Writer 7.4 in the guest (running, headless, UNO): long report opened cold, TOC added, replace-all, chapter appended, saved as .odt, exported to .docx and PDF; ${THINK_S} s pauses between actions" ;;
+    office-calc)
+      office_job calc ledger.ods office-calc office \
+        "LibreOffice Calc 7.4 in the guest (running, headless, UNO): 120,000-row ledger opened cold, formulas filled down, a SUMIFS summary sheet, recalculated, saved as .ods, exported to .xlsx; ${THINK_S} s pauses between actions" ;;
+    office-impress)
+      office_job impress deck.odp office-impress office \
+        "LibreOffice Impress 7.4 in the guest (running, headless, UNO): 40-slide photo deck opened cold, titles edited, saved, exported to PDF and .pptx; ${THINK_S} s pauses between actions" ;;
+    publishing-draw)
+      office_job draw brochure.odg publishing-draw publishing \
+        "LibreOffice Draw 7.4 in the guest (running, headless, UNO): 16-page A4 brochure with 48 photographs opened cold and exported to print PDF at full resolution; ${THINK_S} s pause after opening" ;;
     *) die "unknown work trace $job" ;;
   esac
 done
