@@ -18,9 +18,22 @@
 #                  its start-up is not in the trace; the document is cold; a
 #                  person's pause of $THINK_S s (TM_THINK_S) separates the
 #                  actions: after opening, between edits, before each save
+#   photo-heavy    ImageMagick: the 7-layer 7200x10800 poster PSD of the
+#                  chroot-era photo-heavy.sh, the same commands; program
+#                  warm, the project files cold
+#   game-0ad       0 A.D. started with -autostart (Acropolis Bay, two Petra
+#                  AIs), rendered with llvmpipe in the desktop session, played
+#                  until 90 s after the start; the game's start-up files are
+#                  warm (it was started to its main menu and quit before,
+#                  untraced), so the trace is the match loading and playing,
+#                  not game-launch-0ad again
+#   game-supertuxkart
+#                  SuperTuxKart --no-graphics race of one lap on Lighthouse
+#                  with 4 karts, after an untraced start of the same race (its
+#                  program warm; the track and karts read again cold)
 # Usage: traces/capture/work.sh [JOB]...   (default: all of the above)
 source "$(dirname "$0")/guest-common.sh"
-jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light office-writer office-calc office-impress publishing-draw)
+jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(office-writer office-calc office-impress publishing-draw video-render photo-light photo-heavy game-0ad game-supertuxkart)
 THINK_S=${TM_THINK_S:-5}
 guest_attach
 guest_boot
@@ -97,6 +110,52 @@ for job in "${jobs[@]}"; do
     publishing-draw)
       office_job draw brochure.odg publishing-draw publishing \
         "LibreOffice Draw 7.4 in the guest (running, headless, UNO): 16-page A4 brochure with 48 photographs opened cold and exported to print PDF at full resolution; ${THINK_S} s pause after opening" ;;
+    photo-heavy)
+      D=/home/bench/photo-heavy
+      gx "sed -i -e 's|name=\"memory\" value=\"256MiB\"|name=\"memory\" value=\"4GiB\"|' \
+        -e 's|name=\"map\" value=\"512MiB\"|name=\"map\" value=\"8GiB\"|' \
+        -e 's|name=\"disk\" value=\"1GiB\"|name=\"disk\" value=\"16GiB\"|' /etc/ImageMagick-6/policy.xml"
+      gbench "[ -f $D/project-original.psd ] || { mkdir -p $D/src && cd $D/src &&
+        convert -seed 8 -size 7200x10800 plasma:tan-steelblue -blur 0x2 bg.png &&
+        i=0 && for f in \$(ls -S /home/bench/photos/*.jpg | head -n 5); do
+          i=\$((i+1))
+          convert \$f -resize 5600x3400 -bordercolor white -border 40 \\( +clone -background black -shadow 60x30+40+40 \\) +swap -background none -layers merge +repage photo\$i.png
+        done &&
+        convert -size 6800x1000 xc:none -font /usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf -pointsize 420 -fill white -stroke black -strokewidth 8 -gravity center -annotate +0+0 'OPEN SOURCE' title.png &&
+        convert bg.png -page +200+300 title.png -page +700+1500 photo1.png -page +400+4600 photo2.png -page +1000+7400 photo3.png -page +300+9000 photo4.png -page +3600+8200 photo5.png -background none -flatten composite.png &&
+        convert composite.png bg.png -page +200+300 title.png -page +700+1500 photo1.png -page +400+4600 photo2.png -page +1000+7400 photo3.png -page +300+9000 photo4.png -page +3600+8200 photo5.png ../project-original.psd && rm -rf $D/src; }"
+      gbench "cd $D && rm -rf work scratch out && mkdir -p work scratch out && cp project-original.psd project.psd"
+      gbench "convert -size 64x64 xc:gray -depth 16 -auto-level /tmp/warm.miff && rm /tmp/warm.miff"   # untraced: ImageMagick cached
+      guest_settle 3 600
+      gx "sh /run/tracemark/tm-guest.sh evict $D"
+      HEAVY="cd $D && export MAGICK_TEMPORARY_PATH=$D/scratch && L='-limit memory 1GiB -limit map 2GiB' &&
+        convert \$L project.psd -delete 0 work/layer-%d.miff &&
+        convert \$L work/layer-0.miff -modulate 100,125,96 -sigmoidal-contrast 2x40% work/layer-0.miff &&
+        for i in 2 3 4 5 6; do convert \$L work/layer-\$i.miff -auto-level -modulate 102,110 -unsharp 0x2 work/layer-\$i.miff || exit 1; done &&
+        convert \$L \\( work/layer-*.miff -background none -flatten \\) work/layer-*.miff project.psd &&
+        convert \$L project.psd[0] -depth 16 -compress none out/poster.tif &&
+        convert \$L out/poster.tif -resize 25% -quality 90 out/proof.jpg"
+      guest_capture photo-heavy "photo edit heavy" \
+        "ImageMagick in the guest: a 7200x10800 poster of 7 layers (PSD) opened, layers split out, colour-graded and recomposed, PSD saved, exported as 16-bit TIFF and JPEG proof; program warm, project cold" \
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$HEAVY") && guest_settle 3 900"
+      gbench "rm -rf $D/work $D/scratch $D/out $D/project.psd" ;;
+    game-0ad)
+      GAME="timeout -k 15 -s TERM 90 /usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720 >/dev/null 2>&1; [ \$? -eq 124 ]"
+      gx "sh /run/tracemark/tm-guest.sh launch '^0 A.D.' /usr/games/pyrogenesis"   # untraced: start-up warm
+      sleep 20
+      gbench "pkill -TERM -f '[p]yrogenesis' || true"; sleep 5; gbench "pkill -KILL -f '[p]yrogenesis' || true"
+      guest_settle 3 600 1
+      guest_capture game-0ad "game load" \
+        "0 A.D. 0.26 in the guest (llvmpipe, desktop session): Acropolis Bay with 2 Petra AIs loaded and played until 90 s after the start; game start-up warm, match files cold" \
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$GAME") && guest_settle 3 900 1" ;;
+    game-supertuxkart)
+      STK="/usr/games/supertuxkart --no-graphics --profile-laps=1 --track=lighthouse --numkarts=4 --race-now >/dev/null 2>&1"
+      gbench "$STK"   # untraced: program and data read once
+      guest_cold
+      guest_settle 3 600 1
+      guest_capture game-supertuxkart "game load" \
+        "SuperTuxKart 1.4 in the guest (--no-graphics): start, load Lighthouse with 4 karts, race 1 lap in profile mode, quit; page cache dropped before" \
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$STK") && guest_settle 3 900 1" ;;
     *) die "unknown work trace $job" ;;
   esac
 done
