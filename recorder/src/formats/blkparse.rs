@@ -767,6 +767,37 @@ Skips: 0 forward (0 -   0.0%)
         assert!(err.contains("empty"), "{err}");
     }
 
+    /// The issue's case in blkparse text: a read is requeued, its re-dispatch
+    /// is missing, and a 16 KiB write follows at the same sector. The write
+    /// stays a write with its own latency; the read's completion ends the
+    /// requeue.
+    #[test]
+    fn requeued_read_does_not_take_a_later_write_at_its_sector() {
+        let text = b"\
+  8,0    1        1     0.000000000   100  D   R 2048 + 8 [app]
+  8,0    1        2     0.000010000     0  R   R 2048 + 8 [0]
+  8,0    1        3     0.000100000   200  Q   W 2048 + 32 [writer]
+  8,0    1        4     0.000110000   200  D   W 2048 + 32 [writer]
+  8,0    1        5     0.000300000     0  C   W 2048 + 32 [0]
+  8,0    1        6     0.000500000     0  C   R 2048 + 8 [0]
+";
+        let (recs, o) = convert(text, false).unwrap();
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| (r.op, r.offset.0, r.len.0, r.latency))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Op::Read, 2048 * 512, 4096, Some(Nanos(500_000))),
+                (Op::Write, 2048 * 512, 16384, Some(Nanos(190_000))),
+            ]
+        );
+        let notes: std::collections::HashMap<_, _> = o.tail.notes.iter().cloned().collect();
+        assert_eq!(notes.get(crate::normalize::note::REISSUE), None);
+        assert_eq!(notes.get(crate::normalize::note::REQUEUE_COMPLETED), Some(&1));
+    }
+
     #[test]
     fn detects_itself_only() {
         assert!(looks_like(SAMPLE.as_bytes()));

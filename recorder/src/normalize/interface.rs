@@ -126,6 +126,8 @@ pub mod note {
     pub const COMPLETION_ERROR: &str = "requests completed with an error";
     pub const REISSUE: &str = "re-issues after requeue (not new I/O)";
     pub const REQUEUE_UNMATCHED: &str = "requeues without a matching request";
+    pub const REQUEUE_COMPLETED: &str =
+        "requeued requests completed without a re-issue in the input (lost event?)";
     pub const ISSUE_WITHOUT_QUEUE: &str = "issues without a queued request (--event queue)";
     pub const CLAMPED: &str = "records moved later to keep time order";
     pub const EMPTY_REQUEST: &str = "requests of zero length (not replayed)";

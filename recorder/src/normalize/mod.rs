@@ -22,15 +22,16 @@
 use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location, Position, SourceIo};
 use crate::sink::Sink;
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, VecDeque};
 use std::rc::Rc;
 use trace_format::{
     Bytes, DeviceEntry, DeviceId, Flags, IoRecord, IssueEvent, Nanos, Op, SkippedExample,
     SkippedInput, TraceTail,
 };
 
+mod hasher;
 mod interface;
+use hasher::FastMap;
 pub use interface::{note, EventChoice, NormaliseOptions, NormaliseOutcome, RecordSink};
 
 /// Largest byte offset + length a record may have: 2^63 (the largest `off_t`).
@@ -48,63 +49,6 @@ const EXAMPLE_CHARS: usize = 200;
 const DECIDE_AFTER_EVENTS: usize = 65_536;
 
 type RecKey = (Nanos, u64);
-
-/// A fast non-cryptographic hasher for the normaliser's tables (keys come from
-/// one input file; SipHash's flood resistance costs more than it buys here).
-/// Words are folded in with a multiply; `finish` mixes the bits so that keys
-/// differing only in high bits (sector offsets, multiples of 4096) spread over
-/// the low bits that pick a bucket.
-#[derive(Default, Clone, Copy)]
-struct FoldHasher(u64);
-
-impl FoldHasher {
-    const K: u64 = 0x9E37_79B9_7F4A_7C15;
-
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(26) ^ word).wrapping_mul(Self::K);
-    }
-}
-
-impl Hasher for FoldHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let mut last = [0u8; 8];
-        let tail = chunks.remainder();
-        last[..tail.len()].copy_from_slice(tail);
-        self.add(u64::from_le_bytes(last) ^ ((tail.len() as u64) << 59));
-    }
-
-    fn write_u8(&mut self, v: u8) {
-        self.add(u64::from(v));
-    }
-
-    fn write_u32(&mut self, v: u32) {
-        self.add(u64::from(v));
-    }
-
-    fn write_u64(&mut self, v: u64) {
-        self.add(v);
-    }
-
-    fn write_usize(&mut self, v: usize) {
-        self.add(v as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        // splitmix64's finaliser.
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FoldHasher>>;
 
 /// Pairing slot of a flush (no sector).
 const FLUSH_SLOT: u64 = u64::MAX;
@@ -125,6 +69,41 @@ enum Slot {
 struct Pending {
     record: IoRecord,
     slot: Slot,
+}
+
+/// A request handed to the driver: the operation and length that a requeue,
+/// re-issue or completion of this same request shows, and the records it
+/// completes (one in issue mode; the bios merged into it in queue mode).
+struct Request {
+    op: Op,
+    len: Bytes,
+    records: Vec<RecKey>,
+}
+
+impl Request {
+    /// Whether `e` is an event of this very request (same operation and
+    /// length), not another request at the same sector.
+    fn is(&self, e: &BlockEvent) -> bool {
+        self.op == e.op && self.len == e.len
+    }
+}
+
+/// Requests by device and sector (several may share one sector).
+type RequestTable = FastMap<(DeviceId, u64), VecDeque<Request>>;
+
+/// Takes the oldest request at `key` that `wanted` accepts.
+fn take_request(
+    table: &mut RequestTable,
+    key: (DeviceId, u64),
+    wanted: impl Fn(&Request) -> bool,
+) -> Option<Request> {
+    let queue = table.get_mut(&key)?;
+    let at = queue.iter().position(wanted)?;
+    let request = queue.remove(at);
+    if queue.is_empty() {
+        table.remove(&key);
+    }
+    request
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,8 +144,8 @@ pub struct Normaliser<'o> {
     seq: u64,
     records: BTreeMap<RecKey, Pending>,
     queued: BTreeMap<(DeviceId, u64), VecDeque<RecKey>>,
-    issued: FastMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
-    requeued: FastMap<(DeviceId, u64), VecDeque<Vec<RecKey>>>,
+    issued: RequestTable,
+    requeued: RequestTable,
     device_index: FastMap<DeviceId, u16>,
     devices: Vec<DeviceEntry>,
     last_emitted: Nanos,
@@ -571,15 +550,21 @@ impl<'o> Normaliser<'o> {
             Action::Complete => self.complete(rel, &e, slot_offset),
             Action::Requeue => {
                 let key = (e.device, slot_offset);
-                match self.issued.get_mut(&key).and_then(|q| q.pop_front()) {
-                    Some(group) => {
-                        self.cleanup_issued(key);
-                        for k in &group {
+                // The dispatched request of that operation and length, else
+                // of that operation (a partly done request goes back with
+                // what is left of it).
+                let request = take_request(&mut self.issued, key, |r| r.is(&e))
+                    .or_else(|| take_request(&mut self.issued, key, |r| r.op == e.op));
+                match request {
+                    Some(mut request) => {
+                        for k in &request.records {
                             if let Some(p) = self.records.get_mut(k) {
                                 p.slot = Slot::Requeued(e.device, slot_offset);
                             }
                         }
-                        self.requeued.entry(key).or_default().push_back(group);
+                        // Its re-issue shows what went back to the queue.
+                        request.len = e.len;
+                        self.requeued.entry(key).or_default().push_back(request);
                     }
                     None => self.add_note(note::REQUEUE_UNMATCHED, 1),
                 }
@@ -620,17 +605,17 @@ impl<'o> Normaliser<'o> {
         slot_offset: u64,
     ) -> Result<(), ConvertError> {
         let key = (e.device, slot_offset);
-        if let Some(group) = self.requeued.get_mut(&key).and_then(|q| q.pop_front()) {
-            if self.requeued.get(&key).is_some_and(|q| q.is_empty()) {
-                self.requeued.remove(&key);
-            }
+        // A re-issue is the requeued request itself: same operation and
+        // length. Another request at that sector is new I/O, even when the
+        // requeued one's re-issue is missing from the input.
+        if let Some(request) = take_request(&mut self.requeued, key, |r| r.is(e)) {
             self.add_note(note::REISSUE, 1);
-            for k in &group {
+            for k in &request.records {
                 if let Some(p) = self.records.get_mut(k) {
                     p.slot = Slot::Issued(e.device, slot_offset);
                 }
             }
-            self.issued.entry(key).or_default().push_back(group);
+            self.issued.entry(key).or_default().push_back(request);
             return Ok(());
         }
         match self.mode {
@@ -645,7 +630,11 @@ impl<'o> Normaliser<'o> {
                         p.slot = Slot::Issued(e.device, slot_offset);
                     }
                 }
-                self.issued.entry(key).or_default().push_back(group);
+                self.issued.entry(key).or_default().push_back(Request {
+                    op: e.op,
+                    len: e.len,
+                    records: group,
+                });
             }
             _ => {
                 if e.op != Op::Flush && e.len.0 == 0 {
@@ -656,7 +645,11 @@ impl<'o> Normaliser<'o> {
                 if let Some(rk) = self.create(
                     at, rel, e.device, e.op, e.flags, e.offset, e.len, None, e.pid, slot,
                 )? {
-                    self.issued.entry(key).or_default().push_back(vec![rk]);
+                    self.issued.entry(key).or_default().push_back(Request {
+                        op: e.op,
+                        len: e.len,
+                        records: vec![rk],
+                    });
                 }
             }
         }
@@ -710,11 +703,19 @@ impl<'o> Normaliser<'o> {
 
     fn complete(&mut self, rel: Nanos, e: &BlockEvent, slot_offset: u64) {
         let key = (e.device, slot_offset);
-        let group = match self.issued.get_mut(&key).and_then(|q| q.pop_front()) {
-            Some(g) => {
-                self.cleanup_issued(key);
-                g
+        // The dispatched request of this operation and length; else a
+        // requeued one whose re-issue the input lacks (its completion ends
+        // the requeue); else the oldest at the sector (a partial completion).
+        let mut request = take_request(&mut self.issued, key, |r| r.is(e));
+        if request.is_none() {
+            request = take_request(&mut self.requeued, key, |r| r.is(e));
+            if request.is_some() {
+                self.add_note(note::REQUEUE_COMPLETED, 1);
             }
+        }
+        let request = request.or_else(|| take_request(&mut self.issued, key, |_| true));
+        let group = match request {
+            Some(r) => r.records,
             None if self.mode == Mode::Queue => match self.take_queued_bio(e, slot_offset) {
                 Some(key) => vec![key],
                 None => self.gather_queued(e, slot_offset),
@@ -735,12 +736,6 @@ impl<'o> Normaliser<'o> {
                 p.record.latency = Some(rel.saturating_sub(issued_rel));
                 p.slot = Slot::None;
             }
-        }
-    }
-
-    fn cleanup_issued(&mut self, key: (DeviceId, u64)) {
-        if self.issued.get(&key).is_some_and(|q| q.is_empty()) {
-            self.issued.remove(&key);
         }
     }
 
@@ -766,12 +761,12 @@ impl<'o> Normaliser<'o> {
                 } else {
                     &mut self.requeued
                 };
-                if let Some(groups) = table.get_mut(&(dev, off)) {
-                    for g in groups.iter_mut() {
-                        g.retain(|k| *k != key);
+                if let Some(requests) = table.get_mut(&(dev, off)) {
+                    for r in requests.iter_mut() {
+                        r.records.retain(|k| *k != key);
                     }
-                    groups.retain(|g| !g.is_empty());
-                    if groups.is_empty() {
+                    requests.retain(|r| !r.records.is_empty());
+                    if requests.is_empty() {
                         table.remove(&(dev, off));
                     }
                 }

@@ -162,6 +162,93 @@ fn requeue_makes_the_next_issue_a_reissue() {
     assert_eq!(note_count(&o, note::REISSUE), 1);
 }
 
+/// A read is requeued and its re-dispatch is missing from the input; a later
+/// 16 KiB write at the same sector is new I/O with its own latency, not the
+/// read's re-issue, and the read's completion ends the requeue.
+#[test]
+fn requeue_is_reissued_only_by_the_same_request() {
+    let events = [
+        ev(0, Issue, Op::Read, 8, 8),
+        ev(5, Requeue, Op::Read, 8, 8),
+        ev(10, Issue, Op::Write, 8, 32),
+        ev(30, Complete, Op::Write, 8, 32),
+        ev(40, Complete, Op::Read, 8, 8),
+    ];
+    for mode in [None, Some(EventChoice::Issue)] {
+        let opts = NormaliseOptions {
+            event: mode,
+            ..Default::default()
+        };
+        let (recs, o) = run(opts, &events);
+        let got: Vec<_> = recs
+            .iter()
+            .map(|r| {
+                (
+                    r.op,
+                    r.time.0 / 1000,
+                    r.len.0,
+                    r.latency.map(|l| l.0 / 1000),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Op::Read, 0, 4096, Some(40)),
+                (Op::Write, 10, 16384, Some(20)),
+            ]
+        );
+        assert_eq!(note_count(&o, note::REISSUE), 0);
+        assert_eq!(note_count(&o, note::REQUEUE_COMPLETED), 1);
+        assert_eq!(note_count(&o, note::UNMATCHED_COMPLETION), 0);
+    }
+}
+
+/// Queue mode: the requeued request's re-issue must show its operation and
+/// length too; its completion then completes its bios.
+#[test]
+fn queue_mode_requeue_pairs_by_operation_and_length() {
+    let events = [
+        ev(0, Queue, Op::Read, 8, 8),
+        ev(1, Issue, Op::Read, 8, 8),
+        ev(2, Requeue, Op::Read, 8, 8),
+        ev(3, Queue, Op::Write, 8, 32),
+        ev(4, Issue, Op::Write, 8, 32),
+        ev(6, Issue, Op::Read, 8, 8),
+        ev(9, Complete, Op::Write, 8, 32),
+        ev(12, Complete, Op::Read, 8, 8),
+    ];
+    let opts = NormaliseOptions {
+        event: Some(EventChoice::Queue),
+        ..Default::default()
+    };
+    let (recs, o) = run(opts, &events);
+    let got: Vec<_> = recs
+        .iter()
+        .map(|r| (r.op, r.time.0 / 1000, r.latency.map(|l| l.0 / 1000)))
+        .collect();
+    assert_eq!(got, vec![(Op::Read, 0, Some(12)), (Op::Write, 3, Some(6))]);
+    assert_eq!(note_count(&o, note::REISSUE), 1);
+}
+
+/// A completion pairs with the dispatched request of its operation and
+/// length, not with the oldest one at the sector.
+#[test]
+fn completion_prefers_the_request_it_names() {
+    let events = [
+        ev(0, Issue, Op::Write, 8, 32),
+        ev(1, Issue, Op::Read, 8, 8),
+        ev(5, Complete, Op::Read, 8, 8),
+        ev(9, Complete, Op::Write, 8, 32),
+    ];
+    let (recs, _) = run(NormaliseOptions::default(), &events);
+    let lat: Vec<_> = recs
+        .iter()
+        .map(|r| (r.op, r.latency.map(|l| l.0 / 1000)))
+        .collect();
+    assert_eq!(lat, vec![(Op::Write, Some(9)), (Op::Read, Some(4))]);
+}
+
 #[test]
 fn automatic_mode_falls_back_to_queue_and_says_so() {
     let events = [
