@@ -13,8 +13,10 @@ use std::path::PathBuf;
 #[derive(Args, Debug)]
 #[command(
     after_help = "Capture stops when --duration has passed, when COMMAND exits, or on \
-Ctrl-C (SIGINT/SIGTERM); without --duration or COMMAND it runs until Ctrl-C. Every tracing \
-setting is restored afterwards. Needs root.
+Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT); without --duration or COMMAND it runs until Ctrl-C. \
+Every tracing setting is restored afterwards, and tracing instances left by captures that were \
+killed (tracemark-PID whose PID no longer runs) are removed. Exit status: the COMMAND's when it \
+fails, 1 when tracing could not be restored (the trace is still written). Needs root.
 
 A partition (/dev/sda1) is captured through its disk's events (request or bio), keeping only the \
 partition's sectors and giving offsets within the partition; every cache flush of the disk is \
@@ -146,6 +148,9 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
             report.lost.dropped
         );
     }
+    for m in &report.not_restored {
+        eprintln!("warning: {m}");
+    }
     if report.stop == StopReason::Duration && report.command_status.is_some() && !quiet {
         eprintln!("note: the capture ended at --duration; the command ran on untraced");
     }
@@ -177,6 +182,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     }
     Ok(match report.command_status {
         Some(code) if code != 0 => code,
+        _ if !report.not_restored.is_empty() => 1,
         _ => 0,
     })
 }

@@ -129,17 +129,16 @@ fn alive(pid: u32) -> bool {
     Path::new("/proc").join(pid.to_string()).exists()
 }
 
-/// Removes the test instances of test processes that are gone (killed before
-/// their instance was dropped).
+/// Removes the tracemark instances of processes that are gone (a test killed
+/// before its instance was dropped, a capture killed by SIGKILL), so that a
+/// capture's own clean-up of them cannot change a test's tracing state.
 fn remove_stale_instances(tracefs: &Path) {
     let Ok(entries) = fs::read_dir(tracefs.join("instances")) else {
         return;
     };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        let test_instance =
-            name.starts_with(INSTANCE_PREFIX) || name.starts_with("tracemark-replay-");
-        if test_instance && instance_owner(&name).is_some_and(|pid| !alive(pid)) {
+        if instance_owner(&name).is_some_and(|pid| !alive(pid)) {
             remove_instance(&entry.path());
         }
     }

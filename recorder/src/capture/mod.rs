@@ -22,7 +22,7 @@
 //!   for it, the text `trace_pipe` is read instead, each line parsed by
 //!   [`crate::formats::tracefs::parse_line`]; the capture's messages say so;
 //! - it stops when the duration has passed, the command it started has exited,
-//!   or on SIGINT/SIGTERM; tracing is then switched off, the buffers drained, the
+//!   or on SIGINT, SIGTERM, SIGHUP or SIGQUIT; tracing is then switched off, the buffers drained, the
 //!   per-CPU buffer statistics read for lost events, and the trace renamed into
 //!   place. Every setting is restored by guards, also on errors and panics.
 //!
@@ -235,7 +235,7 @@ impl CaptureOptions {
 pub enum StopReason {
     Duration,
     CommandExited,
-    /// SIGINT or SIGTERM.
+    /// SIGINT, SIGTERM, SIGHUP or SIGQUIT.
     Interrupted,
 }
 
@@ -305,8 +305,12 @@ pub struct CaptureReport {
     /// could not be parsed (kept as examples).
     pub skipped_lines: u64,
     pub notes: Vec<(String, u64)>,
-    /// Things the user should know (a smaller buffer, a cleanup that failed).
+    /// Things the user should know (a smaller buffer, a dead capture's
+    /// instance removed).
     pub messages: Vec<String>,
+    /// What could not be put back (an instance the kernel would not remove,
+    /// a top-level setting it would not take): the machine is not as it was.
+    pub not_restored: Vec<String>,
 }
 
 /// Kills nothing: a command still running when the capture ends is waited for,
@@ -459,7 +463,7 @@ pub fn capture(
 
     // Restore tracing and signals, then wait for a command still running.
     let used_instance = tracing.dir.instance;
-    messages.extend(tracing.release());
+    let not_restored = tracing.release();
     drop(signals);
     let command_status = command.wait();
     messages.extend(outcome.messages);
@@ -477,6 +481,7 @@ pub fn capture(
         skipped_lines: outcome.tail.skipped.count,
         notes: outcome.tail.notes,
         messages,
+        not_restored,
     })
 }
 

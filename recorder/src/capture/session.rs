@@ -9,6 +9,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// The message for a user who is not root.
 pub fn check_root() -> Result<(), CaptureError> {
@@ -102,9 +103,92 @@ impl Drop for TracefsMount {
 pub(super) struct TraceDir {
     pub(super) dir: PathBuf,
     pub(super) instance: bool,
+    /// Instance only: its `tracing_on`, held open while the capture runs. An
+    /// open file of an instance makes the kernel refuse its removal (EBUSY),
+    /// so another capture's clean-up of dead captures' instances can never
+    /// remove this one, even from a PID namespace where this PID looks dead.
+    pin: Option<fs::File>,
     /// Top level only: (file, value to write back), in the order written.
     restore: Vec<(PathBuf, String)>,
     released: bool,
+}
+
+/// How long a capture keeps retrying the removal of its instance while the
+/// kernel says it is busy (a file of it still open somewhere, for a moment).
+const REMOVE_BUSY_FOR: Duration = Duration::from_secs(3);
+
+/// The capture that made the instance `name`, when it is one of capture's
+/// own names (`tracemark-PID` or `tracemark-PID-N`; the tests' and other
+/// tools' instances have other names and are left alone).
+pub(super) fn instance_owner(name: &str) -> Option<libc::pid_t> {
+    let rest = name.strip_prefix("tracemark-")?;
+    let (pid, n) = match rest.split_once('-') {
+        Some((pid, n)) => (pid, Some(n)),
+        None => (rest, None),
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(pid) || n.is_some_and(|n| !digits(n)) {
+        return None;
+    }
+    pid.parse().ok().filter(|&p: &libc::pid_t| p > 0)
+}
+
+/// Whether a process `pid` exists (EPERM: it does, owned by someone else).
+fn process_exists(pid: libc::pid_t) -> bool {
+    // SAFETY: signal 0 only checks that the process exists.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+/// Switches an instance off and removes it; retries while the kernel says
+/// it is busy, up to `busy_for`.
+fn remove_instance(dir: &Path, busy_for: Duration) -> io::Result<()> {
+    let _ = write_setting(&dir.join("tracing_on"), "0");
+    let deadline = Instant::now() + busy_for;
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match fs::remove_dir(dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && Instant::now() < deadline => {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(100));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Removes the instances that captures killed without a chance to clean up
+/// (SIGKILL, a crash, power cut before tracefs went away) left recording:
+/// `tracemark-PID` whose PID no longer runs. Each removal, or why it failed,
+/// is a message.
+pub(super) fn remove_dead_instances(instances: &Path, messages: &mut Vec<String>) {
+    let Ok(entries) = fs::read_dir(instances) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(instance_owner) else {
+            continue;
+        };
+        if process_exists(pid) {
+            continue;
+        }
+        let dir = entry.path();
+        match remove_instance(&dir, Duration::ZERO) {
+            Ok(()) => messages.push(format!(
+                "removed the tracing instance {} left by capture process {pid}, which is gone",
+                dir.display()
+            )),
+            Err(e) => messages.push(format!(
+                "the tracing instance {} of capture process {pid}, which does not run here, \
+                 could not be removed ({e}); if no capture runs, remove it with `rmdir {}`",
+                dir.display(),
+                dir.display()
+            )),
+        }
+    }
 }
 
 /// What to write back to a tracing file to restore what reading it returned.
@@ -144,6 +228,7 @@ impl TraceDir {
         if !use_instance {
             messages.push("using the top-level tracer (asked for)".into());
         } else if instances.is_dir() {
+            remove_dead_instances(&instances, messages);
             let pid = std::process::id();
             let mut last_error = None;
             for n in 0..8 {
@@ -155,12 +240,14 @@ impl TraceDir {
                 let dir = instances.join(name);
                 match fs::create_dir(&dir) {
                     Ok(()) => {
+                        let pin = fs::File::open(dir.join("tracing_on")).ok();
                         return Ok(TraceDir {
                             dir,
                             instance: true,
+                            pin,
                             restore: Vec::new(),
                             released: false,
-                        })
+                        });
                     }
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                     Err(e) => {
@@ -185,6 +272,7 @@ impl TraceDir {
         Ok(TraceDir {
             dir: root.to_path_buf(),
             instance: false,
+            pin: None,
             restore: Vec::new(),
             released: false,
         })
@@ -212,12 +300,15 @@ impl TraceDir {
         }
         let mut failed = Vec::new();
         if self.instance {
-            // Disable first: an instance with enabled events can still be
-            // removed, but this keeps the kernel's work minimal if it cannot.
-            let _ = write_setting(&self.path("tracing_on"), "0");
-            if let Err(e) = fs::remove_dir(&self.dir) {
+            // Its own pin first: the kernel refuses to remove an instance
+            // with an open file. Tracing goes off before the removal, so an
+            // instance that cannot be removed at least records nothing.
+            drop(self.pin.take());
+            if let Err(e) = remove_instance(&self.dir, REMOVE_BUSY_FOR) {
                 failed.push(format!(
-                    "could not remove the tracing instance {}: {e}",
+                    "could not remove the tracing instance {} ({e}; tracing in it is off); \
+                     remove it with `rmdir {}`",
+                    self.dir.display(),
                     self.dir.display()
                 ));
             }
@@ -236,8 +327,12 @@ impl TraceDir {
 }
 
 impl Drop for TraceDir {
+    /// On an error or a panic, nobody reads the release's messages: say here
+    /// what could not be undone rather than leave it unseen.
     fn drop(&mut self) {
-        let _ = self.release();
+        for message in self.release() {
+            eprintln!("tracemark: {message}");
+        }
     }
 }
 
@@ -437,6 +532,24 @@ mod tests {
         assert_eq!(restore_value(&p("filter"), "none\n"), "0");
         assert_eq!(restore_value(&p("filter"), "dev == 5\n"), "dev == 5");
         assert_eq!(restore_value(&p("tracing_on"), "1\n"), "1");
+    }
+
+    #[test]
+    fn only_capture_instance_names_have_an_owner() {
+        assert_eq!(instance_owner("tracemark-4204"), Some(4204));
+        assert_eq!(instance_owner("tracemark-4204-3"), Some(4204));
+        for other in [
+            "tracemark-test-4204-0",
+            "tracemark-replay-4204",
+            "tracemark-",
+            "tracemark-0",
+            "tracemark-12x",
+            "tracemark-12-",
+            "tracemark-12-3-4",
+            "other-4204",
+        ] {
+            assert_eq!(instance_owner(other), None, "{other}");
+        }
     }
 
     #[test]

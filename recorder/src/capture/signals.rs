@@ -11,7 +11,14 @@ extern "C" fn request_stop(_signal: libc::c_int) {
     STOP_REQUESTED.store(true, Ordering::SeqCst);
 }
 
-/// SIGINT and SIGTERM set a flag (the main loop then stops, drains and
+/// The signals that end a capture cleanly: Ctrl-C, `kill`, a closed terminal
+/// (SIGHUP: an ssh session that drops) and Ctrl-\ (SIGQUIT). Left at their
+/// default, the last two killed the capture with its tracing instance still
+/// recording every block I/O into a large buffer.
+pub(super) const STOP_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// Each of [`STOP_SIGNALS`] sets a flag (the main loop then stops, drains and
 /// restores) instead of killing the process; the old handlers come back on drop.
 pub(super) struct StopSignals {
     old: Vec<(libc::c_int, libc::sigaction)>,
@@ -21,7 +28,7 @@ impl StopSignals {
     pub(super) fn install() -> Result<StopSignals, CaptureError> {
         STOP_REQUESTED.store(false, Ordering::SeqCst);
         let mut guard = StopSignals { old: Vec::new() };
-        for signal in [libc::SIGINT, libc::SIGTERM] {
+        for signal in STOP_SIGNALS {
             // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
             unsafe {
                 let mut action: libc::sigaction = std::mem::zeroed();
