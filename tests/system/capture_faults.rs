@@ -20,8 +20,11 @@ const MIB: u64 = 1024 * 1024;
 /// A capture of `dev` for 30 s into `out`, with stdout and stderr piped.
 fn start_capture(dev: &Path, out: &Path) -> Child {
     let mut command = tracemark();
-    // SAFETY: setrlimit is async-signal-safe. No core file where a SIGQUIT
-    // arrives before the handlers are in place (its default action).
+    // SAFETY: setrlimit, signal and sigprocmask are async-signal-safe. No
+    // core file where a SIGQUIT arrives before the handlers are in place (its
+    // default action). The stop signals start at their defaults and unblocked
+    // whatever the test runner inherited (under `nohup` SIGHUP is ignored, and
+    // a capture keeps an ignored signal ignored).
     unsafe {
         command.pre_exec(|| {
             let none = libc::rlimit {
@@ -29,6 +32,13 @@ fn start_capture(dev: &Path, out: &Path) -> Child {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
             Ok(())
         });
     }
@@ -309,6 +319,44 @@ fn an_instance_held_open_a_moment_is_still_removed_and_one_held_for_good_is_repo
         )),
         "{err}"
     );
+    TraceFile::open(&out).unwrap().verify().unwrap();
+    t.assert_tracing_restored();
+}
+
+#[test]
+fn a_capture_under_nohup_keeps_running_through_a_hangup() {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
+        return;
+    };
+    let dev = t.loop_device(16);
+    let out = t.dir().join("nohup.tmt");
+    let mut command = tracemark();
+    // SAFETY: signal is async-signal-safe; SIGHUP ignored, as `nohup` starts it.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = command
+        .args(["capture", "--duration", "30s", "--device"])
+        .arg(&dev.path)
+        .arg("-o")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _stderr = wait_until_tracing(&mut child);
+    signal(&child, libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a hangup stopped a capture started with SIGHUP ignored"
+    );
+    signal(&child, libc::SIGTERM);
+    let status = wait_for(&mut child, Duration::from_secs(10));
+    assert!(status.success(), "{status:?}");
     TraceFile::open(&out).unwrap().verify().unwrap();
     t.assert_tracing_restored();
 }

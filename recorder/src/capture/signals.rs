@@ -20,6 +20,8 @@ pub(super) const STOP_SIGNALS: [libc::c_int; 4] =
 
 /// Each of [`STOP_SIGNALS`] sets a flag (the main loop then stops, drains and
 /// restores) instead of killing the process; the old handlers come back on drop.
+/// A signal the process was started with ignored stays ignored: `nohup`
+/// (SIGHUP) and a shell's background job (SIGINT, SIGQUIT) asked for that.
 pub(super) struct StopSignals {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
@@ -31,6 +33,12 @@ impl StopSignals {
         for signal in STOP_SIGNALS {
             // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
             unsafe {
+                let mut current: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                    && current.sa_sigaction == libc::SIG_IGN
+                {
+                    continue;
+                }
                 let mut action: libc::sigaction = std::mem::zeroed();
                 action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
                 libc::sigemptyset(&mut action.sa_mask);
