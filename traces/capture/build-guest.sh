@@ -165,7 +165,7 @@ in_root systemctl enable lightdm qemu-guest-agent
 # qemu-ga logs every command it serves to the journal, which the journal then
 # writes to the traced disk: the host's polling would add writes to a trace.
 mkdir -p "$MNT/etc/systemd/system/qemu-guest-agent.service.d"
-printf '[Service]\nStandardOutput=null\nStandardError=null\n' > "$MNT/etc/systemd/system/qemu-guest-agent.service.d/quiet.conf"
+printf '[Service]\nStandardOutput=null\nStandardError=null\nLogLevelMax=notice\n' > "$MNT/etc/systemd/system/qemu-guest-agent.service.d/quiet.conf"
 in_root systemctl set-default graphical.target
 # The session tells the host when it is up: an autostart entry waits for the
 # desktop window to be mapped, then leaves a marker in /run (tmpfs, no disk I/O).

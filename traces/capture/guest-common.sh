@@ -151,6 +151,8 @@ guest_boot() {
   [ -n "${REUSED:-}" ] || { guest_start; guest_wait_session; }
   guest_put_helpers
   gx 'mountpoint -q /mnt/data || mount /mnt/data' >/dev/null
+  # No screen blanking: the screenshots taken after each launch show the window.
+  gbench 'xset s off -dpms' || true
   [ -n "${REUSED:-}" ] || guest_settle 5
 }
 

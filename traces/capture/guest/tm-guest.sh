@@ -16,12 +16,15 @@
 #                                 returns when a visible window whose name
 #                                 matches PATTERN is mapped
 set -eu
+# As `bench` without PAM (runuser's PAM session writes two journal lines per
+# command: I/O on the traced disk that no desktop makes).
+AS_BENCH="setpriv --reuid=bench --regid=bench --init-groups"
 SESSION_ENV="DISPLAY=:0 XAUTHORITY=/home/bench/.Xauthority HOME=/home/bench USER=bench LOGNAME=bench
   XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus LANG=C.UTF-8
   PATH=/usr/local/bin:/usr/bin:/bin:/usr/games"
 # The programs the host's commands run in the guest; kept cached so that a
 # trace holds the workload's reads, not the helpers'.
-HELPERS="/bin/sh /bin/bash /usr/sbin/runuser /usr/bin/env /usr/bin/setsid /usr/bin/xdotool /usr/bin/sleep
+HELPERS="/bin/sh /bin/bash /usr/bin/setpriv /usr/bin/env /usr/bin/setsid /usr/bin/xdotool /usr/bin/sleep
   /usr/bin/cat /usr/bin/pkill /usr/bin/pgrep /usr/bin/timeout /usr/bin/date /usr/bin/base64 /usr/bin/rm /usr/bin/cp /usr/bin/sync
   /usr/lib/x86_64-linux-gnu/libxdo.so.3"
 case $1 in
@@ -29,7 +32,7 @@ case $1 in
     # the command comes base64-encoded (any quoting survives the agent)
     cmd=$(printf %s "$2" | base64 -d)
     # shellcheck disable=SC2086
-    exec runuser -u bench -- env -i $SESSION_ENV sh -c "$cmd" ;;
+    exec $AS_BENCH env -i $SESSION_ENV sh -c "$cmd" ;;
   cold)
     sync
     echo 3 > /proc/sys/vm/drop_caches
@@ -37,7 +40,7 @@ case $1 in
       [ -f "$f" ] && cat "$f" > /dev/null 2>&1 || true
     done
     # ldd's view of the helpers' own libraries
-    for f in $(ldd /usr/bin/xdotool /usr/sbin/runuser 2>/dev/null | awk '/=>/ {print $3}'); do cat "$f" > /dev/null; done
+    for f in $(ldd /usr/bin/xdotool /usr/bin/setpriv 2>/dev/null | awk '/=>/ {print $3}'); do cat "$f" > /dev/null; done
     echo "cold: page cache dropped; $(grep -E '^(Cached|Dirty)' /proc/meminfo | tr -s ' ' | tr '\n' ' ')" ;;
   evict)
     shift
@@ -54,9 +57,10 @@ for p in sys.argv[1:]:
     pattern=$2
     shift 2
     # shellcheck disable=SC2086
-    runuser -u bench -- env -i $SESSION_ENV setsid sh -c "$*" </dev/null >/dev/null 2>&1 &
+    $AS_BENCH env -i $SESSION_ENV setsid sh -c "$*" </dev/null >/dev/null 2>&1 &
     # shellcheck disable=SC2086
-    runuser -u bench -- env -i $SESSION_ENV xdotool search --sync --onlyvisible --name "$pattern" | head -n 1 ;;
+    $AS_BENCH env -i $SESSION_ENV timeout "${LAUNCH_TIMEOUT_S:-900}" xdotool search --sync --onlyvisible --name "$pattern" | head -n 1 | grep . ||
+      { echo "tm-guest.sh: no visible window named '$pattern' within ${LAUNCH_TIMEOUT_S:-900} s" >&2; exit 1; } ;;
   *)
     echo "tm-guest.sh: unknown step $1" >&2; exit 2 ;;
 esac
