@@ -64,6 +64,25 @@ pub fn require_tools(tools: &[&str]) -> bool {
 }
 
 /// The built `tracemark` binary.
+/// The binary under test, started with the stop signals at their defaults
+/// and unblocked whatever the test runner inherited (under `nohup` SIGHUP is
+/// ignored, and a capture keeps an ignored SIGHUP ignored).
 pub fn tracemark() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tracemark"))
+    use std::os::unix::process::CommandExt;
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tracemark"));
+    // SAFETY: signal, sigemptyset, sigaddset and sigprocmask are
+    // async-signal-safe and touch only the child's own state.
+    unsafe {
+        command.pre_exec(|| {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+                libc::signal(sig, libc::SIG_DFL);
+                libc::sigaddset(&mut set, sig);
+            }
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+    command
 }

@@ -20,11 +20,8 @@ const MIB: u64 = 1024 * 1024;
 /// A capture of `dev` for 30 s into `out`, with stdout and stderr piped.
 fn start_capture(dev: &Path, out: &Path) -> Child {
     let mut command = tracemark();
-    // SAFETY: setrlimit, signal and sigprocmask are async-signal-safe. No
-    // core file where a SIGQUIT arrives before the handlers are in place (its
-    // default action). The stop signals start at their defaults and unblocked
-    // whatever the test runner inherited (under `nohup` SIGHUP is ignored, and
-    // a capture keeps an ignored signal ignored).
+    // SAFETY: setrlimit is async-signal-safe. No core file where a SIGQUIT
+    // arrives before the handlers are in place (its default action).
     unsafe {
         command.pre_exec(|| {
             let none = libc::rlimit {
@@ -32,13 +29,6 @@ fn start_capture(dev: &Path, out: &Path) -> Child {
                 rlim_max: 0,
             };
             libc::setrlimit(libc::RLIMIT_CORE, &none);
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
-                libc::signal(sig, libc::SIG_DFL);
-                libc::sigaddset(&mut set, sig);
-            }
-            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
             Ok(())
         });
     }

@@ -20,8 +20,9 @@ pub(super) const STOP_SIGNALS: [libc::c_int; 4] =
 
 /// Each of [`STOP_SIGNALS`] sets a flag (the main loop then stops, drains and
 /// restores) instead of killing the process; the old handlers come back on drop.
-/// A signal the process was started with ignored stays ignored: `nohup`
-/// (SIGHUP) and a shell's background job (SIGINT, SIGQUIT) asked for that.
+/// A SIGHUP the process was started with ignored stays ignored: `nohup` asked
+/// for that. (SIGINT and SIGQUIT, which a script's background jobs start with
+/// ignored, still stop it: `kill -INT` is how such a script ends a capture.)
 pub(super) struct StopSignals {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
@@ -34,7 +35,8 @@ impl StopSignals {
             // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
             unsafe {
                 let mut current: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                if signal == libc::SIGHUP
+                    && libc::sigaction(signal, std::ptr::null(), &mut current) == 0
                     && current.sa_sigaction == libc::SIG_IGN
                 {
                     continue;
