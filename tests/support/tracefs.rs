@@ -255,6 +255,17 @@ impl TracingState {
         TracingState(state)
     }
 
+    /// Whether `self` and `other` differ, and only in the list of instances.
+    pub fn differs_only_in_instances(&self, other: &TracingState) -> bool {
+        let keys: std::collections::BTreeSet<&String> =
+            self.0.keys().chain(other.0.keys()).collect();
+        let differing: Vec<&&String> = keys
+            .iter()
+            .filter(|k| self.0.get(**k) != other.0.get(**k))
+            .collect();
+        !differing.is_empty() && differing.iter().all(|k| k.as_str() == "instances/")
+    }
+
     /// Panics naming the first setting that differs in `now`.
     pub fn assert_restored(&self, now: &TracingState) {
         for (k, v) in &self.0 {
