@@ -20,12 +20,12 @@ source "$(dirname "$0")/guest-common.sh"
 # name | window-name pattern | command | settle CPU max | description
 APPS=(
   "launch-gimp|GNU Image Manipulation Program|gimp|$SETTLE_CPU|GIMP 2.10 launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its main window is mapped"
-  "launch-inkscape| - Inkscape\$|inkscape|$SETTLE_CPU|Inkscape 1.2 cold launch until its document window is mapped and idle"
-  "launch-libreoffice|LibreOffice Writer|libreoffice --writer|$SETTLE_CPU|LibreOffice 7.4 Writer (GTK3) cold launch until the document window is mapped and idle"
-  "launch-firefox|Mozilla Firefox|firefox-esr|$SETTLE_CPU|Firefox ESR cold launch until its browser window is mapped and idle"
-  "launch-darktable|darktable|darktable|$SETTLE_CPU|darktable 4.2 cold launch until its lighttable window is mapped and idle"
-  "game-launch-0ad|^0 A.D.|/usr/games/pyrogenesis|1|0 A.D. 0.26 (llvmpipe) cold launch to the main menu (window mapped, disk quiet)"
-  "game-launch-supertuxkart|SuperTuxKart|/usr/games/supertuxkart|1|SuperTuxKart 1.4 (llvmpipe) cold launch to the main menu (window mapped, disk quiet)"
+  "launch-inkscape| - Inkscape\$|inkscape|$SETTLE_CPU|Inkscape 1.2 launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its document window is mapped"
+  "launch-libreoffice|LibreOffice Writer|libreoffice --writer|$SETTLE_CPU|LibreOffice 7.4 Writer (GTK3) launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its document window is mapped"
+  "launch-firefox|Mozilla Firefox|firefox-esr|$SETTLE_CPU|Firefox ESR launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its browser window is mapped"
+  "launch-darktable|darktable|darktable|$SETTLE_CPU|darktable 4.2 launch in the qemu desktop guest (TCG), application files cold, desktop warm: until 10 s after its window is mapped"
+  "game-launch-0ad|^0 A.D.|/usr/games/pyrogenesis|1|0 A.D. 0.26 (llvmpipe) launch in the qemu desktop guest (TCG), game files cold, desktop warm: until 10 s after its window is mapped"
+  "game-launch-supertuxkart|SuperTuxKart|/usr/games/supertuxkart|1|SuperTuxKart 1.4 (llvmpipe) launch in the qemu desktop guest (TCG), game files cold, desktop warm: until 10 s after its window is mapped"
 )
 want=("$@")
 export LAUNCH_TAIL_S=${LAUNCH_TAIL_S:-10}
