@@ -798,6 +798,29 @@ Skips: 0 forward (0 -   0.0%)
         assert_eq!(notes.get(crate::normalize::note::REQUEUE_COMPLETED), Some(&1));
     }
 
+    /// One line with a bogus time (1,266,874,889 s) among good lines: that
+    /// line is named without --skip-bad, and skipped with it, keeping every
+    /// good line after it.
+    #[test]
+    fn one_bogus_time_is_the_bad_line() {
+        let mut text = String::new();
+        for i in 0..40u64 {
+            if i == 10 {
+                text.push_str("  8,0 1 99 1266874889.000000000 5 D W 77 + 8 [x]\n");
+            }
+            let t = 100.0 + i as f64 * 0.01;
+            text.push_str(&format!("  8,0 1 {i} {t:.9} 5 D R {} + 8 [x]\n", i * 8));
+            text.push_str(&format!("  8,0 1 {i} {:.9} 0 C R {} + 8 [0]\n", t + 0.001, i * 8));
+        }
+        let err = convert(text.as_bytes(), false).unwrap_err().to_string();
+        assert!(err.starts_with("x.txt:21: time jumps ahead"), "{err}");
+        let (recs, o) = convert(text.as_bytes(), true).unwrap();
+        assert_eq!(recs.len(), 40);
+        assert!(recs.iter().all(|r| r.latency == Some(Nanos(1_000_000))));
+        assert_eq!(o.tail.skipped.count, 1);
+        assert_eq!(o.tail.skipped.examples[0].location, "x.txt:21");
+    }
+
     #[test]
     fn detects_itself_only() {
         assert!(looks_like(SAMPLE.as_bytes()));

@@ -3,8 +3,11 @@
 //!
 //! What it does, in order:
 //! - filters by device (`--device`), assigns device-table indexes otherwise;
-//! - makes times relative to the first event, checks they do not run backwards
-//!   by more than [`NormaliseOptions::reorder_tolerance`];
+//! - judges each input's time against the inputs before and after it (a
+//!   look-ahead queue, `clock.rs`), so one bad timestamp is that input's error,
+//!   not the error of every good one after it; makes times relative to the
+//!   first event, and refuses time running backwards by more than
+//!   [`NormaliseOptions::reorder_tolerance`];
 //! - picks the event that defines issue time (`--event issue|queue`; by default
 //!   the driver dispatch `D` where the input has one, else the queue event `Q`);
 //! - pairs completions with requests to get the original latency: with `issue`,
@@ -20,17 +23,18 @@
 //! [`NormaliseOptions::max_pending`] records), never by input length.
 
 use crate::error::ConvertError;
-use crate::event::{Action, BlockEvent, Location, Position, SourceIo};
+use crate::event::{Action, BlockEvent, Location, SourceIo};
 use crate::sink::Sink;
 use std::collections::{BTreeMap, VecDeque};
-use std::rc::Rc;
 use trace_format::{
     Bytes, DeviceEntry, DeviceId, Flags, IoRecord, IssueEvent, Nanos, Op, SkippedExample,
     SkippedInput, TraceTail,
 };
 
+mod clock;
 mod hasher;
 mod interface;
+use clock::{Arrival, Item, TimeCheck, Verdict};
 use hasher::FastMap;
 pub use interface::{note, EventChoice, NormaliseOptions, NormaliseOutcome, RecordSink};
 
@@ -114,18 +118,6 @@ enum Mode {
     Source,
 }
 
-/// An event held while the mode is undecided.
-struct Held {
-    file: Rc<str>,
-    position: Position,
-    item: HeldItem,
-}
-
-enum HeldItem {
-    Event(BlockEvent),
-    Remap(BlockEvent, DeviceId, Bytes),
-}
-
 /// Turns parser output into records. Feed it as a [`Sink`], then call
 /// [`Normaliser::finish`].
 pub struct Normaliser<'o> {
@@ -133,8 +125,10 @@ pub struct Normaliser<'o> {
     out: &'o mut dyn RecordSink,
     mode: Mode,
     begun: bool,
-    held: Vec<Held>,
-    held_file: Option<Rc<str>>,
+    /// Inputs waiting for their time to be judged.
+    clock: TimeCheck,
+    /// Events held while the mode is undecided.
+    held: Vec<Arrival>,
     saw_queue: bool,
     saw_issue: bool,
     /// Absolute source time of the trace start.
@@ -159,6 +153,7 @@ pub struct Normaliser<'o> {
 
 impl<'o> Normaliser<'o> {
     pub fn new(opts: NormaliseOptions, out: &'o mut dyn RecordSink) -> Normaliser<'o> {
+        let clock = TimeCheck::new(opts.reorder_tolerance);
         let mode = match opts.event {
             None => Mode::Undecided,
             Some(EventChoice::Issue) => Mode::Issue,
@@ -169,8 +164,8 @@ impl<'o> Normaliser<'o> {
             out,
             mode,
             begun: false,
+            clock,
             held: Vec::new(),
-            held_file: None,
             saw_queue: false,
             saw_issue: false,
             origin: None,
@@ -208,6 +203,7 @@ impl<'o> Normaliser<'o> {
 
     /// Emits everything still held and returns what was learnt.
     pub fn finish(mut self) -> Result<NormaliseOutcome, ConvertError> {
+        self.flush_clock()?;
         if self.mode == Mode::Undecided {
             let mode = if self.saw_queue && !self.saw_issue {
                 Mode::Queue
@@ -279,53 +275,54 @@ impl<'o> Normaliser<'o> {
             self.add_note("issue time taken from queue events (no D events)", 1);
         }
         let held = std::mem::take(&mut self.held);
-        self.held_file = None;
-        for h in held {
-            let at = Location {
-                file: &h.file,
-                position: h.position,
-            };
-            match h.item {
-                HeldItem::Event(e) => self.handle_event(at, e)?,
-                HeldItem::Remap(e, from, off) => self.handle_remap(at, e, from, off)?,
-            }
+        for arrival in held {
+            self.dispatch(arrival)?;
         }
         Ok(())
     }
 
-    /// Holds an event while the mode is undecided; true when held.
-    fn hold(&mut self, at: &Location<'_>, item: HeldItem) -> Result<bool, ConvertError> {
-        if self.mode != Mode::Undecided {
-            return Ok(false);
+    /// Queues an input for the time check, and takes in the input that
+    /// leaves the look-ahead queue.
+    fn arrive(&mut self, at: &Location<'_>, item: Item) -> Result<(), ConvertError> {
+        match self.clock.push(at, item) {
+            Some(arrival) => self.accept(arrival),
+            None => Ok(()),
         }
-        let event = match &item {
-            HeldItem::Event(e) | HeldItem::Remap(e, _, _) => *e,
+    }
+
+    /// Takes in every input still waiting for the time check.
+    fn flush_clock(&mut self) -> Result<(), ConvertError> {
+        while let Some(arrival) = self.clock.pop() {
+            self.accept(arrival)?;
+        }
+        Ok(())
+    }
+
+    /// Takes in an input whose time is judged now: bad input when out of
+    /// line, else held while the mode is undecided, else used.
+    fn accept(&mut self, arrival: Arrival) -> Result<(), ConvertError> {
+        if let Verdict::Bad(reason) = self.clock.judge(&arrival) {
+            let content = match &arrival.item {
+                Item::Event(e) | Item::Remap(e, _, _) => describe_event(e),
+                Item::Io(io) => describe_io(io),
+                Item::Bad { content, .. } => content.clone(),
+            };
+            return self.report_bad(arrival.location(), &content, &reason);
+        }
+        let event = match &arrival.item {
+            Item::Event(e) | Item::Remap(e, _, _) if self.mode == Mode::Undecided => *e,
+            _ => return self.dispatch(arrival),
         };
-        if self.opts.device.is_some_and(|d| d != event.device) {
-            return Ok(false);
-        }
         match event.action {
             Action::Issue => {
                 self.saw_issue = true;
                 self.decide(Mode::Issue)?;
-                return Ok(false);
+                return self.dispatch(arrival);
             }
             Action::Queue => self.saw_queue = true,
             _ => {}
         }
-        let file = match &self.held_file {
-            Some(f) if &**f == at.file => f.clone(),
-            _ => {
-                let f: Rc<str> = Rc::from(at.file);
-                self.held_file = Some(f.clone());
-                f
-            }
-        };
-        self.held.push(Held {
-            file,
-            position: at.position,
-            item,
-        });
+        self.held.push(arrival);
         if self.held.len() >= DECIDE_AFTER_EVENTS {
             let mode = if self.saw_queue {
                 Mode::Queue
@@ -334,7 +331,42 @@ impl<'o> Normaliser<'o> {
             };
             self.decide(mode)?;
         }
-        Ok(true)
+        Ok(())
+    }
+
+    /// Uses an input whose time is in line.
+    fn dispatch(&mut self, arrival: Arrival) -> Result<(), ConvertError> {
+        let at = arrival.location();
+        match &arrival.item {
+            Item::Event(e) => self.handle_event(at, *e),
+            Item::Remap(e, from, off) => self.handle_remap(at, *e, *from, *off),
+            Item::Io(io) => self.handle_io(at, *io),
+            Item::Bad { content, reason } => self.report_bad(at, content, reason),
+        }
+    }
+
+    /// Counts bad input with --skip-bad, else stops with it.
+    fn report_bad(
+        &mut self,
+        at: Location<'_>,
+        content: &str,
+        reason: &str,
+    ) -> Result<(), ConvertError> {
+        let content = shorten(content);
+        if self.opts.skip_bad {
+            self.skipped.add(SkippedExample {
+                location: at.to_string(),
+                content,
+                reason: reason.to_string(),
+            });
+            Ok(())
+        } else {
+            Err(ConvertError::BadInput {
+                location: at.to_string(),
+                content,
+                reason: reason.to_string(),
+            })
+        }
     }
 
     /// Relative time of an absolute source time, checking it does not run
@@ -353,7 +385,7 @@ impl<'o> Normaliser<'o> {
                 origin.saturating_sub(time),
                 self.opts.reorder_tolerance
             );
-            self.bad_input(*at, &what(), &reason)?;
+            self.report_bad(*at, &what(), &reason)?;
             return Ok(None);
         }
         if rel < self.max_time && self.max_time.saturating_sub(rel) > self.opts.reorder_tolerance {
@@ -364,7 +396,7 @@ impl<'o> Normaliser<'o> {
                 rel,
                 self.opts.reorder_tolerance
             );
-            self.bad_input(*at, &what(), &reason)?;
+            self.report_bad(*at, &what(), &reason)?;
             return Ok(None);
         }
         self.max_time = self.max_time.max(rel);
@@ -394,7 +426,7 @@ impl<'o> Normaliser<'o> {
                 ),
             }
         };
-        self.bad_input(*at, &what(), &reason)?;
+        self.report_bad(*at, &what(), &reason)?;
         Ok(false)
     }
 
@@ -810,10 +842,11 @@ impl<'o> Normaliser<'o> {
 
 impl Sink for Normaliser<'_> {
     fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
-        if self.hold(&at, HeldItem::Event(event))? {
+        if self.opts.device.is_some_and(|d| d != event.device) {
+            self.add_note(note::OTHER_DEVICE, 1);
             return Ok(());
         }
-        self.handle_event(at, event)
+        self.arrive(&at, Item::Event(event))
     }
 
     fn remap(
@@ -823,10 +856,11 @@ impl Sink for Normaliser<'_> {
         from: DeviceId,
         from_offset: Bytes,
     ) -> Result<(), ConvertError> {
-        if self.hold(&at, HeldItem::Remap(event, from, from_offset))? {
+        if self.opts.device.is_some_and(|d| d != event.device) {
+            self.add_note(note::OTHER_DEVICE, 1);
             return Ok(());
         }
-        self.handle_remap(at, event, from, from_offset)
+        self.arrive(&at, Item::Remap(event, from, from_offset))
     }
 
     fn io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
@@ -841,7 +875,11 @@ impl Sink for Normaliser<'_> {
                 }
             }
         }
-        self.handle_io(at, io)
+        if self.opts.device.is_some_and(|d| d != io.device) {
+            self.add_note(note::OTHER_DEVICE, 1);
+            return Ok(());
+        }
+        self.arrive(&at, Item::Io(io))
     }
 
     fn bad_input(
@@ -850,21 +888,17 @@ impl Sink for Normaliser<'_> {
         content: &str,
         reason: &str,
     ) -> Result<(), ConvertError> {
-        let content = shorten(content);
         if self.opts.skip_bad {
-            self.skipped.add(SkippedExample {
-                location: at.to_string(),
-                content,
+            // In line with the inputs around it, so examples keep input order.
+            let item = Item::Bad {
+                content: content.to_string(),
                 reason: reason.to_string(),
-            });
-            Ok(())
-        } else {
-            Err(ConvertError::BadInput {
-                location: at.to_string(),
-                content,
-                reason: reason.to_string(),
-            })
+            };
+            return self.arrive(&at, item);
         }
+        // The inputs before it may hold an earlier bad time.
+        self.flush_clock()?;
+        self.report_bad(at, content, reason)
     }
 
     fn note(&mut self, key: &str) {

@@ -337,26 +337,123 @@ fn small_reorders_are_sorted_large_ones_are_errors() {
     assert_eq!(offs, [0, 16, 8]);
     assert!(recs.windows(2).all(|w| w[0].time <= w[1].time));
 
+    // 10 s, 11 s, then a real gap to 20 s, 21 s, then 12 s: a step back
+    // of 9 s, more than the 1 s tolerated, reported at the end of the input
+    // (the time check waits for the records after each one).
     let mut out = Vec::new();
     let mut n = Normaliser::new(NormaliseOptions::default(), &mut out);
-    n.event(
-        Location::line("f", 1),
-        ev(10_000_000, Issue, Op::Read, 0, 8),
-    )
-    .unwrap();
-    n.event(
-        Location::line("f", 2),
-        ev(20_000_000, Issue, Op::Read, 0, 8),
-    )
-    .unwrap();
-    let err = n
-        .event(
-            Location::line("f", 3),
-            ev(12_000_000, Issue, Op::Read, 0, 8),
+    for (i, s) in [10u64, 11, 20, 21, 12].into_iter().enumerate() {
+        n.event(
+            Location::line("f", i as u64 + 1),
+            ev(s * 1_000_000, Issue, Op::Read, 0, 8),
         )
+        .unwrap();
+    }
+    let err = n.finish().unwrap_err().to_string();
+    assert!(err.starts_with("f:5: time goes backwards by 9."), "{err}");
+}
+
+/// Events one per 10 ms from `start_ms`, lines numbered from `first_line`.
+fn steady(first_line: u64, start_ms: u64, count: u64) -> Vec<(u64, BlockEvent)> {
+    (0..count)
+        .map(|i| {
+            let t_us = (start_ms + i * 10) * 1000;
+            (first_line + i, ev(t_us, Issue, Op::Read, i * 8, 8))
+        })
+        .collect()
+}
+
+fn run_lines(
+    opts: NormaliseOptions,
+    lines: &[(u64, BlockEvent)],
+) -> Result<(Vec<IoRecord>, NormaliseOutcome), ConvertError> {
+    let mut out = Vec::new();
+    let outcome = {
+        let mut n = Normaliser::new(opts, &mut out);
+        for (line, e) in lines {
+            n.event(Location::line("f", *line), *e)?;
+        }
+        n.finish()?
+    };
+    Ok((out, outcome))
+}
+
+fn skip_bad() -> NormaliseOptions {
+    NormaliseOptions {
+        skip_bad: true,
+        ..Default::default()
+    }
+}
+
+/// One line with a time 40 years off, among good lines: that line is the
+/// bad input; every good line after it is kept.
+#[test]
+fn one_outlier_time_costs_its_line_only() {
+    for outlier_s in [1_266_874_889u64, 0] {
+        let mut lines = steady(1, 5_000, 50);
+        let mut bogus = ev(outlier_s * 1_000_000, Issue, Op::Write, 999, 8);
+        bogus.time = Nanos(outlier_s * 1_000_000_000);
+        lines.push((51, bogus));
+        lines.extend(steady(52, 5_500, 50));
+        let err = run_lines(NormaliseOptions::default(), &lines)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("f:51: time "), "{outlier_s}: {err}");
+        assert!(err.contains("bad timestamp"), "{err}");
+        let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
+        assert_eq!(recs.len(), 100, "{outlier_s}");
+        assert_eq!(o.tail.skipped.count, 1);
+        assert_eq!(o.tail.skipped.examples[0].location, "f:51");
+        assert!(recs.iter().all(|r| r.op == Op::Read));
+        assert_eq!(recs.last().unwrap().time, Nanos(990_000_000));
+    }
+}
+
+/// The same for the very first line, and for a run of bad lines shorter than
+/// the look-ahead.
+#[test]
+fn a_bad_first_time_or_a_short_bad_run_is_found_too() {
+    let mut first = ev(0, Issue, Op::Write, 999, 8);
+    first.time = Nanos(1_266_874_889_000_000_000);
+    let mut lines = vec![(1, first)];
+    lines.extend(steady(2, 5_000, 30));
+    let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
+    assert_eq!((recs.len(), o.tail.skipped.count), (30, 1));
+    assert_eq!(o.tail.skipped.examples[0].location, "f:1");
+    assert_eq!(recs[0].time, Nanos::ZERO);
+
+    let mut lines = steady(1, 0, 300);
+    for i in 0..196 {
+        let mut bogus = ev(0, Issue, Op::Write, 999, 8);
+        bogus.time = Nanos(1_266_874_889_000_000_000 + i);
+        lines.insert(100 + i as usize, (1000 + i, bogus));
+    }
+    let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
+    assert_eq!((recs.len(), o.tail.skipped.count), (300, 196));
+}
+
+/// A step back that the next records follow is not one bad time: the input
+/// is out of time order, said at the first record of the step.
+#[test]
+fn a_lasting_step_back_is_an_input_out_of_order() {
+    let mut lines = steady(1, 10_000, 100);
+    lines.extend(steady(101, 2_000, 100));
+    let err = run_lines(NormaliseOptions::default(), &lines)
         .unwrap_err()
         .to_string();
-    assert!(err.starts_with("f:3: time goes backwards by 8."), "{err}");
+    assert!(
+        err.starts_with("f:101: time goes backwards by 8.99"),
+        "{err}"
+    );
+    assert!(err.contains("not in time order"), "{err}");
+    let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
+    assert_eq!((recs.len(), o.tail.skipped.count), (100, 100));
+
+    // A real idle gap forward is no error.
+    let mut lines = steady(1, 0, 100);
+    lines.extend(steady(101, 3_600_000, 100));
+    let (recs, _) = run_lines(NormaliseOptions::default(), &lines).unwrap();
+    assert_eq!(recs.len(), 200);
 }
 
 #[test]
