@@ -228,6 +228,50 @@ pub(crate) fn normalise_options(opts: &ConvertOptions) -> NormaliseOptions {
     }
 }
 
+/// Refuses a conversion that kept no I/O for a reason the user can act on:
+/// a device filter that matches no device of the input (listing the devices
+/// it has), or `--skip-bad` that skipped everything that made I/O.
+pub(crate) fn check_outcome(
+    opts: &ConvertOptions,
+    outcome: &NormaliseOutcome,
+) -> Result<(), ConvertError> {
+    if let Some(wanted) = opts.device {
+        if !outcome.devices_seen.iter().any(|d| d.device == wanted) {
+            let option = if wanted.major == 0 {
+                format!("--volume {} (device {wanted})", wanted.minor)
+            } else {
+                format!("--device {wanted}")
+            };
+            let seen = if outcome.devices_seen.is_empty() {
+                "the input has no I/O on any device".to_string()
+            } else {
+                let list: Vec<String> = outcome
+                    .devices_seen
+                    .iter()
+                    .map(|d| format!("{} ({} I/Os)", d.device, d.ios))
+                    .collect();
+                format!("the input's devices: {}", list.join(", "))
+            };
+            return Err(ConvertError::Usage(format!(
+                "{option} matches no device of the input; {seen}"
+            )));
+        }
+    }
+    let skipped = &outcome.tail.skipped;
+    if outcome.records == 0 && skipped.count > 0 {
+        let first = skipped
+            .examples
+            .first()
+            .map(|e| format!("; the first: {}: {}: `{}`", e.location, e.reason, e.content))
+            .unwrap_or_default();
+        return Err(ConvertError::Usage(format!(
+            "no I/O left: --skip-bad skipped {} bad line(s) or record(s) and nothing else              made I/O{first}",
+            skipped.count
+        )));
+    }
+    Ok(())
+}
+
 /// Parses and normalises the inputs into `out` (no file written): what
 /// [`convert`] does before writing, for callers with their own output.
 pub fn convert_records(
@@ -300,6 +344,7 @@ pub fn convert(
         detected.set(Some(f))
     })?;
     let outcome = normaliser.finish()?;
+    check_outcome(opts, &outcome)?;
     let summary = out.commit(&outcome.tail)?;
     Ok(ConvertReport {
         output: output.to_path_buf(),

@@ -228,6 +228,7 @@ fn split_into(
         detected.set(Some(f))
     })?;
     let outcome = normaliser.finish()?;
+    crate::convert::check_outcome(opts, &outcome)?;
     if outcome.records == 0 {
         return Err(ConvertError::Usage(format!(
             "{}: no I/O to split",

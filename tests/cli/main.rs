@@ -10,6 +10,7 @@ pub mod support;
 mod compare;
 mod conformance_samples;
 mod convert_blkparse;
+mod convert_errors;
 mod convert_output;
 mod datasets;
 mod html_report;

@@ -107,6 +107,15 @@ pub struct NormaliseOutcome {
     pub records: u64,
     /// Things the user should be told (an automatic choice, a suspicious input).
     pub messages: Vec<String>,
+    /// With a device filter: every device of the input, kept or not.
+    pub devices_seen: Vec<DeviceSeen>,
+}
+
+/// A device of the input and about how many I/Os it has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSeen {
+    pub device: DeviceId,
+    pub ios: u64,
 }
 
 /// Note keys the normaliser uses (visible in `info`).

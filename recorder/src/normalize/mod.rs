@@ -31,12 +31,15 @@ use trace_format::{
     SkippedInput, TraceTail,
 };
 
+mod census;
 mod clock;
 mod hasher;
 mod interface;
 use clock::{Arrival, Item, TimeCheck, Verdict};
 use hasher::FastMap;
-pub use interface::{note, EventChoice, NormaliseOptions, NormaliseOutcome, RecordSink};
+pub use interface::{
+    note, DeviceSeen, EventChoice, NormaliseOptions, NormaliseOutcome, RecordSink,
+};
 
 /// Largest byte offset + length a record may have: 2^63 (the largest `off_t`).
 pub const MAX_END: u64 = 1 << 63;
@@ -129,6 +132,8 @@ pub struct Normaliser<'o> {
     clock: TimeCheck,
     /// Events held while the mode is undecided.
     held: Vec<Arrival>,
+    /// Every device of the input, when a device filter is set.
+    census: Option<census::DeviceCensus>,
     saw_queue: bool,
     saw_issue: bool,
     /// Absolute source time of the trace start.
@@ -154,6 +159,7 @@ pub struct Normaliser<'o> {
 impl<'o> Normaliser<'o> {
     pub fn new(opts: NormaliseOptions, out: &'o mut dyn RecordSink) -> Normaliser<'o> {
         let clock = TimeCheck::new(opts.reorder_tolerance);
+        let census = opts.device.map(|_| census::DeviceCensus::default());
         let mode = match opts.event {
             None => Mode::Undecided,
             Some(EventChoice::Issue) => Mode::Issue,
@@ -166,6 +172,7 @@ impl<'o> Normaliser<'o> {
             begun: false,
             clock,
             held: Vec::new(),
+            census,
             saw_queue: false,
             saw_issue: false,
             origin: None,
@@ -242,6 +249,7 @@ impl<'o> Normaliser<'o> {
             issue_event,
             records: self.emitted,
             messages: self.messages,
+            devices_seen: self.census.map(|c| c.into_list()).unwrap_or_default(),
         })
     }
 
@@ -842,6 +850,9 @@ impl<'o> Normaliser<'o> {
 
 impl Sink for Normaliser<'_> {
     fn event(&mut self, at: Location<'_>, event: BlockEvent) -> Result<(), ConvertError> {
+        if let Some(census) = &mut self.census {
+            census.event(&event);
+        }
         if self.opts.device.is_some_and(|d| d != event.device) {
             self.add_note(note::OTHER_DEVICE, 1);
             return Ok(());
@@ -874,6 +885,9 @@ impl Sink for Normaliser<'_> {
                     self.mode = Mode::Source;
                 }
             }
+        }
+        if let Some(census) = &mut self.census {
+            census.io(&io);
         }
         if self.opts.device.is_some_and(|d| d != io.device) {
             self.add_note(note::OTHER_DEVICE, 1);
