@@ -59,8 +59,20 @@ for p in sys.argv[1:]:
     # shellcheck disable=SC2086
     $AS_BENCH env -i $SESSION_ENV setsid sh -c "$*" </dev/null >/dev/null 2>&1 &
     # shellcheck disable=SC2086
-    $AS_BENCH env -i $SESSION_ENV timeout "${LAUNCH_TIMEOUT_S:-900}" xdotool search --sync --onlyvisible --name "$pattern" | head -n 1 | grep . ||
-      { echo "tm-guest.sh: no visible window named '$pattern' within ${LAUNCH_TIMEOUT_S:-900} s" >&2; exit 1; } ;;
+    # xdotool fails (BadWindow) when a window it is looking at goes away
+    # while it looks (a splash screen closing): look again until the deadline.
+    deadline=$(( $(date +%s) + ${LAUNCH_TIMEOUT_S:-900} ))
+    while :; do
+      left=$(( deadline - $(date +%s) ))
+      [ "$left" -gt 0 ] ||
+        { echo "tm-guest.sh: no visible window named '$pattern' within ${LAUNCH_TIMEOUT_S:-900} s" >&2; exit 1; }
+      # shellcheck disable=SC2086
+      if $AS_BENCH env -i $SESSION_ENV timeout "$left" \
+          xdotool search --sync --onlyvisible --name "$pattern" 2>/dev/null | head -n 1 | grep .; then
+        break
+      fi
+      sleep 0.2
+    done ;;
   *)
     echo "tm-guest.sh: unknown step $1" >&2; exit 2 ;;
 esac
