@@ -84,19 +84,22 @@ fn read_head(r: &mut dyn Read, path: &Path) -> Result<Vec<u8>, ConvertError> {
 }
 
 /// Opens a text input: the detected (or given) format and a reader that starts
-/// at its first byte.
+/// at its first byte. `fallback` is the format when detection fails (that of
+/// the inputs before it).
 fn open_text(
     path: &Path,
     format: Option<Format>,
+    fallback: Option<Format>,
 ) -> Result<(Format, Box<dyn BufRead>), ConvertError> {
     let (_, mut raw) = crate::decompress::open(path)?;
     let head = read_head(&mut raw, path)?;
-    if crate::decompress::is_tar(&head) {
-        return Err(crate::decompress::tar_error(path));
-    }
+    crate::decompress::refuse_foreign(&head, path)?;
     let format = match format {
         Some(f) => f,
-        None => detect(&head, path)?,
+        None => match detect(&head, path) {
+            Ok(f) => f,
+            Err(e) => fallback.ok_or(e)?,
+        },
     };
     let reader = BufReader::with_capacity(256 * 1024, Cursor::new(head).chain(raw));
     Ok((format, Box::new(reader)))
@@ -108,6 +111,12 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+    for path in inputs {
+        let named = is_stdin(path) || (path.exists() && !path.is_dir());
+        if !named && file_set_named_by(path)?.is_none() {
+            return Err(not_an_input(path));
+        }
+    }
     let file_set = match format {
         Some(f) => (!f.is_text()).then_some(f),
         // Standard input is detected when it is opened (it can be read once).
@@ -116,9 +125,7 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
         None => {
             let (_, mut f) = crate::decompress::open(first)?;
             let head = read_head(&mut f, first)?;
-            if crate::decompress::is_tar(&head) {
-                return Err(crate::decompress::tar_error(first));
-            }
+            crate::decompress::refuse_foreign(&head, first)?;
             Some(detect(&head, first)?).filter(|f| !f.is_text())
         }
     };
@@ -128,9 +135,67 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
                 "{format} input cannot be read from standard input; name the files"
             )));
         }
+        // A text file among binary ones would only meet "bad magic".
+        for path in inputs.iter().skip(1).filter(|p| p.is_file()) {
+            let (_, mut f) = crate::decompress::open(path)?;
+            let head = read_head(&mut f, path)?;
+            if let Ok(text) = detect(&head, path) {
+                if text.is_text() {
+                    return Err(ConvertError::Usage(format!(
+                        "{}: is {text} text, but {} is {format} binary: text and \
+                         {format} inputs cannot be mixed; convert them one by one",
+                        path.display(),
+                        first.display()
+                    )));
+                }
+            }
+        }
         return Ok(Inputs::FileSet(format, inputs.to_vec()));
     }
     Ok(Inputs::Text(inputs.to_vec()))
+}
+
+/// The error for an input that is neither a file nor the prefix of a file
+/// set: what a blktrace set's names look like, and the sets a directory holds.
+fn not_an_input(path: &Path) -> ConvertError {
+    let what = if path.is_dir() {
+        "is a directory"
+    } else {
+        "no such file"
+    };
+    let mut reason = format!(
+        "{}: {what}, and not the prefix NAME of a blktrace capture (its per-CPU files are \
+         NAME.blktrace.0, NAME.blktrace.1, ...)",
+        path.display()
+    );
+    if path.is_dir() {
+        let sets = blktrace_sets_in(path);
+        if sets.is_empty() {
+            reason.push_str("; name the trace files in it");
+        } else {
+            reason.push_str(&format!("; it holds the capture(s) {}", sets.join(", ")));
+        }
+    }
+    ConvertError::Usage(reason)
+}
+
+/// The prefixes of the blktrace sets in `dir` (`dir/NAME` for
+/// `NAME.blktrace.N`), sorted, at most a few.
+fn blktrace_sets_in(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut sets = std::collections::BTreeSet::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some((stem, cpu)) = name.to_str().and_then(|n| n.rsplit_once(".blktrace.")) else {
+            continue;
+        };
+        if !stem.is_empty() && !cpu.is_empty() && cpu.bytes().all(|b| b.is_ascii_digit()) {
+            sets.insert(dir.join(stem).display().to_string());
+        }
+    }
+    sets.into_iter().take(5).collect()
 }
 
 /// The file-set format whose files `prefix` names (`NAME` for
@@ -171,12 +236,30 @@ pub fn parse_inputs(
             let mut chosen = format;
             let mut announced = false;
             for path in &paths {
-                let (f, mut reader) = open_text(path, chosen)?;
+                // Each file is detected (unless --format names one), so a binary
+                // file after a text one is refused, not parsed as text.
+                let (detected, mut reader) = open_text(path, format, chosen)?;
+                let f = match chosen {
+                    Some(c) if detected.is_text() => c,
+                    _ => detected,
+                };
                 if !f.is_text() {
-                    return Err(ConvertError::Usage(format!(
-                        "{}: {f} input cannot be mixed with text inputs",
-                        path.display()
-                    )));
+                    return Err(ConvertError::Usage(if is_stdin(path) {
+                        format!(
+                            "standard input is {f} binary, which is read from files \
+                             (a capture's per-CPU files NAME.blktrace.N are merged by \
+                             time): name the files, or their prefix NAME"
+                        )
+                    } else {
+                        format!(
+                            "{}: is {f} binary, but {} is text: {f} binary cannot be \
+                             mixed with text inputs; convert them one by one",
+                            path.display(),
+                            paths
+                                .first()
+                                .map_or(String::new(), |p| p.display().to_string())
+                        )
+                    }));
                 }
                 if !announced {
                     on_format(f);
@@ -265,7 +348,8 @@ pub(crate) fn check_outcome(
             .map(|e| format!("; the first: {}: {}: `{}`", e.location, e.reason, e.content))
             .unwrap_or_default();
         return Err(ConvertError::Usage(format!(
-            "no I/O left: --skip-bad skipped {} bad line(s) or record(s) and nothing else              made I/O{first}",
+            "no I/O left: --skip-bad skipped {} bad line(s) or record(s) and nothing else \
+             made I/O{first}",
             skipped.count
         )));
     }

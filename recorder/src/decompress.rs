@@ -104,6 +104,38 @@ pub fn tar_error(path: &Path) -> ConvertError {
     ))
 }
 
+/// Containers and compressions the recorder does not read, by their magic
+/// bytes, with the command that unpacks one to standard output.
+const FOREIGN: [(&[u8], &str, &str); 6] = [
+    (b"PK\x03\x04", "zip archive", "unzip -p FILE"),
+    (b"\x04\x22\x4d\x18", "lz4 file", "lz4 -dc FILE"),
+    (b"7z\xbc\xaf\x27\x1c", "7-Zip archive", "7z x -so FILE"),
+    (b"Rar!\x1a\x07", "RAR archive", "unrar p -inul FILE"),
+    (b"\x1f\x9d", "compress (.Z) file", "zcat FILE"),
+    (b"\x89LZO\x00", "lzop file", "lzop -dc FILE"),
+];
+
+/// Refuses an input whose first bytes (after any decompression) are an
+/// archive or a compression the recorder does not read, so that its bytes
+/// never reach a text parser (which could only print them back as garbage).
+pub fn refuse_foreign(head: &[u8], path: &Path) -> Result<(), ConvertError> {
+    if is_tar(head) {
+        return Err(tar_error(path));
+    }
+    for (magic, what, unpack) in FOREIGN {
+        if head.starts_with(magic) {
+            let unpack = unpack.replace("FILE", &path.display().to_string());
+            return Err(ConvertError::Usage(format!(
+                "{}: is a {what}, which tracemark does not read (it reads plain text and \
+                 gzip, xz, zstd or bzip2 streams); unpack it first: `{unpack} | tracemark \
+                 convert - -o TRACE.tmt`",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Opens a file (or `-`, standard input) for reading, decompressed when it is
 /// compressed.
 pub fn open(path: &Path) -> Result<(Option<Compression>, Box<dyn Read>), ConvertError> {
@@ -187,6 +219,22 @@ mod tests {
         assert_eq!(read_all(Vec::new()), (None, Vec::new()));
         // "BZh" followed by no level digit is not bzip2.
         assert_eq!(Compression::sniff(b"BZhx1234"), None);
+    }
+
+    #[test]
+    fn foreign_archives_are_refused_by_name() {
+        let p = Path::new("d.zip");
+        let err = refuse_foreign(b"PK\x03\x04\x14\x00rest", p).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("d.zip: is a zip archive"), "{msg}");
+        assert!(
+            msg.contains("unzip -p d.zip | tracemark convert -"),
+            "{msg}"
+        );
+        let lz4 = refuse_foreign(b"\x04\x22\x4d\x18\x64\x40", p).unwrap_err();
+        assert!(lz4.to_string().contains("lz4 file"));
+        assert!(refuse_foreign(b"  8,0 1 1 0.0 1 Q R 0 + 8 [a]\n", p).is_ok());
+        assert!(refuse_foreign(b"", p).is_ok());
     }
 
     #[test]

@@ -76,3 +76,130 @@ fn skip_bad_that_leaves_no_io_fails() {
     );
     assert!(!dir.path().join("out.tmt").exists());
 }
+
+/// One blktrace v7 record (native little-endian): a 4 KiB read of 8:0 issued
+/// (`D`) at `time_ns`.
+fn blktrace_issue(seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
+    let mut r = Vec::with_capacity(48);
+    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
+    r.extend_from_slice(&seq.to_le_bytes());
+    r.extend_from_slice(&time_ns.to_le_bytes());
+    r.extend_from_slice(&sector.to_le_bytes());
+    r.extend_from_slice(&4096u32.to_le_bytes());
+    r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
+    r.extend_from_slice(&100u32.to_le_bytes()); // pid
+    r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
+    r.extend_from_slice(&0u32.to_le_bytes()); // cpu
+    r.extend_from_slice(&0u16.to_le_bytes()); // error
+    r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
+    r
+}
+
+fn blktrace_file(dir: &Path, name: &str) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut bytes = Vec::new();
+    for i in 0..4u32 {
+        bytes.extend(blktrace_issue(i + 1, u64::from(i) * 1000, u64::from(i) * 8));
+    }
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn run(args: &[&std::ffi::OsStr], stdin: Option<&Path>) -> Output {
+    let mut cmd = tracemark();
+    cmd.arg("convert").args(args);
+    if let Some(file) = stdin {
+        cmd.stdin(fs::File::open(file).unwrap());
+    }
+    cmd.output().unwrap()
+}
+
+/// What the user did wrong, said in their terms: binary on standard input, a
+/// text file among binary ones or after a text one, a directory or missing
+/// name (with the NAME.blktrace.N convention), an archive tracemark does not
+/// read (named, its bytes not printed).
+#[test]
+fn input_mistakes_get_a_message_that_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out_tmt = d.join("out.tmt");
+    let o = out_tmt.as_os_str();
+    let bin = blktrace_file(d, "sda.blktrace.0");
+    let text = d.join("log.txt");
+    fs::write(&text, TWO_DEVICES).unwrap();
+    let dash = std::ffi::OsStr::new("-");
+    let flag = std::ffi::OsStr::new("-o");
+
+    // The set converts by itself (the fixture is valid).
+    let ok = run(&[bin.as_os_str(), flag, o], None);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+
+    let cases: Vec<(Output, &str)> = vec![
+        (
+            run(&[dash, flag, o], Some(&bin)),
+            "standard input is blktrace binary, which is read from files",
+        ),
+        (
+            run(&[bin.as_os_str(), text.as_os_str(), flag, o], None),
+            "log.txt: is blkparse text, but",
+        ),
+        (
+            run(&[text.as_os_str(), bin.as_os_str(), flag, o], None),
+            "sda.blktrace.0: is blktrace binary, but",
+        ),
+        (
+            run(&[d.as_os_str(), flag, o], None),
+            "is a directory, and not the prefix NAME of a blktrace capture",
+        ),
+        (
+            run(&[d.join("nope").as_os_str(), flag, o], None),
+            "nope: no such file, and not the prefix NAME of a blktrace capture (its per-CPU files are NAME.blktrace.0",
+        ),
+    ];
+    for (out, gist) in &cases {
+        let err = stderr(out);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(gist), "wanted `{gist}` in: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let dir_err = stderr(&cases[3].0);
+    assert!(
+        dir_err.contains("it holds the capture(s)") && dir_err.contains("/sda"),
+        "{dir_err}"
+    );
+
+    let zip = d.join("t.zip");
+    let mut bytes = b"PK\x03\x04\x14\x00\x00\x00\x08\x00".to_vec();
+    bytes.extend((0..200u8).map(|b| b.wrapping_mul(37) | 0x80));
+    fs::write(&zip, &bytes).unwrap();
+    let out = run(
+        &[
+            std::ffi::OsStr::new("--format"),
+            std::ffi::OsStr::new("blkparse"),
+            zip.as_os_str(),
+            flag,
+            o,
+        ],
+        None,
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("t.zip: is a zip archive") && err.contains("unzip -p"),
+        "{err}"
+    );
+    assert!(!err.contains('\u{FFFD}'), "{err}");
+}
+
+/// A `#` column header above blkparse text is detected and skipped.
+#[test]
+fn comment_lines_above_blkparse_text_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!("#Maj,Mn CPU  Seq  Time  PID  Act RWBS\n{TWO_DEVICES}");
+    let out = convert(dir.path(), &text, &[]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(" 3 I/Os from blkparse input"));
+    let out = convert(dir.path(), &text, &["--format", "blkparse", "-q"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -32,6 +32,7 @@ use trace_format::{Bytes, DeviceId, Nanos};
 /// Note keys only this parser reports (the others are in [`block_events::note`]).
 pub mod note {
     pub const SUMMARY: &str = "blkparse summary lines";
+    pub const COMMENT: &str = "comment lines (#)";
 }
 
 /// The fixed fields of a blkparse event line.
@@ -405,7 +406,9 @@ pub fn looks_like(head: &[u8]) -> bool {
             return false;
         };
         let t = text.trim();
-        if t.starts_with("Input file") {
+        // blkparse's banner, and comment lines (a `#Maj,Mn CPU ...` column
+        // header written above the events by some tools).
+        if t.starts_with("Input file") || t.starts_with('#') {
             continue;
         }
         checked += 1;
@@ -444,6 +447,10 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             if t.is_empty() {
                 continue;
             }
+            if t.first() == Some(&b'#') {
+                sink.note(note::COMMENT);
+                continue;
+            }
             if let Some(parsed) = parse_line_fast(t) {
                 deliver(parsed, Location::line(file, line.number), sink)?;
                 continue;
@@ -455,6 +462,10 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
         };
         let t = text.trim();
         if t.is_empty() {
+            continue;
+        }
+        if t.starts_with('#') {
+            sink.note(note::COMMENT);
             continue;
         }
         let at = Location::line(file, line.number);
@@ -819,6 +830,21 @@ Skips: 0 forward (0 -   0.0%)
         assert!(recs.iter().all(|r| r.latency == Some(Nanos(1_000_000))));
         assert_eq!(o.tail.skipped.count, 1);
         assert_eq!(o.tail.skipped.examples[0].location, "x.txt:21");
+    }
+
+    /// `#` lines (a column header above the events) are detected as
+    /// blkparse, skipped and counted, with line numbers kept.
+    #[test]
+    fn comment_lines_are_skipped() {
+        let text = format!("#Maj,Mn CPU  Seq  Time  PID Act RWBS\n# from host x\n{SAMPLE}");
+        assert!(looks_like(text.as_bytes()));
+        let (recs, o) = convert(text.as_bytes(), false).unwrap();
+        assert_eq!(recs.len(), 2);
+        let notes: std::collections::HashMap<_, _> = o.tail.notes.iter().cloned().collect();
+        assert_eq!(notes.get(super::note::COMMENT), Some(&2));
+        let bad = format!("# header\n{}", "  8,0 3 1 0.5 697 Q WS 5 + -8 [x]\n");
+        let err = convert(bad.as_bytes(), false).unwrap_err().to_string();
+        assert!(err.starts_with("x.txt:2:"), "{err}");
     }
 
     #[test]

@@ -272,7 +272,7 @@ pub(crate) fn report_bad(
 ) -> Result<(), ConvertError> {
     sink.bad_input(
         Location::line(file, number),
-        &String::from_utf8_lossy(line),
+        &crate::formats::printable(line, 200),
         reason,
     )
 }
@@ -757,7 +757,8 @@ mod tests {
         assert_eq!(sink.bad.len(), 1);
         let (line, content, reason) = &sink.bad[0];
         assert_eq!(*line, 2);
-        assert_eq!(content.len(), MAX_LINE_BYTES);
+        // Shown shortened: the first 200 characters and a mark.
+        assert_eq!(content, &format!("{}…", "x".repeat(200)));
         assert_eq!(reason, &format!("line longer than {MAX_LINE_BYTES} bytes"));
 
         let mut input: &[u8] = &data;

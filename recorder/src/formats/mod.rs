@@ -206,17 +206,32 @@ fn first_line(head: &[u8]) -> String {
         .split(|&b| b == b'\n')
         .find(|l| !l.trim_ascii().is_empty())
         .unwrap_or(&[]);
+    printable(line.trim_ascii(), 80)
+}
+
+/// Up to `max_chars` characters of `bytes` as text a terminal shows safely:
+/// bytes that are not UTF-8 as `\xNN`, control characters as `?`, and `…`
+/// when cut. Undecoded input (a compressed or binary file read as text)
+/// never reaches the user raw.
+pub(crate) fn printable(bytes: &[u8], max_chars: usize) -> String {
     let mut out = String::new();
-    for chunk in line.trim_ascii().utf8_chunks() {
+    let mut count = 0;
+    for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
-            if out.chars().count() >= 80 {
+            if count >= max_chars {
                 out.push('…');
                 return out;
             }
             out.push(if c.is_control() { '?' } else { c });
+            count += 1;
         }
         for b in chunk.invalid() {
+            if count >= max_chars {
+                out.push('…');
+                return out;
+            }
             out.push_str(&format!("\\x{b:02x}"));
+            count += 1;
         }
     }
     out
