@@ -53,6 +53,8 @@ pub struct ConvertReport {
     pub notes: Vec<(String, u64)>,
     /// Things to tell the user (an automatic choice, a suspicious input).
     pub messages: Vec<String>,
+    /// Doubts about the input as a whole (inputs that may not be one capture).
+    pub warnings: Vec<String>,
 }
 
 /// The inputs as the parsers will read them.
@@ -439,6 +441,7 @@ pub fn convert(
         skipped: outcome.tail.skipped,
         notes: outcome.tail.notes,
         messages: outcome.messages,
+        warnings: outcome.warnings,
     })
 }
 

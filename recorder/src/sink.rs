@@ -46,6 +46,10 @@ pub trait Sink {
     /// The wall-clock time (ns since the Unix epoch) of source time zero, when the
     /// source tells it (blktrace notify records).
     fn wall_clock(&mut self, _unix_ns_at_source_zero: i64) {}
+
+    /// Something the user must be told about the input as a whole (inputs
+    /// that may not be one capture); the conversion goes on.
+    fn warning(&mut self, _message: String) {}
 }
 
 /// A line or record a parser could not read, as a [`Collector`] keeps it.
@@ -67,6 +71,7 @@ pub struct Collector {
     /// Count per note key.
     pub notes: std::collections::BTreeMap<String, u64>,
     pub wall_clock: Option<i64>,
+    pub warnings: Vec<String>,
     /// Whether bad input is skipped (as with `--skip-bad`) or stops the parser.
     pub skip_bad: bool,
 }
@@ -121,5 +126,9 @@ impl Sink for Collector {
 
     fn wall_clock(&mut self, unix_ns_at_source_zero: i64) {
         self.wall_clock = Some(unix_ns_at_source_zero);
+    }
+
+    fn warning(&mut self, message: String) {
+        self.warnings.push(message);
     }
 }

@@ -126,6 +126,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
     for m in &report.messages {
         eprintln!("note: {m}");
     }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
     if report.skipped.count > 0 {
         eprintln!(
             "warning: skipped {} bad input line(s) or record(s) (--skip-bad); first ones:",

@@ -80,6 +80,11 @@ fn skip_bad_that_leaves_no_io_fails() {
 /// One blktrace v7 record (native little-endian): a 4 KiB read of 8:0 issued
 /// (`D`) at `time_ns`.
 fn blktrace_issue(seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
+    blktrace_issue_on(0, seq, time_ns, sector)
+}
+
+/// The same on CPU `cpu`.
+fn blktrace_issue_on(cpu: u32, seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
     let mut r = Vec::with_capacity(48);
     r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
     r.extend_from_slice(&seq.to_le_bytes());
@@ -89,7 +94,7 @@ fn blktrace_issue(seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
     r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
     r.extend_from_slice(&100u32.to_le_bytes()); // pid
     r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
-    r.extend_from_slice(&0u32.to_le_bytes()); // cpu
+    r.extend_from_slice(&cpu.to_le_bytes());
     r.extend_from_slice(&0u16.to_le_bytes()); // error
     r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
     r
@@ -202,4 +207,86 @@ fn comment_lines_above_blkparse_text_are_skipped() {
     assert!(String::from_utf8_lossy(&out.stdout).contains(" 3 I/Os from blkparse input"));
     let out = convert(dir.path(), &text, &["--format", "blkparse", "-q"]);
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A per-CPU file of CPU `cpu` with 4 I/Os from `start_ns`, 1 ms apart.
+fn cpu_file(dir: &Path, name: &str, cpu: u32, start_ns: u64) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let mut bytes = Vec::new();
+    for i in 0..4u32 {
+        let t = start_ns + u64::from(i) * 1_000_000;
+        bytes.extend(blktrace_issue_on(
+            cpu,
+            i + 1,
+            t,
+            u64::from(cpu * 1000 + i * 8),
+        ));
+    }
+    fs::write(&path, bytes).unwrap();
+    path
+}
+
+/// Files that cannot be one capture: the same CPU of the same device in two
+/// files (two dumps, or one twice) is refused; a gap in the per-CPU
+/// numbering, or files that do not overlap in time, are warned of.
+#[test]
+fn inputs_that_cannot_be_one_capture_are_refused_or_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let o = d.join("out.tmt");
+    let convert_files = |files: &[&Path]| {
+        let mut cmd = tracemark();
+        cmd.arg("convert").args(files).arg("-o").arg(&o).arg("-q");
+        cmd.output().unwrap()
+    };
+
+    // Two dumps holding CPU 1 of 8:0 each, both from time 0.
+    let a = cpu_file(d, "a.dump", 1, 0);
+    let b = cpu_file(d, "b.dump", 1, 500);
+    let out = convert_files(&[&a, &b]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("a.dump and")
+            && err.contains("b.dump both hold events of CPU 1 on device 8:0"),
+        "{err}"
+    );
+
+    // A set with .0 and .2 but no .1: converted, with a warning naming .1.
+    let s0 = cpu_file(d, "sda.blktrace.0", 0, 0);
+    let s2 = cpu_file(d, "sda.blktrace.2", 2, 300);
+    let out = convert_files(&[&d.join("sda")]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("warning: ")
+            && err.contains("sda.blktrace.N: the set has no file .1 below .2"),
+        "{err}"
+    );
+    let out = convert_files(&[&s0, &s2]);
+    assert!(
+        stderr(&out).contains("no file .1 below .2"),
+        "{}",
+        stderr(&out)
+    );
+
+    // The per-CPU files of one capture overlap in time: no warning.
+    fs::remove_file(&s2).unwrap();
+    let _ = cpu_file(d, "sda.blktrace.1", 1, 300);
+    let out = convert_files(&[&d.join("sda")]);
+    assert!(
+        out.status.success() && stderr(&out).is_empty(),
+        "{}",
+        stderr(&out)
+    );
+
+    // A file that starts an hour after the other ended.
+    let late = cpu_file(d, "late.dump", 3, 3_600_000_000_000);
+    let out = convert_files(&[&s0, &late]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("late.dump starts 3600.0 s after") && err.contains("do not overlap in time"),
+        "{err}"
+    );
 }

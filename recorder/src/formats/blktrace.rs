@@ -828,6 +828,9 @@ pub fn resolve_inputs(paths: &[&Path]) -> Result<Vec<PathBuf>, ConvertError> {
 /// may also be the set's prefix `NAME`. Memory holds one record per file.
 pub fn parse_files(paths: &[&Path], sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let files = resolve_inputs(paths)?;
+    for warning in set_check::numbering_gaps(&files) {
+        sink.warning(warning);
+    }
     let mut readers = Vec::with_capacity(files.len());
     for path in &files {
         let (_, file) = crate::decompress::open(path)?;
@@ -875,23 +878,34 @@ fn merge<R: Read>(
         heads.push(head);
     }
     let mut delivered = 0u64;
+    let names: Vec<String> = readers.iter().map(|r| r.name().to_string()).collect();
+    let name = |i: usize| names.get(i).cloned().unwrap_or_default();
+    let mut check = set_check::SetCheck::new(readers.len());
+    let several = readers.len() > 1;
     while let Some(Reverse((_, i))) = queue.pop() {
         let (Some(reader), Some(slot)) = (readers.get_mut(i), heads.get_mut(i)) else {
             continue;
         };
         if let Some((rec, pos)) = slot.take() {
+            if several {
+                if let Some(warning) = check.record(i, &rec, reader.pdu(), &name)? {
+                    sink.warning(warning);
+                }
+            }
             let at = Location::record(reader.name(), pos.index, pos.byte_offset);
             deliver(&rec, reader.pdu(), at, sink)?;
             delivered += 1;
         }
         let next = reader.next_record(sink)?;
-        if let Some((rec, _)) = &next {
-            queue.push(Reverse((rec.time, i)));
+        match &next {
+            Some((rec, _)) => queue.push(Reverse((rec.time, i))),
+            None => check.ended(i),
         }
         *slot = next;
     }
     Ok(delivered)
 }
 
+mod set_check;
 #[cfg(test)]
 mod tests;

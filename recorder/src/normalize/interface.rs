@@ -107,6 +107,9 @@ pub struct NormaliseOutcome {
     pub records: u64,
     /// Things the user should be told (an automatic choice, a suspicious input).
     pub messages: Vec<String>,
+    /// What the user must be told about the input as a whole (inputs that
+    /// may not be one capture).
+    pub warnings: Vec<String>,
     /// With a device filter: every device of the input, kept or not.
     pub devices_seen: Vec<DeviceSeen>,
 }

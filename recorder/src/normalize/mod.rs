@@ -154,6 +154,7 @@ pub struct Normaliser<'o> {
     notes: FastMap<String, u64>,
     wall_clock: Option<i64>,
     messages: Vec<String>,
+    warnings: Vec<String>,
 }
 
 impl<'o> Normaliser<'o> {
@@ -190,6 +191,7 @@ impl<'o> Normaliser<'o> {
             notes: FastMap::default(),
             wall_clock: None,
             messages: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -249,6 +251,7 @@ impl<'o> Normaliser<'o> {
             issue_event,
             records: self.emitted,
             messages: self.messages,
+            warnings: self.warnings,
             devices_seen: self.census.map(|c| c.into_list()).unwrap_or_default(),
         })
     }
@@ -917,6 +920,10 @@ impl Sink for Normaliser<'_> {
 
     fn note(&mut self, key: &str) {
         self.add_note(key, 1);
+    }
+
+    fn warning(&mut self, message: String) {
+        self.warnings.push(message);
     }
 
     fn wall_clock(&mut self, unix_ns_at_source_zero: i64) {
