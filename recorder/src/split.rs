@@ -284,6 +284,16 @@ fn split_into(
     Ok(SplitReport {
         format,
         traces,
-        messages: outcome.messages,
+        // Doubts about the input as a whole, told with the notes.
+        messages: outcome
+            .messages
+            .into_iter()
+            .chain(
+                outcome
+                    .warnings
+                    .into_iter()
+                    .map(|w| format!("warning: {w}")),
+            )
+            .collect(),
     })
 }

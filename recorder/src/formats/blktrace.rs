@@ -357,6 +357,9 @@ pub struct RecordReader<R: Read> {
     last_time: Option<u64>,
     pdu: Vec<u8>,
     finished: bool,
+    /// A step read ahead to judge a jump in time, and its payload.
+    pending: Option<Step>,
+    pending_pdu: Vec<u8>,
 }
 
 impl<R: Read> RecordReader<R> {
@@ -372,6 +375,8 @@ impl<R: Read> RecordReader<R> {
             last_time: None,
             pdu: Vec::new(),
             finished: false,
+            pending: None,
+            pending_pdu: Vec::new(),
         }
     }
 
@@ -401,12 +406,24 @@ impl<R: Read> RecordReader<R> {
             if self.finished {
                 return Ok(None);
             }
-            match self.read_one()? {
+            let step = match self.pending.take() {
+                Some(step) => {
+                    std::mem::swap(&mut self.pdu, &mut self.pending_pdu);
+                    step
+                }
+                None => self.read_one()?,
+            };
+            match step {
                 Step::End => {
                     self.finished = true;
                     return Ok(None);
                 }
                 Step::Record(rec, pos) => return Ok(Some((rec, pos))),
+                Step::Jump(rec, pos) => {
+                    if let Some(record) = self.settle_jump(rec, pos, sink)? {
+                        return Ok(Some(record));
+                    }
+                }
                 Step::Bad {
                     pos,
                     dump,
@@ -561,6 +578,13 @@ impl<R: Read> RecordReader<R> {
                 });
             }
         }
+        if self
+            .last_time
+            .is_some_and(|last| rec.time > last.saturating_add(MAX_BACKWARDS.0))
+        {
+            // Judged against the next record before it is believed.
+            return Ok(Step::Jump(rec, pos));
+        }
         self.last_time = Some(self.last_time.map_or(rec.time, |t| t.max(rec.time)));
         Ok(Step::Record(rec, pos))
     }
@@ -569,6 +593,9 @@ impl<R: Read> RecordReader<R> {
 enum Step {
     End,
     Record(RawRecord, RecordPosition),
+    /// A record more than [`MAX_BACKWARDS`] ahead of the file's times so far:
+    /// an idle gap, or one bad timestamp.
+    Jump(RawRecord, RecordPosition),
     Bad {
         pos: RecordPosition,
         dump: String,
@@ -907,5 +934,6 @@ fn merge<R: Read>(
 }
 
 mod set_check;
+mod time_jump;
 #[cfg(test)]
 mod tests;

@@ -140,3 +140,41 @@ fn skips_time_going_backwards_when_told() {
     assert_eq!(sink.bad.len(), 1);
     assert!(sink.bad[0].location.contains("record 1"), "{:?}", sink.bad);
 }
+
+/// One record 40 years ahead among good ones: that record is the bad one
+/// (named without --skip-bad, skipped with it), and the records after it are
+/// kept; an idle gap the next records follow is no error.
+#[test]
+fn one_bad_time_ahead_is_that_record_only() {
+    let a = |t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false);
+    let mut data = Vec::new();
+    for i in 0..5u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    data.extend(a(1_266_874_889_000_000_000));
+    for i in 5..10u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    let mut sink = Collector::default();
+    let err = parse_reader(&data[..], "t", Framing::Blktrace, &mut sink)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("t: record 5 ") && err.contains("a bad timestamp"),
+        "{err}"
+    );
+    let mut sink = Collector::skipping_bad_input();
+    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    assert_eq!(sink.events.len(), 10);
+    assert_eq!(sink.bad.len(), 1);
+    assert!(sink.bad[0].location.contains("record 5 "), "{:?}", sink.bad);
+
+    // A gap of an hour, then more records: all kept.
+    let mut data = Vec::new();
+    for t in [0, 1_000, 3_600_000_000_000, 3_600_000_001_000, 3_600_000_002_000] {
+        data.extend(a(t));
+    }
+    let mut sink = Collector::default();
+    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    assert_eq!(sink.events.len(), 5);
+}
