@@ -471,6 +471,15 @@ fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, St
         a.target.direct_io.to_string(),
         b.target.direct_io.to_string(),
     );
+    // Only where requests run on io-wq does the workers' CPU change figures.
+    let io_wq = |r: &SuiteResult| r.target.io_path == Some(crate::schema::IoPath::IoWq);
+    if io_wq(a) || io_wq(b) {
+        check(
+            "io worker cpu",
+            format!("{:?}", oa.io_worker_cpu).to_lowercase(),
+            format!("{:?}", ob.io_worker_cpu).to_lowercase(),
+        );
+    }
     out
 }
 

@@ -117,6 +117,14 @@ pub struct ReplayOptions {
     /// in compressed mode a single target's stream split over N rings.
     #[serde(default, skip_serializing_if = "is_auto")]
     pub threads: u32,
+    /// Where io_uring's worker threads run on a target without non-blocking
+    /// I/O (zram, loop over some files). `any` (the default, and what result
+    /// files older than the option did) is not written.
+    #[serde(
+        default = "IoWorkerCpu::any",
+        skip_serializing_if = "IoWorkerCpu::is_any"
+    )]
+    pub io_worker_cpu: IoWorkerCpu,
 }
 
 fn is_auto(n: &u32) -> bool {
@@ -193,6 +201,38 @@ pub enum Priority {
     High,
 }
 
+/// Where the io-wq worker of a target without non-blocking I/O runs. There
+/// every request is a hand-off from the issuing thread to a kernel worker
+/// and back, and what that costs depends on where the two run: on this kind
+/// of machine a QD1 zram read took about 6 µs with both on one CPU and
+/// 30-48 µs with the worker on the other (a cross-CPU wake-up), chosen anew
+/// by the scheduler each run. Holding both on one CPU did not make game-0ad
+/// on zram repeat better on a loaded 2-CPU machine (14 alternating pairs,
+/// replayer/README.md, "Run-to-run spread"), so it is not the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoWorkerCpu {
+    /// Realtime mode on such a target: the issuing thread and io-wq's worker
+    /// held on one CPU (the one the thread runs on when its first pass
+    /// starts). Compressed mode keeps its workers spread over the CPUs
+    /// (throughput), and so does `--priority high` (a real-time issuer
+    /// spinning before a deadline would hold off a worker on its CPU).
+    Issuer,
+    /// Wherever the scheduler puts them (the default, and what result files
+    /// older than the option did).
+    #[default]
+    Any,
+}
+
+impl IoWorkerCpu {
+    fn any() -> Self {
+        IoWorkerCpu::Any
+    }
+    fn is_any(&self) -> bool {
+        *self == IoWorkerCpu::Any
+    }
+}
+
 /// Preconditioning of the targets before scoring: a never-written block
 /// (fresh or trimmed SSD, fresh zram) reads without touching data, much
 /// faster than the same drive in use.
@@ -250,6 +290,7 @@ impl Default for ReplayOptions {
             priority: Priority::Normal,
             precondition: PreconditionPolicy::ReadRegions,
             threads: 0,
+            io_worker_cpu: IoWorkerCpu::Any,
         }
     }
 }

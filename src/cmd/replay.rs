@@ -4,7 +4,7 @@ use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
-use replayer::options::{PreconditionPolicy, Priority};
+use replayer::options::{IoWorkerCpu, PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -55,6 +55,14 @@ pub struct RunArgs {
     /// CAP_SYS_NICE (otherwise a warning, and normal priority).
     #[arg(long, value_enum, default_value_t = PriorityArg::Normal)]
     pub priority: PriorityArg,
+    /// On a target whose requests run on io_uring worker threads (zram,
+    /// some loop devices; the result says `io-wq`): issuer: in realtime
+    /// mode, hold the issuing thread and the worker on one CPU (a cross-CPU
+    /// wake-up made a QD1 zram read 5x slower in some runs; on a loaded
+    /// machine the one CPU may be a busy one); any: leave them to the
+    /// scheduler.
+    #[arg(long, value_enum, default_value_t = IoWorkerCpuArg::Any)]
+    pub io_worker_cpu: IoWorkerCpuArg,
     /// Before scoring, write once with incompressible data what the traces
     /// read (read-regions: the 1 MiB regions they read before writing them
     /// themselves, under the address mapping), or the whole target (full),
@@ -136,6 +144,12 @@ pub enum PriorityArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum IoWorkerCpuArg {
+    Issuer,
+    Any,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum PreconditionArg {
     ReadRegions,
     Full,
@@ -204,6 +218,10 @@ impl RunArgs {
                 PreconditionArg::ReadRegions => PreconditionPolicy::ReadRegions,
                 PreconditionArg::Full => PreconditionPolicy::Full,
                 PreconditionArg::Skip => PreconditionPolicy::Skip,
+            },
+            io_worker_cpu: match self.io_worker_cpu {
+                IoWorkerCpuArg::Issuer => IoWorkerCpu::Issuer,
+                IoWorkerCpuArg::Any => IoWorkerCpu::Any,
             },
         }
     }

@@ -15,6 +15,7 @@ mod capture_faults;
 mod consistency;
 mod convert_tracefs;
 mod fault_injection;
+mod io_worker_cpu;
 mod precondition;
 mod replay_cli;
 mod replay_exact;

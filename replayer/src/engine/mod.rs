@@ -24,7 +24,8 @@
 //! them and does the waiting.
 //!
 //! Files: `pass.rs` (per-pass state: slots, counters), `ring.rs` (ring
-//! set-up, submission, waits), `priority.rs` (`--priority high`).
+//! set-up, submission, waits), `priority.rs` (`--priority high`),
+//! `placement.rs` (`--io-worker-cpu`), `lanes.rs` (several rings).
 //!
 //! Submission is batched: SQEs are queued while further I/Os are due, and
 //! submitted in one `io_uring_enter` before any wait. Waits for a future time
@@ -39,6 +40,7 @@
 
 mod lanes;
 mod pass;
+mod placement;
 mod priority;
 mod ring;
 
@@ -48,7 +50,7 @@ use crate::buffer::AlignedBuf;
 use crate::clock::now_ns;
 use crate::mapping::{AddressMap, TraceScan};
 use crate::metrics::PassOutcome;
-use crate::options::ReplayOptions;
+use crate::options::{IoWorkerCpu, ReplayOptions, TimingMode};
 use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
@@ -56,6 +58,7 @@ use crate::ReplayError;
 use io_uring::{opcode, types, IoUring};
 use lanes::LaneBoard;
 use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
+use placement::CpuPin;
 use priority::PriorityGuard;
 use results::schema::{PassMetrics, Skipped};
 use ring::{cooperative_ring, share_punted_work};
@@ -155,6 +158,12 @@ pub struct Engine<'t> {
     punted: Vec<bool>,
     /// Compressed mode's cooperative ring (see `Engine::new`).
     cooperative: bool,
+    /// `--io-worker-cpu issuer`: the CPU of the issuing thread and io-wq's
+    /// workers, chosen at the first pass that asks (`Some(None)`: refused).
+    worker_cpu: Option<Option<usize>>,
+    /// This pass's thread is held on the workers' CPU: its spin before a
+    /// deadline yields, so a worker with a request can run.
+    pinned: bool,
 }
 
 impl<'t> Engine<'t> {
@@ -241,6 +250,8 @@ impl<'t> Engine<'t> {
             spin_ns: SPIN_NS,
             punted,
             cooperative,
+            worker_cpu: None,
+            pinned: false,
         })
     }
 
@@ -280,8 +291,35 @@ impl<'t> Engine<'t> {
             } else {
                 SPIN_NS
             };
-            self.replay_records(plan, &mut records, lane, observer)
+            let pin = self.cpu_pin(plan.opts, priority.previous.is_some());
+            self.pinned = pin.active();
+            let replayed = self.replay_records(plan, &mut records, lane, observer);
+            drop(pin);
+            self.pinned = false;
+            replayed
         })
+    }
+
+    /// `--io-worker-cpu issuer` where it applies (placement.rs): realtime
+    /// mode, a target on io-wq, normal priority. Compressed mode keeps its
+    /// workers on every CPU for throughput; a SCHED_FIFO issuer spinning
+    /// before a deadline would hold off a worker sharing its CPU.
+    fn cpu_pin(&mut self, opts: &ReplayOptions, fifo: bool) -> CpuPin {
+        if opts.io_worker_cpu != IoWorkerCpu::Issuer
+            || opts.mode != TimingMode::Realtime
+            || fifo
+            || !self.punted.contains(&true)
+        {
+            return CpuPin::none();
+        }
+        let ring = &self.ring;
+        match *self
+            .worker_cpu
+            .get_or_insert_with(|| placement::choose_worker_cpu(ring))
+        {
+            Some(cpu) => CpuPin::apply(cpu),
+            None => CpuPin::none(),
+        }
     }
 
     /// The issuing loop: take the next record, wait for a slot, its

@@ -194,6 +194,10 @@ impl Engine<'_> {
                 } else {
                     sleep_ns(sleep);
                 }
+            } else if self.pinned && pass.inflight > 0 {
+                // The worker that serves the request in flight may be
+                // waiting for this CPU.
+                std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }

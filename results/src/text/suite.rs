@@ -1,6 +1,6 @@
 //! The table people read.
 
-use crate::options::TimingMode;
+use crate::options::{IoWorkerCpu, Priority, TimingMode};
 use crate::schema::{IoPath, SuiteResult, TraceResult};
 use std::fmt::Write;
 
@@ -44,6 +44,19 @@ pub fn format_table(r: &SuiteResult) -> String {
                 t.path
             );
         }
+    }
+    let on_io_wq = std::iter::once(&r.target)
+        .chain(&r.target.others)
+        .any(|t| t.io_path == Some(IoPath::IoWq));
+    if on_io_wq
+        && r.mode == TimingMode::Realtime
+        && r.options.io_worker_cpu == IoWorkerCpu::Issuer
+        && r.options.priority == Priority::Normal
+    {
+        let _ = writeln!(
+            out,
+            "note: the issuing thread and its io_uring workers are held on one CPU where the kernel allows (--io-worker-cpu any: left to the scheduler)"
+        );
     }
     if let Some(p) = &r.precondition {
         let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
