@@ -45,7 +45,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// What a SCSI operation code means for a trace.
-fn scsi_op(code: u64) -> Option<Op> {
+pub(crate) fn scsi_op(code: u64) -> Option<Op> {
     match code {
         0x08 | 0x28 | 0xa8 | 0x88 => Some(Op::Read),
         0x0a | 0x2a | 0xaa | 0x8a => Some(Op::Write),

@@ -31,6 +31,7 @@ macro_rules! formats {
 formats! {
     parquet,
     blktrace,
+    vscsi_bin,
     fio,
     tracefs,
     blkparse,
