@@ -114,6 +114,17 @@ impl TimeCheck {
         self.queue.pop_front()
     }
 
+    /// The earliest of `t` and the times still queued that are before it by
+    /// no more than the tolerance.
+    pub fn earliest_near(&self, t: Nanos) -> Nanos {
+        self.queue
+            .iter()
+            .filter_map(|a| a.item.time())
+            .filter(|&f| f < t && f.0.saturating_add(self.tolerance.0) >= t.0)
+            .min()
+            .unwrap_or(t)
+    }
+
     /// Judges the time of `arrival`, taken from the front of the queue,
     /// against the inputs judged before it and the ones still queued after it.
     pub fn judge(&mut self, arrival: &Arrival) -> Verdict {

@@ -388,7 +388,13 @@ impl<'o> Normaliser<'o> {
         time: Nanos,
         what: &dyn Fn() -> String,
     ) -> Result<Option<Nanos>, ConvertError> {
-        let origin = *self.origin.get_or_insert(time);
+        // The trace starts at the earliest time of the first inputs (those
+        // within the reorder tolerance before the first one), so that an input
+        // a little out of order at the start keeps its place.
+        let origin = match self.origin {
+            Some(origin) => origin,
+            None => *self.origin.insert(self.clock.earliest_near(time)),
+        };
         let rel = time.saturating_sub(origin);
         if time < origin && origin.saturating_sub(time) > self.opts.reorder_tolerance {
             let reason = format!(

@@ -353,6 +353,23 @@ fn small_reorders_are_sorted_large_ones_are_errors() {
     assert!(err.starts_with("f:5: time goes backwards by 9."), "{err}");
 }
 
+/// The trace starts at the earliest of its first inputs, not at the first
+/// one: an input 300 µs out of order at the start keeps its 300 µs.
+#[test]
+fn trace_starts_at_the_earliest_first_input() {
+    let events = [
+        ev(1_000, Issue, Op::Read, 0, 8),
+        ev(700, Issue, Op::Read, 8, 8),
+        ev(1_500, Issue, Op::Read, 16, 8),
+    ];
+    let (recs, _) = run(NormaliseOptions::default(), &events);
+    let got: Vec<_> = recs
+        .iter()
+        .map(|r| (r.offset.0 / 512, r.time.0 / 1000))
+        .collect();
+    assert_eq!(got, [(8, 0), (0, 300), (16, 800)]);
+}
+
 /// Events one per 10 ms from `start_ms`, lines numbered from `first_line`.
 fn steady(first_line: u64, start_ms: u64, count: u64) -> Vec<(u64, BlockEvent)> {
     (0..count)
