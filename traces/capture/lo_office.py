@@ -64,6 +64,10 @@ def start_soffice():
         "soffice", "--headless", "--invisible", "--nologo", "--norestore",
         "--nodefault", "--nolockcheck",
         "--accept=pipe,name=%s;urp;StarOffice.ComponentContext" % PIPE],
+        # Its own session and no inherited pipes: a soffice left running by
+        # `serve` must not hold the caller's stdout open (the guest agent
+        # waits for the command's output to end).
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True)
 
 
