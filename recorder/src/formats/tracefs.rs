@@ -468,6 +468,34 @@ mod tests {
         );
     }
 
+    /// The requeue case of issue 11 in tracefs lines: a read requeued, its
+    /// re-issue missing, a 16 KiB write at the same sector: the write stays a
+    /// write with its own latency, and the read's completion ends the requeue.
+    #[test]
+    fn requeued_read_is_not_reissued_by_a_write_at_its_sector() {
+        let text = "\
+  kworker-9 [000] ..... 100.000000: block_rq_issue: 8,0 R 4096 () 2048 + 8 none,0,0 [app]
+  kworker-9 [000] ..... 100.000010: block_rq_requeue: 8,0 R () 2048 + 8 none,0,0 [0]
+  writer-7  [001] ..... 100.000110: block_rq_issue: 8,0 W 16384 () 2048 + 32 none,0,0 [writer]
+  <idle>-0  [001] d.h1. 100.000300: block_rq_complete: 8,0 W () 2048 + 32 none,0,0 [0]
+  <idle>-0  [000] d.h1. 100.000500: block_rq_complete: 8,0 R () 2048 + 8 none,0,0 [0]
+";
+        let mut out = Vec::new();
+        {
+            let mut n = Normaliser::new(NormaliseOptions::default(), &mut out);
+            parse(&mut text.as_bytes(), "t", &mut n).unwrap();
+            n.finish().unwrap();
+        }
+        let got: Vec<_> = out
+            .iter()
+            .map(|r| (r.op, r.len.0, r.latency.map(|l| l.0)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![(Op::Read, 4096, Some(500_000)), (Op::Write, 16384, Some(190_000))]
+        );
+    }
+
     #[test]
     fn blk_tracer_lines() {
         let e = ev("              dd-5679    [001] d..1.   367.964428:   7,0    Q  WS 80 + 8 [dd]");
