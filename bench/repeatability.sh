@@ -4,13 +4,22 @@
 # spread ((max - min) / median) and the coefficient of variation (sample
 # standard deviation / mean), and `tracemark compare` of the first two runs.
 #
-#   bench/repeatability.sh [-n RUNS] [--zram SIZE | --target PATH] [-o DIR] [-- SUITE-ARGS...]
+#   bench/repeatability.sh [-n RUNS] [--zram SIZE | --target PATH] [-o DIR]
+#                          [--after-dd K] [--versus DIR2] [-- SUITE-ARGS...]
 #
 #   -n RUNS       consecutive runs (default 5)
 #   --zram SIZE   a private zram device of SIZE (e.g. 8G), fresh before run 1,
 #                 removed at the end (needs root; never /dev/zram0)
 #   --target P    a file or block device (default: the scratch file in DIR)
 #   -o DIR        where the result files go (default: a new temp dir, kept)
+#   --after-dd K  (--zram) then fill the whole device with `dd if=/dev/urandom
+#                 oflag=direct` and run K more times: the suite score after the
+#                 fill over the median before (preconditioning should make the
+#                 fresh device score like the filled one, issue 14: within 5 %)
+#   --versus DIR2 then `tracemark compare` every run of DIR2 (another
+#                 repeatability.sh result directory, e.g. another target)
+#                 against this one's: the suite line says whether the
+#                 difference is significant given the runs' spread
 #   SUITE-ARGS    passed to every `tracemark suite` (e.g. --passes 3 --profile quick)
 #
 # Prints the load (uptime) before and after: on a shared machine say what ran.
@@ -21,17 +30,23 @@ RUNS=5
 ZRAM_SIZE=
 TARGET=
 OUT=
+AFTER_DD=0
+VERSUS=
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) RUNS=$2; shift 2 ;;
         --zram) ZRAM_SIZE=$2; shift 2 ;;
         --target) TARGET=$2; shift 2 ;;
         -o) OUT=$2; shift 2 ;;
+        --after-dd) AFTER_DD=$2; shift 2 ;;
+        --versus) VERSUS=$2; shift 2 ;;
         --) shift; break ;;
         *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
 [ -n "$ZRAM_SIZE" ] && [ -n "$TARGET" ] && die "give --zram or --target, not both"
+[ "$AFTER_DD" -gt 0 ] && [ -z "$ZRAM_SIZE" ] && die "--after-dd needs --zram (it overwrites the device)"
+[ -z "$VERSUS" ] || ls "$VERSUS"/run-*.json >/dev/null 2>&1 || die "no run-*.json in $VERSUS"
 need python3
 # TRACEMARK_BIN: measure this binary instead of building the tree's.
 if [ -n "${TRACEMARK_BIN:-}" ]; then TRACEMARK=$TRACEMARK_BIN; else build_tracemark; fi
@@ -98,4 +113,29 @@ EOF
 if [ "$RUNS" -ge 2 ]; then
     echo
     "$TRACEMARK" compare "$OUT/run-1.json" "$OUT/run-2.json" | grep -E 'significant|^suite|^score' || true
+fi
+
+suite_score() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['suite']['score'])" "$1"; }
+
+if [ "$AFTER_DD" -gt 0 ]; then
+    echo
+    echo "filling $TARGET with dd (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    dd if=/dev/urandom of="$TARGET" bs=4M oflag=direct status=none 2>/dev/null || true
+    before=()
+    for i in $(seq "$RUNS"); do before+=("$(suite_score "$OUT/run-$i.json")"); done
+    after=()
+    for i in $(seq "$AFTER_DD"); do
+        "$TRACEMARK" suite --target "$TARGET" "${EXTRA[@]}" --json "$OUT/after-dd-$i.json" "$@" \
+            > "$OUT/after-dd-$i.txt" 2>&1 || { cat "$OUT/after-dd-$i.txt" >&2; die "after-dd run $i failed"; }
+        after+=("$(suite_score "$OUT/after-dd-$i.json")")
+        echo "after dd, run $i: suite score ${after[-1]} (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    done
+    b=$(median "${before[@]}"); a=$(median "${after[@]}")
+    echo "suite score: median $b before the fill (fresh device, preconditioned), median $a after: after/before $(ratio "$a" "$b")"
+fi
+
+if [ -n "$VERSUS" ]; then
+    echo
+    echo "tracemark compare $VERSUS/run-*.json $OUT/run-*.json (suite line; n.s. = not significant):"
+    "$TRACEMARK" compare "$VERSUS"/run-*.json "$OUT"/run-*.json | grep -E -m2 '^(suite|n\.s\.)' || true
 fi
