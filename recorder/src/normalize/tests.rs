@@ -439,14 +439,25 @@ fn a_bad_first_time_or_a_short_bad_run_is_found_too() {
     assert_eq!(o.tail.skipped.examples[0].location, "f:1");
     assert_eq!(recs[0].time, Nanos::ZERO);
 
-    let mut lines = steady(1, 0, 300);
+    // 196 bad lines in a row among 1,000 good ones.
+    let mut lines = steady(1, 0, 1000);
     for i in 0..196 {
         let mut bogus = ev(0, Issue, Op::Write, 999, 8);
         bogus.time = Nanos(1_266_874_889_000_000_000 + i);
-        lines.insert(100 + i as usize, (1000 + i, bogus));
+        lines.insert(100 + i as usize, (5000 + i, bogus));
     }
     let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
-    assert_eq!((recs.len(), o.tail.skipped.count), (300, 196));
+    assert_eq!((recs.len(), o.tail.skipped.count), (1000, 196));
+
+    // Every fifth line bad, 196 of them.
+    let mut lines = steady(1, 0, 784);
+    for i in 0..196u64 {
+        let mut bogus = ev(0, Issue, Op::Write, 999, 8);
+        bogus.time = Nanos(1_266_874_889_000_000_000 + i);
+        lines.insert(4 * i as usize + i as usize, (5000 + i, bogus));
+    }
+    let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
+    assert_eq!((recs.len(), o.tail.skipped.count), (784, 196));
 }
 
 /// A step back that the next records follow is not one bad time: the input
