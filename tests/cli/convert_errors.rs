@@ -290,3 +290,33 @@ fn inputs_that_cannot_be_one_capture_are_refused_or_warned_of() {
         "{err}"
     );
 }
+
+/// Two blkparse texts of separate captures, each from time 0 (read one after
+/// the other as text inputs are): refused at the second file's first line as
+/// an input out of time order.
+#[test]
+fn two_text_captures_from_time_zero_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::new();
+    for i in 0..50u32 {
+        let t = f64::from(i) * 0.1;
+        text.push_str(&format!("  8,0 1 {i} {t:.9} 5 D R {} + 8 [x]\n", i * 8));
+    }
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    fs::write(&a, &text).unwrap();
+    fs::write(&b, &text).unwrap();
+    let out = tracemark()
+        .arg("convert")
+        .args([&a, &b])
+        .arg("-o")
+        .arg(dir.path().join("out.tmt"))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("b.txt:1: time goes backwards by 4.9") && err.contains("not in time order"),
+        "{err}"
+    );
+}
