@@ -105,8 +105,10 @@ pub fn run_suite(
         last: None,
     };
     let observer = &mut observer;
+    // The trace the run stopped in, and why (a stop signal, the I/O timeout).
+    let mut stopped: Option<(String, String)> = None;
     for (((t, scan), map), identity) in traces.iter().zip(&scans).zip(&maps).zip(identities) {
-        if interrupted {
+        if interrupted || stopped.is_some() {
             break;
         }
         let name = t.name();
@@ -120,18 +122,50 @@ pub fn run_suite(
         };
         let mut warmup = None;
         let mut scored = Vec::new();
+        // A device that stops answering ends the run, but what was measured
+        // before is kept and the result says why it is partial.
+        let mut timed_out = None;
         if opts.warmup {
-            let p = engine.run_pass(&plan(PassKind::Warmup), observer)?;
-            interrupted |= p.interrupted;
-            warmup = Some(p);
+            match engine.run_pass(&plan(PassKind::Warmup), observer) {
+                Ok(p) => {
+                    interrupted |= p.interrupted;
+                    warmup = Some(p);
+                }
+                Err(e) => timed_out = Some(cut_short(e, "the warm-up pass")?),
+            }
         }
         for n in 1..=opts.passes {
-            if interrupted {
+            if interrupted || timed_out.is_some() {
                 break;
             }
-            let p = engine.run_pass(&plan(PassKind::Scored(n)), observer)?;
-            interrupted |= p.interrupted;
-            scored.push(p);
+            match engine.run_pass(&plan(PassKind::Scored(n)), observer) {
+                Ok(p) => {
+                    interrupted |= p.interrupted;
+                    scored.push(p);
+                }
+                Err(e) => {
+                    timed_out = Some(cut_short(
+                        e,
+                        &format!("scored pass {n} of {}", opts.passes),
+                    )?)
+                }
+            }
+        }
+        if let Some(why) = timed_out {
+            stopped = Some((name.to_string(), why));
+        } else if interrupted {
+            let signal = crate::interrupt::stop_signal().map_or_else(
+                || "a stop request".to_string(),
+                crate::interrupt::signal_name,
+            );
+            let whole = scored.iter().filter(|p| !p.interrupted).count();
+            stopped = Some((
+                name.to_string(),
+                format!(
+                    "interrupted by {signal} after {whole} of {} scored passes",
+                    opts.passes
+                ),
+            ));
         }
         let deps = if scan.has_completions() && !(opts.open_loop) {
             Dependencies::Completion
@@ -168,7 +202,38 @@ pub fn run_suite(
         precondition,
     };
     result.mark_validity();
+    if let Some((trace, why)) = stopped {
+        mark_stopped(&mut result, &trace, &why, traces.len());
+    }
     Ok(result)
+}
+
+/// Why `pass` ended early when the device stopped answering; any other
+/// error is passed on.
+fn cut_short(e: ReplayError, pass: &str) -> Result<String, ReplayError> {
+    match e {
+        ReplayError::DeviceTimeout { .. } => {
+            Ok(format!("{e} (--io-timeout): {pass} was cut short"))
+        }
+        e => Err(e),
+    }
+}
+
+/// Marks a run that ended early as not valid: the trace it stopped in says
+/// why, and the file says how much of the suite it holds.
+fn mark_stopped(result: &mut SuiteResult, trace: &str, why: &str, traces: usize) {
+    if let Some(t) = result.traces.iter_mut().rev().find(|t| t.name == trace) {
+        t.valid = false;
+        t.invalid_reason = Some(match t.invalid_reason.take() {
+            Some(earlier) => format!("{earlier}; {why}"),
+            None => why.to_string(),
+        });
+    }
+    result.invalid_reasons.push(format!(
+        "{trace}: {why}; a partial result ({} of {traces} traces replayed)",
+        result.traces.len()
+    ));
+    result.valid = false;
 }
 
 /// Passes everything to the caller's observer and builds the per-interval

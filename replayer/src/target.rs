@@ -22,6 +22,8 @@ pub const DEFAULT_SCRATCH_NAME: &str = "tracemark-scratch.bin";
 
 const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
 const BLKSSZGET: libc::c_ulong = 0x1268;
+/// `_IO(0x12, 94)`: the device's read-only flag (an int).
+const BLKROGET: libc::c_ulong = 0x125e;
 
 /// An opened target.
 pub struct Target {
@@ -459,6 +461,16 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
             io_err(path, "cannot open")(e)
         }
     })?;
+    let mut read_only: libc::c_int = 0;
+    // SAFETY: BLKROGET writes an int.
+    let rc = unsafe { libc::ioctl(file.as_raw_fd(), BLKROGET as _, &mut read_only) };
+    // The kernel opens a read-only device for writing and fails each write:
+    // refused here, before a pass measures nothing but errors.
+    if writes && rc == 0 && read_only != 0 {
+        return Err(refuse(
+            "is read-only (its kernel read-only flag is set) and the traces write; replay with --read-only, or make it writable first (blockdev --setrw)".into(),
+        ));
+    }
     let mut size: u64 = 0;
     // SAFETY: BLKGETSIZE64 writes a u64.
     if unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64 as _, &mut size) } != 0 {

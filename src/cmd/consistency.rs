@@ -127,7 +127,7 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
             ..Default::default()
         },
     };
-    replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
+    replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
     let result = replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
     print!("{}", results::text::consistency_table(&result));
     if let Some(path) = &args.json {

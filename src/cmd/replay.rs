@@ -19,7 +19,7 @@ use trace_format::{Nanos, Op};
   tracemark replay app.tmt --target /dev/sdb --read-only          # reads only, nothing written
   tracemark replay app.tmt --idle-cap 100ms --time-scale 2
 
-Exit codes: 0 done, 1 error, 2 the result is not valid (the device returned I/O errors;\nthe result is still written, marked \"valid\": false), 130 interrupted (Ctrl-C; the\npartial result is still written).")]
+Exit codes: 0 done, 1 error, 2 the result is not valid (the device returned I/O errors,\nor stopped answering for --io-timeout; the result is still written, marked \"valid\": false),\n128+N stopped by signal N: 130 SIGINT (Ctrl-C), 143 SIGTERM, 129 SIGHUP, 131 SIGQUIT (the\npartial result is still written, marked \"valid\": false).")]
 pub struct ReplayArgs {
     /// The traces (.tmt) to replay, in order.
     #[arg(required = true)]
@@ -254,7 +254,7 @@ pub fn replay_paths(
         sources.push(TmtSource::open(path)?);
     }
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
-    replayer::interrupt::install_sigint_handler().context("installing the Ctrl-C handler")?;
+    replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
     let mut progress = Progress::new(std::io::stderr().is_terminal(), opts.passes);
     let result = replayer::run_suite(&refs, args.primary_target(), &opts, &mut progress);
     progress.clear();
@@ -262,9 +262,6 @@ pub fn replay_paths(
     print!("{}", results::text::suite_table(&result));
     if let Some(path) = &args.json {
         replayer::suite::write_json(&result, path)?;
-    }
-    if result.interrupted {
-        return Ok(130);
     }
     if !result.valid {
         eprintln!(
@@ -276,9 +273,11 @@ pub fn replay_paths(
                 ""
             }
         );
-        return Ok(2);
     }
-    Ok(0)
+    if result.interrupted {
+        return Ok(128 + replayer::interrupt::stop_signal().unwrap_or(libc::SIGINT));
+    }
+    Ok(if result.valid { 0 } else { 2 })
 }
 
 /// A one-line progress display on stderr, only on a terminal.

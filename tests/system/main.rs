@@ -19,5 +19,6 @@ mod io_worker_cpu;
 mod precondition;
 mod replay_cli;
 mod replay_exact;
+mod replay_faults;
 mod replay_safety;
 mod replay_unprivileged;

@@ -1,0 +1,354 @@
+//! `tracemark replay` when it is stopped or its device fails: a stop signal
+//! (INT, TERM, HUP, QUIT) mid-pass, a device that stops answering (a frozen
+//! filesystem under the target, `--io-timeout`), a read-only device given
+//! `--allow-write`, and a loop device whose backing file shrank under it.
+//! Each gives its documented outcome: the exit code, a message naming the
+//! cause, and where anything was measured a result file marked
+//! `"valid": false` with the reason. Nothing is left mounted, frozen or
+//! attached, also when a test fails.
+
+use crate::support::replay::*;
+use crate::support::{tracemark, LoopDevice, SystemTest};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use trace_format::Op;
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn run(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `tracemark replay ARGS` in `dir`, output piped.
+fn spawn_replay(dir: &Path, args: &[&str]) -> Child {
+    tracemark()
+        .current_dir(dir)
+        .arg("replay")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits at most `limit`; kills the child and fails after that.
+fn finish_within(mut child: Child, limit: Duration) -> Output {
+    let began = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if began.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("replay did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_string()
+}
+
+#[test]
+fn a_stop_signal_mid_pass_writes_the_partial_result_marked_not_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    // 6 s of realtime replay: one read every 200 ms.
+    let recs: Vec<_> = (0..30u64)
+        .map(|i| rec(i * 200_000, Op::Read, i * MIB, 4 * KIB))
+        .collect();
+    let trace = dir.path().join("slow.tmt");
+    write_trace(&trace, "slow", &recs);
+    let target = dir.path().join("target.bin");
+    for (sig, name, code) in [
+        (libc::SIGINT, "SIGINT", 130),
+        (libc::SIGTERM, "SIGTERM", 143),
+        (libc::SIGHUP, "SIGHUP", 129),
+        (libc::SIGQUIT, "SIGQUIT", 131),
+    ] {
+        let result = dir.path().join(format!("{name}.json"));
+        let child = spawn_replay(
+            dir.path(),
+            &[
+                trace.to_str().unwrap(),
+                "--target",
+                target.to_str().unwrap(),
+                "--no-warmup",
+                "--passes",
+                "1",
+                "--json",
+                result.to_str().unwrap(),
+            ],
+        );
+        std::thread::sleep(Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let sent = Instant::now();
+        let out = finish_within(child, Duration::from_secs(10));
+        let err = text(&out.stderr);
+        assert!(sent.elapsed() < Duration::from_secs(3), "{name}: slow stop");
+        assert_eq!(out.status.code(), Some(code), "{name}: {err}");
+        assert!(
+            err.contains(&format!("interrupted by {name}")),
+            "{name}: {err}"
+        );
+        let v = json(&result);
+        assert_eq!(v["interrupted"], true, "{name}");
+        assert_eq!(v["valid"], false, "{name}");
+        assert_eq!(v["traces"][0]["valid"], false, "{name}");
+        let reason = v["invalid_reasons"][0].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("interrupted by {name} after 0 of 1 scored passes"))
+                && reason.contains("a partial result (1 of 1 traces replayed)"),
+            "{name}: {reason}"
+        );
+        let ios = v["traces"][0]["ios"].as_u64().unwrap();
+        assert!(
+            (1..30).contains(&ios),
+            "{name}: {ios} I/Os in the partial pass"
+        );
+        assert!(text(&out.stdout).contains("interrupted"), "{name}");
+    }
+}
+
+/// Thaws a frozen filesystem (first, when dropped before the unmount).
+struct Frozen(PathBuf, std::cell::Cell<bool>);
+
+impl Frozen {
+    fn thaw(&self) {
+        if !self.1.replace(true) {
+            let _ = Command::new("fsfreeze").arg("-u").arg(&self.0).status();
+        }
+    }
+}
+
+impl Drop for Frozen {
+    fn drop(&mut self) {
+        self.thaw();
+    }
+}
+
+struct Mounted(PathBuf);
+
+impl Drop for Mounted {
+    /// The kernel drops an io_uring's files a moment after its process
+    /// exits: busy is retried for 10 s.
+    fn drop(&mut self) {
+        for _ in 0..100 {
+            let done = Command::new("umount")
+                .arg(&self.0)
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if done || !is_mount_point(&self.0) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        eprintln!("warning: {} is still mounted", self.0.display());
+    }
+}
+
+fn is_mount_point(p: &Path) -> bool {
+    std::fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split(' ').nth(1) == Some(&*p.to_string_lossy()))
+}
+
+#[test]
+fn a_frozen_device_times_out_and_the_result_is_written_marked_not_valid() {
+    let Some(t) = SystemTest::start(&["losetup", "mkfs.ext4", "mount", "fsfreeze"]) else {
+        return;
+    };
+    let dev = t.loop_device(64);
+    run(Command::new("mkfs.ext4").args(["-q", "-F"]).arg(&dev.path));
+    let mnt = t.dir().join("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    run(Command::new("mount").arg(&dev.path).arg(&mnt));
+    let mounted = Mounted(mnt.clone());
+    let target = mnt.join("target.bin");
+    std::fs::write(&target, vec![7u8; 4 << 20]).unwrap();
+    run(&mut Command::new("sync"));
+
+    // Writes: on a frozen filesystem each waits in the kernel until a thaw.
+    let recs: Vec<_> = (0..64u64)
+        .map(|i| rec(i * 10, Op::Write, i * 4 * KIB, 4 * KIB))
+        .collect();
+    let trace = t.dir().join("writes.tmt");
+    write_trace(&trace, "writes", &recs);
+    let result = t.dir().join("frozen.json");
+    run(Command::new("fsfreeze").arg("-f").arg(&mnt));
+    let frozen = Frozen(mnt.clone(), std::cell::Cell::new(false));
+    let child = spawn_replay(
+        t.dir(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            target.to_str().unwrap(),
+            "--mode",
+            "compressed",
+            "--no-warmup",
+            "--passes",
+            "2",
+            "--precondition",
+            "skip",
+            "--io-timeout",
+            "2s",
+            "--json",
+            result.to_str().unwrap(),
+        ],
+    );
+    // The result is written while the writes still hang (the process can
+    // only exit once they end): wait for it, then thaw.
+    let began = Instant::now();
+    while !result.exists() && began.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let written_after = began.elapsed();
+    frozen.thaw();
+    let out = finish_within(child, Duration::from_secs(30));
+    let err = text(&out.stderr);
+    assert!(result.exists(), "no result within 30 s: {err}");
+    assert!(
+        written_after < Duration::from_secs(15),
+        "took {written_after:?}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("the device stopped responding") && err.contains("--io-timeout"),
+        "{err}"
+    );
+    drop(frozen);
+    drop(mounted);
+    assert!(!is_mount_point(&mnt), "the filesystem stayed mounted");
+    let v = json(&result);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["traces"][0]["valid"], false);
+    let reason = v["traces"][0]["invalid_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("no I/O completed for 2 s")
+            && reason.contains("scored pass 1 of 2 was cut short"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn writes_to_a_read_only_device_are_refused_with_the_cause_named() {
+    let Some(t) = SystemTest::start(&["losetup"]) else {
+        return;
+    };
+    let image = t.dir().join("ro.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(16 << 20)
+        .unwrap();
+    let out = Command::new("losetup")
+        .args(["-f", "--show", "-r"])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let dev = ReadOnlyLoop(PathBuf::from(text(&out.stdout).trim()));
+    let recs: Vec<_> = (0..16u64)
+        .map(|i| rec(i * 10, Op::Write, i * 64 * KIB, 64 * KIB))
+        .collect();
+    let trace = t.dir().join("w.tmt");
+    write_trace(&trace, "w", &recs);
+    let result = t.dir().join("ro.json");
+    let out = replay(
+        t.dir(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            dev.0.to_str().unwrap(),
+            "--allow-write",
+            "--mode",
+            "compressed",
+            "--passes",
+            "1",
+            "--json",
+            result.to_str().unwrap(),
+        ],
+    );
+    let err = text(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains(dev.0.to_str().unwrap()),
+        "names the device: {err}"
+    );
+    assert!(err.contains("read-only"), "names the cause: {err}");
+    assert!(!result.exists(), "nothing was measured: no result");
+}
+
+struct ReadOnlyLoop(PathBuf);
+
+impl Drop for ReadOnlyLoop {
+    fn drop(&mut self) {
+        let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_loop_device_whose_file_shrank_gives_a_result_marked_not_valid() {
+    let Some(t) = SystemTest::start(&["losetup"]) else {
+        return;
+    };
+    let image = t.dir().join("shrink.img");
+    std::fs::File::create(&image)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    let dev = LoopDevice::over(&image, false).unwrap();
+    // The device still says 64 MiB; its file now holds 4.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&image)
+        .unwrap()
+        .set_len(4 << 20)
+        .unwrap();
+    let recs: Vec<_> = (0..64u64)
+        .map(|i| rec(i * 10, Op::Read, i * MIB, 4 * KIB))
+        .collect();
+    let trace = t.dir().join("r.tmt");
+    write_trace(&trace, "r", &recs);
+    let result = t.dir().join("shrunk.json");
+    let out = replay(
+        t.dir(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            dev.path.to_str().unwrap(),
+            "--read-only",
+            "--mapping",
+            "identity",
+            "--mode",
+            "compressed",
+            "--no-warmup",
+            "--passes",
+            "1",
+            "--precondition",
+            "skip",
+            "--json",
+            result.to_str().unwrap(),
+        ],
+    );
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("the result is not valid"), "{err}");
+    let v = json(&result);
+    assert_eq!(v["valid"], false);
+    let reason = v["traces"][0]["invalid_reason"].as_str().unwrap();
+    // Reads of the first 4 MiB succeed; the 60 beyond the file fail.
+    assert!(
+        reason.contains("60 I/Os failed on the device (read: 60)"),
+        "{reason}"
+    );
+}
