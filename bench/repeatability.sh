@@ -115,7 +115,7 @@ if [ "$RUNS" -ge 2 ]; then
     "$TRACEMARK" compare "$OUT/run-1.json" "$OUT/run-2.json" | grep -E 'significant|^suite|^score' || true
 fi
 
-suite_score() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['suite']['score'])" "$1"; }
+suite_score() { python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['suite']['score']))" "$1"; }
 
 if [ "$AFTER_DD" -gt 0 ]; then
     echo
