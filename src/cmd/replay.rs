@@ -266,7 +266,7 @@ pub fn replay_paths(
     if !result.valid {
         eprintln!(
             "tracemark: the result is not valid: {}{}",
-            result.invalid_reasons.join("; "),
+            results::text::escape_control(&result.invalid_reasons.join("; ")),
             if args.json.is_some() {
                 " (written, marked \"valid\": false)"
             } else {

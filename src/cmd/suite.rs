@@ -5,6 +5,7 @@ use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use replayer::suite_file::{IdleCap, SuiteFile, SuiteFileError};
+use results::text::escape_control as esc;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use trace_format::TraceFile;
@@ -105,11 +106,19 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
         suite.name.clone()
     };
     println!(
-        "{title} ({source}): {} traces; idle: {policy}",
-        suite.traces.len()
+        "{} ({}): {} traces; idle: {}",
+        esc(&title),
+        esc(&source),
+        suite.traces.len(),
+        esc(&policy)
     );
     for t in &suite.traces {
-        println!("  {:<24} {:<16} {}", t.name, t.category, t.description);
+        println!(
+            "  {:<24} {:<16} {}",
+            esc(&t.name),
+            esc(&t.category),
+            esc(&t.description)
+        );
     }
     println!();
     let traces: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
@@ -119,7 +128,7 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
 /// Reads every trace of the suite through (records decoded, chunk checksums
 /// checked) and prints one line each.
 fn verify(suite: &SuiteFile, source: &str) -> Result<i32> {
-    println!("{source}: {} traces", suite.traces.len());
+    println!("{}: {} traces", esc(source), suite.traces.len());
     for t in &suite.traces {
         let f = TraceFile::open(&t.file).with_context(|| format!("{}", t.file.display()))?;
         f.verify()
@@ -127,7 +136,7 @@ fn verify(suite: &SuiteFile, source: &str) -> Result<i32> {
         let s = f.summary();
         println!(
             "  {:<24} ok  {:>8} I/Os  {:>10} read  {:>10} written",
-            t.name,
+            esc(&t.name),
             s.ios,
             crate::output::bytes(s.read_bytes),
             crate::output::bytes(s.write_bytes)

@@ -69,22 +69,10 @@ mod tests {
 }
 
 /// `s` with every control character (ESC, BEL, CR, ...; not tab) shown as a
-/// `\u{..}` escape, so text from input files (host names, trace names,
-/// descriptions, the lines quoted in errors) cannot move the cursor, clear
-/// the screen or set the terminal's title.
+/// `\u{..}` escape (see [`results::text::escape_control`]), so text from
+/// input files cannot move the cursor, clear the screen or set the title.
 pub fn escape_control(s: &str) -> String {
-    if !s.chars().any(|c| c.is_control() && c != '\t') {
-        return s.to_string();
-    }
-    s.chars()
-        .map(|c| {
-            if c.is_control() && c != '\t' {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
+    results::text::escape_control(s).into_owned()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The comparison as text: one table per metric, ratios to the first column.
 
+use super::escape_control as esc;
 use crate::compare::{cell, column_name, Comparison, Metric, NOT_SIGNIFICANT};
 use std::fmt::Write;
 
@@ -17,13 +18,13 @@ pub fn format_tables(c: &Comparison) -> String {
             "  {}{} = {}: {} mode, queue depth {}, {} pass{}, {} ({})",
             column_name(i),
             if c.drive_flagged(i) { "!" } else { "" },
-            d.label,
+            esc(&d.label),
             r.mode,
             r.options.queue_depth,
             r.options.passes,
             if r.options.passes == 1 { "" } else { "es" },
-            r.host.hostname,
-            d.file.display()
+            esc(&r.host.hostname),
+            esc(&d.file.display().to_string())
         );
     }
     if !c.mismatches.is_empty() {
@@ -33,13 +34,13 @@ pub fn format_tables(c: &Comparison) -> String {
             "WARNING: these results are not fully comparable (marked ! and ≠ below):"
         );
         for m in &c.mismatches {
-            let _ = writeln!(out, "  - {}", m.message);
+            let _ = writeln!(out, "  - {}", esc(&m.message));
         }
     }
     let name_width = c
         .traces
         .iter()
-        .map(|t| t.chars().count())
+        .map(|t| esc(t).chars().count())
         .chain(std::iter::once(22))
         .max()
         .unwrap_or(22)
@@ -68,7 +69,7 @@ pub fn format_tables(c: &Comparison) -> String {
         }
         let _ = writeln!(out);
         for name in &c.traces {
-            let shown: String = name.chars().take(name_width).collect();
+            let shown: String = esc(name).chars().take(name_width).collect();
             let _ = write!(out, "{shown:<name_width$}");
             let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
             for i in 0..c.drives.len() {

@@ -9,7 +9,7 @@ pub fn format_table(r: &ConsistencyResult) -> String {
     let _ = writeln!(
         out,
         "consistency test on {} ({}, {:.2} GB{})",
-        r.target.path,
+        super::escape_control(&r.target.path),
         r.target.kind.label(),
         r.target.size_bytes as f64 / 1e9,
         r.target

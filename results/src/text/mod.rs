@@ -7,3 +7,26 @@ mod suite;
 pub use compare::format_tables as compare_tables;
 pub use consistency::format_table as consistency_table;
 pub use suite::format_table as suite_table;
+
+use std::borrow::Cow;
+
+/// `s` with every control character (ESC, BEL, CR, LF, ...; not tab) shown
+/// as a `\u{..}` escape. Result files are input: a trace name, host name,
+/// device model or path in one cannot move the cursor, clear the screen, set
+/// the terminal's title or break a table's rows.
+pub fn escape_control(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(|c| c.is_control() && c != '\t') {
+        return Cow::Borrowed(s);
+    }
+    Cow::Owned(
+        s.chars()
+            .map(|c| {
+                if c.is_control() && c != '\t' {
+                    c.escape_unicode().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect(),
+    )
+}

@@ -1,5 +1,6 @@
 //! The table people read.
 
+use super::escape_control as esc;
 use crate::options::{IoWorkerCpu, Priority, TimingMode};
 use crate::schema::{IoPath, SuiteResult, TraceResult};
 use std::fmt::Write;
@@ -19,13 +20,13 @@ pub fn format_table(r: &SuiteResult) -> String {
     let _ = writeln!(
         out,
         "target {} ({}, {:.1} GB{}), mode {}, {} pass{} + {}",
-        r.target.path,
+        esc(&r.target.path),
         r.target.kind.label(),
         r.target.size_bytes as f64 / 1e9,
         r.target
             .model
             .as_deref()
-            .map(|m| format!(", {m}"))
+            .map(|m| format!(", {}", esc(m)))
             .unwrap_or_default(),
         r.mode,
         r.options.passes,
@@ -41,7 +42,7 @@ pub fn format_table(r: &SuiteResult) -> String {
             let _ = writeln!(
                 out,
                 "note: {} takes no non-blocking I/O; the kernel runs every request on io_uring worker threads (one per CPU at most), as it would for any io_uring program",
-                t.path
+                esc(&t.path)
             );
         }
     }
@@ -70,7 +71,7 @@ pub fn format_table(r: &SuiteResult) -> String {
             p.seconds
         );
         if let Some(why) = &p.not_done {
-            let _ = writeln!(out, "note: precondition not done: {why}");
+            let _ = writeln!(out, "note: precondition not done: {}", esc(why));
         }
     }
     let _ = writeln!(
@@ -104,7 +105,7 @@ pub fn format_table(r: &SuiteResult) -> String {
 
 fn row(out: &mut String, t: &TraceResult) {
     let n = t.passes.len();
-    let name: String = t.name.chars().take(24).collect();
+    let name: String = esc(&t.name).chars().take(24).collect();
     let _ = writeln!(
         out,
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10.1} {:>10.1}",
@@ -131,6 +132,7 @@ fn row(out: &mut String, t: &TraceResult) {
 }
 
 fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
+    let name = esc(&t.name);
     let errors: Vec<String> = t
         .errors
         .iter()
@@ -138,22 +140,22 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
         .map(|(op, n)| format!("{n} {op}"))
         .collect();
     if !errors.is_empty() {
-        let _ = writeln!(out, "{}: device errors: {}", t.name, errors.join(", "));
+        let _ = writeln!(out, "{name}: device errors: {}", errors.join(", "));
     }
     let s = &t.skipped;
     if s.total() > 0 {
         let _ = writeln!(
             out,
-            "{}: skipped per pass: {} by --read-only, {} by --skip-ops, {} discards, {} write-zeroes, {} empty",
-            t.name, s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
+            "{name}: skipped per pass: {} by --read-only, {} by --skip-ops, {} discards, {} write-zeroes, {} empty",
+            s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
         );
     }
     if mode == TimingMode::Realtime {
         let f = &t.fidelity;
         let _ = writeln!(
             out,
-            "{}: issue lateness p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; duration {:.3} s vs {:.3} s original",
-            t.name, f.lateness_us.p50, f.lateness_us.p99, f.lateness_us.max, f.achieved_s, f.original_s
+            "{name}: issue lateness p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; duration {:.3} s vs {:.3} s original",
+            f.lateness_us.p50, f.lateness_us.p99, f.lateness_us.max, f.achieved_s, f.original_s
         );
     }
 }
