@@ -2,6 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use recorder::tmt_output::OutputFile;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use trace_format::{IoRecord, Op, TraceFile};
@@ -48,10 +49,26 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         export_parquet(&file, output)?;
         return Ok(0);
     }
+    // A file output is written under no name (or a hidden one) and put in
+    // place only when whole: an error, a full disk or a signal leaves the
+    // old file as it was and no half file. A path that exists and is not a
+    // regular file (`/dev/stdout`, a FIFO) is written directly.
+    let mut pending = None;
     let sink: Box<dyn Write> = match &args.output {
-        Some(o) => Box::new(
-            std::fs::File::create(o).with_context(|| format!("cannot create {}", o.display()))?,
+        Some(o) if std::fs::metadata(o).is_ok_and(|m| !m.is_file()) => Box::new(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(o)
+                .with_context(|| format!("cannot open {}", o.display()))?,
         ),
+        Some(o) => {
+            let (output, file) = OutputFile::create(o)?;
+            let copy = file
+                .try_clone()
+                .with_context(|| format!("{}", o.display()))?;
+            pending = Some((output, file));
+            Box::new(copy)
+        }
         None => Box::new(std::io::stdout().lock()),
     };
     let mut out = BufWriter::with_capacity(1 << 20, sink);
@@ -67,7 +84,17 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         // Written above, before a text output was opened.
         ExportFormat::Parquet => Ok(()),
     };
-    written.and_then(|()| out.flush().context("writing the export"))?;
+    let target = args.output.as_ref().map_or_else(
+        || "standard output".to_string(),
+        |o| o.display().to_string(),
+    );
+    written
+        .and_then(|()| out.flush().map_err(anyhow::Error::from))
+        .with_context(|| format!("writing {target}"))?;
+    drop(out);
+    if let Some((output, file)) = pending {
+        output.commit(file)?;
+    }
     Ok(0)
 }
 

@@ -272,3 +272,43 @@ fn a_full_disk_while_writing_the_result_keeps_the_old_one_whole() {
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
+
+#[test]
+fn a_full_disk_during_an_export_keeps_the_old_file_and_names_the_new_one() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let fs = tmpfs(dir.path(), "64k");
+    let csv = fs.0.join("export.csv");
+    std::fs::write(&csv, "the previous export\n").unwrap();
+    // About 40 bytes a row: 20,000 rows do not fit in what is left.
+    let recs: Vec<_> = (0..20_000u64)
+        .map(|i| rec(i * 10, Op::Read, i * 4 * KIB, 4 * KIB))
+        .collect();
+    let trace = dir.path().join("big.tmt");
+    write_trace(&trace, "big", &recs);
+    let out = crate::support::tracemark()
+        .args(["export", trace.to_str().unwrap(), "--to", "csv", "-o"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("export.csv"),
+        "the message names the file: {err}"
+    );
+    assert!(err.contains("No space left"), "and the cause: {err}");
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        "the previous export\n",
+        "the previous export was damaged"
+    );
+    let names: Vec<_> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, vec!["export.csv".to_string()], "left behind");
+}
