@@ -283,7 +283,10 @@ impl<'h> TmtOutput<'h> {
             .writer
             .take()
             .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
-        let (buffered, summary) = writer.finish(tail)?;
+        let target = &self.output.target;
+        let (buffered, summary) = writer
+            .finish(tail)
+            .map_err(|e| e.with_path(target.as_path()))?;
         let file = buffered
             .into_inner()
             .map_err(|e| io_error(&self.output.target, e.into_error()))?;
@@ -300,7 +303,10 @@ impl RecordSink for TmtOutput<'_> {
             .file
             .take()
             .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
-        self.writer = Some(TraceWriter::with_options(file, &self.header, self.options)?);
+        self.writer = Some(
+            TraceWriter::with_options(file, &self.header, self.options)
+                .map_err(|e| e.with_path(self.output.target.as_path()))?,
+        );
         Ok(())
     }
 
@@ -309,7 +315,10 @@ impl RecordSink for TmtOutput<'_> {
             .writer
             .as_mut()
             .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
-        writer.push(&record)?;
+        // A full disk or a failing write names the trace being written.
+        writer
+            .push(&record)
+            .map_err(|e| e.with_path(self.output.target.as_path()))?;
         Ok(())
     }
 }

@@ -41,8 +41,12 @@ pub fn run(args: CompareArgs) -> Result<i32> {
     }
     print!("{}", compare_tables(&comparison));
     if let Some(path) = &args.html {
-        std::fs::write(path, results::html::compare_report(&comparison))
-            .with_context(|| format!("{}: cannot write the report", path.display()))?;
+        // Whole or not at all: a full disk keeps the previous report.
+        replayer::suite::write_atomically(
+            path,
+            results::html::compare_report(&comparison).as_bytes(),
+        )
+        .with_context(|| format!("{}: cannot write the report", path.display()))?;
         println!("\nreport written to {}", path.display());
     }
     Ok(0)

@@ -312,3 +312,90 @@ fn a_full_disk_during_an_export_keeps_the_old_file_and_names_the_new_one() {
         .collect();
     assert_eq!(names, vec!["export.csv".to_string()], "left behind");
 }
+
+#[test]
+fn a_full_disk_while_writing_the_html_report_keeps_the_old_one() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tests/fixtures/replay-file.json");
+    let fs = tmpfs(dir.path(), "64k");
+    let html = fs.0.join("report.html");
+    std::fs::write(&html, "the previous report\n").unwrap();
+    let _ = std::fs::write(fs.0.join("filler"), vec![1u8; 64 << 10]);
+    let out = crate::support::tracemark()
+        .arg("compare")
+        .arg(&result)
+        .arg(&result)
+        .arg("--html")
+        .arg(&html)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("report.html") && err.contains("No space left"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&html).unwrap(),
+        "the previous report\n",
+        "the previous report was damaged"
+    );
+    let left: Vec<_> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.contains(".tmp-"))
+        .collect();
+    assert!(left.is_empty(), "temporary files left: {left:?}");
+}
+
+#[test]
+fn a_full_disk_while_converting_names_the_trace_and_leaves_nothing() {
+    if !require_root() || !require_tools(&["mount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 50,000 random I/Os as blkparse text: a trace of far more than 16 KiB.
+    let mut text = String::new();
+    let mut x: u64 = 1;
+    for i in 0..50_000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let sector = (x >> 20) % (1 << 30);
+        text.push_str(&format!(
+            "  8,0    0 {} {}.{:09} 100  D   R {sector} + 8 [fio]\n",
+            i + 1,
+            i / 1000,
+            (i % 1000) * 1_000_000
+        ));
+    }
+    let input = dir.path().join("in.blkparse");
+    std::fs::write(&input, text).unwrap();
+    let fs = tmpfs(dir.path(), "64k");
+    let _ = std::fs::write(fs.0.join("filler"), vec![1u8; 48 << 10]);
+    let trace = fs.0.join("big.tmt");
+    let out = crate::support::tracemark()
+        .arg("convert")
+        .arg(&input)
+        .arg("-o")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("big.tmt") && err.contains("No space left"),
+        "the message names the file and the cause: {err}"
+    );
+    let names: Vec<_> = std::fs::read_dir(&fs.0)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    assert_eq!(names, vec!["filler".to_string()], "left behind");
+}
