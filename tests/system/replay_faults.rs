@@ -352,3 +352,85 @@ fn a_loop_device_whose_file_shrank_gives_a_result_marked_not_valid() {
         "{reason}"
     );
 }
+
+#[test]
+fn sigkill_mid_pass_leaves_no_result_and_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs: Vec<_> = (0..30u64)
+        .map(|i| rec(i * 200_000, Op::Read, i * MIB, 4 * KIB))
+        .collect();
+    let trace = dir.path().join("slow.tmt");
+    write_trace(&trace, "slow", &recs);
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir(&out_dir).unwrap();
+    let result = out_dir.join("killed.json");
+    let mut child = spawn_replay(
+        dir.path(),
+        &[
+            trace.to_str().unwrap(),
+            "--target",
+            dir.path().join("target.bin").to_str().unwrap(),
+            "--no-warmup",
+            "--passes",
+            "1",
+            "--json",
+            result.to_str().unwrap(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Nothing half-written: the result either exists whole or not at all.
+    let left: Vec<_> = std::fs::read_dir(&out_dir).unwrap().flatten().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn term_hup_and_quit_during_the_scratch_fill_stop_it_promptly() {
+    let Some(t) = SystemTest::start(&["mount"]) else {
+        return;
+    };
+    let fs = t.dir().join("fs");
+    std::fs::create_dir(&fs).unwrap();
+    run(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=3G", "tmpfs"])
+        .arg(&fs));
+    let _mounted = Mounted(fs.clone());
+    // A compact mapping of 2 GiB: the fill takes several seconds.
+    let recs: Vec<_> = (0..512u64)
+        .map(|i| rec(i * 10, Op::Read, i * 4 * MIB, 4 * KIB))
+        .collect();
+    let trace = t.dir().join("wide.tmt");
+    write_trace(&trace, "wide", &recs);
+    let scratch = fs.join(replayer::DEFAULT_SCRATCH_NAME);
+    for (sig, name) in [
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGQUIT, "SIGQUIT"),
+    ] {
+        let _ = std::fs::remove_file(&scratch);
+        let child = spawn_replay(&fs, &[trace.to_str().unwrap(), "--passes", "1"]);
+        let began = Instant::now();
+        while std::fs::metadata(&scratch).map_or(0, |m| m.len()) == 0 {
+            assert!(
+                began.elapsed().as_secs() < 60,
+                "{name}: the fill never started"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let sent = Instant::now();
+        let out = finish_within(child, Duration::from_secs(30));
+        let took = sent.elapsed();
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {err}");
+        assert!(err.contains("interrupted after"), "{name}: {err}");
+        assert!(
+            took < Duration::from_secs(5),
+            "{name}: stopping took {took:?}"
+        );
+        let len = std::fs::metadata(&scratch).unwrap().len();
+        assert!(len < 2048 << 20, "{name}: the fill ran to the end: {len}");
+    }
+}
