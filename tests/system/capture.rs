@@ -858,3 +858,38 @@ fn bio_events_of_a_partition_keep_the_partition_and_map_offsets_into_it() {
         "the kernel-side filter keeps the disk's other I/O out"
     );
 }
+
+/// The first capture after boot expands the top-level ring buffer (the
+/// kernel does it when any instance enables events); the restore check must
+/// take that for no change, and still catch a size someone set.
+#[test]
+fn an_unexpanded_buffer_expanded_by_the_kernel_counts_as_restored() {
+    use crate::support::tracefs::same_setting;
+    let s = |v: &str| Some(v.to_string());
+    let key = "buffer_size_kb";
+    assert!(same_setting(
+        key,
+        s("7 (expanded: 1408)\n").as_ref(),
+        s("1410\n").as_ref()
+    ));
+    assert!(same_setting(
+        key,
+        s("1410\n").as_ref(),
+        s("1410\n").as_ref()
+    ));
+    assert!(!same_setting(
+        key,
+        s("7 (expanded: 1408)\n").as_ref(),
+        s("4096\n").as_ref()
+    ));
+    assert!(!same_setting(
+        key,
+        s("1410\n").as_ref(),
+        s("7 (expanded: 1408)\n").as_ref()
+    ));
+    assert!(!same_setting(
+        "tracing_on",
+        s("0\n").as_ref(),
+        s("1\n").as_ref()
+    ));
+}
