@@ -53,6 +53,17 @@ fn finish_within(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `slow.tmt` in `dir`: 6 s of realtime replay, one 4 KiB read every 200 ms,
+/// long enough to stop it mid-pass.
+fn slow_trace(dir: &Path) -> PathBuf {
+    let recs: Vec<_> = (0..30u64)
+        .map(|i| rec(i * 200_000, Op::Read, i * MIB, 4 * KIB))
+        .collect();
+    let trace = dir.join("slow.tmt");
+    write_trace(&trace, "slow", &recs);
+    trace
+}
+
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).to_string()
 }
@@ -60,12 +71,7 @@ fn text(b: &[u8]) -> String {
 #[test]
 fn a_stop_signal_mid_pass_writes_the_partial_result_marked_not_valid() {
     let dir = tempfile::tempdir().unwrap();
-    // 6 s of realtime replay: one read every 200 ms.
-    let recs: Vec<_> = (0..30u64)
-        .map(|i| rec(i * 200_000, Op::Read, i * MIB, 4 * KIB))
-        .collect();
-    let trace = dir.path().join("slow.tmt");
-    write_trace(&trace, "slow", &recs);
+    let trace = slow_trace(dir.path());
     let target = dir.path().join("target.bin");
     for (sig, name, code) in [
         (libc::SIGINT, "SIGINT", 130),
@@ -356,11 +362,7 @@ fn a_loop_device_whose_file_shrank_gives_a_result_marked_not_valid() {
 #[test]
 fn sigkill_mid_pass_leaves_no_result_and_no_temporary_file() {
     let dir = tempfile::tempdir().unwrap();
-    let recs: Vec<_> = (0..30u64)
-        .map(|i| rec(i * 200_000, Op::Read, i * MIB, 4 * KIB))
-        .collect();
-    let trace = dir.path().join("slow.tmt");
-    write_trace(&trace, "slow", &recs);
+    let trace = slow_trace(dir.path());
     let out_dir = dir.path().join("out");
     std::fs::create_dir(&out_dir).unwrap();
     let result = out_dir.join("killed.json");
