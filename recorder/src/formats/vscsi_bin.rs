@@ -231,6 +231,19 @@ mod tests {
 
     /// Version 1 records written from the layout: WRITE(10), READ(16),
     /// SYNCHRONIZE CACHE(10), TEST UNIT READY (no data).
+    /// Each I/O as (op, offset, length, time, latency), and the sink.
+    type Converted = Vec<(Op, u64, u64, u64, Option<Nanos>)>;
+    fn convert(data: &[u8]) -> (Converted, Collector) {
+        let mut sink = Collector::default();
+        parse(&mut &data[..], "t.vscsi", &mut sink).unwrap();
+        let got = sink
+            .ios
+            .iter()
+            .map(|io| (io.op, io.offset.0, io.len.0, io.time.0, io.latency))
+            .collect();
+        (got, sink)
+    }
+
     #[test]
     fn version_1_records_convert_exactly() {
         let mut data = v1(0x2a, 4096, 16, 1_000_000);
@@ -238,13 +251,7 @@ mod tests {
         data.extend(v1(0x35, 0, 0, 1_000_300));
         data.extend(v1(0x00, 0, 0, 1_000_400));
         assert!(looks_like(&data));
-        let mut sink = Collector::default();
-        parse(&mut &data[..], "t.vscsi", &mut sink).unwrap();
-        let got: Vec<_> = sink
-            .ios
-            .iter()
-            .map(|io| (io.op, io.offset.0, io.len.0, io.time.0, io.latency))
-            .collect();
+        let (got, sink) = convert(&data[..]);
         assert_eq!(
             got,
             vec![
@@ -260,13 +267,7 @@ mod tests {
     fn version_2_example_converts_with_response_times() {
         let data = FORMAT.example.as_bytes();
         assert_eq!(version_of(data), Some((2, 40)));
-        let mut sink = Collector::default();
-        parse(&mut &data[..], "t.vscsi", &mut sink).unwrap();
-        let got: Vec<_> = sink
-            .ios
-            .iter()
-            .map(|io| (io.op, io.offset.0, io.len.0, io.time.0, io.latency))
-            .collect();
+        let (got, _) = convert(data);
         assert_eq!(
             got,
             vec![
