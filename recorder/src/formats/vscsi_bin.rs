@@ -229,8 +229,6 @@ mod tests {
         r
     }
 
-    /// Version 1 records written from the layout: WRITE(10), READ(16),
-    /// SYNCHRONIZE CACHE(10), TEST UNIT READY (no data).
     /// Each I/O as (op, offset, length, time, latency), and the sink.
     type Converted = Vec<(Op, u64, u64, u64, Option<Nanos>)>;
     fn convert(data: &[u8]) -> (Converted, Collector) {
@@ -244,6 +242,8 @@ mod tests {
         (got, sink)
     }
 
+    /// Version 1 records written from the layout: WRITE(10), READ(16),
+    /// SYNCHRONIZE CACHE(10), TEST UNIT READY (no data).
     #[test]
     fn version_1_records_convert_exactly() {
         let mut data = v1(0x2a, 4096, 16, 1_000_000);
