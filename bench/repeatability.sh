@@ -5,7 +5,8 @@
 # standard deviation / mean), and `tracemark compare` of the first two runs.
 #
 #   bench/repeatability.sh [-n RUNS] [--zram SIZE | --target PATH] [-o DIR]
-#                          [--after-dd K] [--versus DIR2] [-- SUITE-ARGS...]
+#                          [--after-dd K] [--versus DIR2] [--fio-floor SECONDS]
+#                          [-- SUITE-ARGS...]
 #
 #   -n RUNS       consecutive runs (default 5)
 #   --zram SIZE   a private zram device of SIZE (e.g. 8G), fresh before run 1,
@@ -20,6 +21,13 @@
 #                 repeatability.sh result directory, e.g. another target)
 #                 against this one's: the suite line says whether the
 #                 difference is significant given the runs' spread
+#   --fio-floor S after each suite run, fio's own io_uring engine reads the same
+#                 target for S seconds (4 KiB random reads at QD1, paced at
+#                 2000 IOPS like a desktop trace's idle-separated I/O, over the
+#                 first 256 MiB, which run 1's preconditioning wrote; read-only)
+#                 and the spread of its mean latency over the runs is printed
+#                 beside the suite's: the machine's own run-to-run noise floor,
+#                 measured in the same minutes by a tool that is not tracemark
 #   SUITE-ARGS    passed to every `tracemark suite` (e.g. --passes 3 --profile quick)
 #
 # Prints the load (uptime) before and after: on a shared machine say what ran.
@@ -32,6 +40,7 @@ TARGET=
 OUT=
 AFTER_DD=0
 VERSUS=
+FIO_FLOOR=0
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) RUNS=$2; shift 2 ;;
@@ -40,6 +49,7 @@ while [ $# -gt 0 ]; do
         -o) OUT=$2; shift 2 ;;
         --after-dd) AFTER_DD=$2; shift 2 ;;
         --versus) VERSUS=$2; shift 2 ;;
+        --fio-floor) FIO_FLOOR=$2; shift 2 ;;
         --) shift; break ;;
         *) die "unknown argument $1 (see the header of $0)" ;;
     esac
@@ -48,6 +58,7 @@ done
 [ "$AFTER_DD" -gt 0 ] && [ -z "$ZRAM_SIZE" ] && die "--after-dd needs --zram (it overwrites the device)"
 [ -z "$VERSUS" ] || ls "$VERSUS"/run-*.json >/dev/null 2>&1 || die "no run-*.json in $VERSUS"
 need python3
+[ "$FIO_FLOOR" -gt 0 ] && need fio
 # TRACEMARK_BIN: measure this binary instead of building the tree's.
 if [ -n "${TRACEMARK_BIN:-}" ]; then TRACEMARK=$TRACEMARK_BIN; else build_tracemark; fi
 OUT=${OUT:-$(mktemp -d /tmp/tracemark-repeatability.XXXXXX)}
@@ -87,6 +98,13 @@ for i in $(seq "$RUNS"); do
     "$TRACEMARK" suite --target "$TARGET" "${EXTRA[@]}" --json "$OUT/run-$i.json" "$@" \
         > "$OUT/run-$i.txt" 2>&1 || { cat "$OUT/run-$i.txt" >&2; die "run $i failed"; }
     grep -E '^suite \(geometric mean\)' "$OUT/run-$i.txt" | sed "s/^/run $i: /"
+    if [ "$FIO_FLOOR" -gt 0 ]; then
+        fio --name=floor --filename="$TARGET" --readonly --rw=randread --bs=4k --size=256m \
+            --direct=1 --ioengine=io_uring --iodepth=1 --rate_iops=2000 --time_based \
+            --runtime="$FIO_FLOOR" --output-format=json > "$OUT/fio-floor-$i.json" 2>/dev/null \
+            || die "fio on $TARGET failed (run $i)"
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(f\"run {sys.argv[2]}: fio QD1 paced 4 KiB reads: mean latency {r['clat_ns']['mean']/1e3:.1f} us, {r['iops']:.0f} IOPS\")" "$OUT/fio-floor-$i.json" "$i"
+    fi
 done
 echo "load after: $(uptime)"
 
@@ -106,6 +124,18 @@ names = [t["name"] for t in results[0]["traces"]]
 for n in names:
     row(n, [next(t["score"] for t in r["traces"] if t["name"] == n) for r in results])
 row("**suite**", [r["suite"]["score"] for r in results])
+try:
+    floor = [json.load(open(f"{out}/fio-floor-{i}.json"))["jobs"][0]["read"]["clat_ns"]["mean"] / 1e3
+             for i in range(1, runs + 1)]
+except FileNotFoundError:
+    floor = []
+if floor:
+    print()
+    print("| noise floor (fio, same minutes) | median | min | max | spread (max-min)/median | CV |")
+    print("|---|---|---|---|---|---|")
+    med = statistics.median(floor)
+    cv = statistics.stdev(floor) / statistics.mean(floor) * 100 if len(floor) > 1 else 0.0
+    print(f"| fio QD1 4 KiB reads at 2000 IOPS, mean latency µs | {med:.1f} | {min(floor):.1f} | {max(floor):.1f} | {(max(floor) - min(floor)) / med * 100:.1f} % | {cv:.1f} % |")
 p = results[0].get("precondition")
 if p:
     print(f"\nrun 1 preconditioning ({p['policy']}): {p['written_bytes'] / 2**20:.0f} MiB written in {p['seconds']:.1f} s")

@@ -369,6 +369,15 @@ pub fn precondition(
             while at < end {
                 if crate::interrupt::interrupted() {
                     record.not_done = Some("interrupted".into());
+                    // The whole regions written so far count as done: the
+                    // next run does not write them again.
+                    let whole = at / REGION_BYTES - first;
+                    if whole > 0 {
+                        // SAFETY: fdatasync on the target's open descriptor.
+                        if unsafe { libc::fdatasync(t.fd()) } == 0 {
+                            marked.union_with(&RegionSet::from_runs(&[(first, whole)]));
+                        }
+                    }
                     save_marker(t, &marked);
                     record.seconds = started.elapsed().as_secs_f64();
                     return Ok(Some(record));

@@ -89,6 +89,17 @@ pub fn run_suite(
     let precondition = crate::precondition::precondition(&target, &regions, opts, &mut |w, t| {
         observer.precondition_progress(w, t)
     })?;
+    // A stop signal while preconditioning ends the run there: nothing is
+    // replayed on a target only partly prepared, and the result says so.
+    if crate::interrupt::interrupted() {
+        return Ok(stopped_before_replay(
+            &target,
+            opts,
+            precondition,
+            started_unix_s,
+            traces.len(),
+        ));
+    }
     let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
     let mut engine = Engine::new(
         &target,
@@ -206,6 +217,47 @@ pub fn run_suite(
         mark_stopped(&mut result, &trace, &why, traces.len());
     }
     Ok(result)
+}
+
+/// The result of a run stopped by a signal before any trace was replayed
+/// (while preconditioning): no traces, not valid, and what was written.
+fn stopped_before_replay(
+    target: &crate::target::Target,
+    opts: &ReplayOptions,
+    precondition: Option<results::schema::Precondition>,
+    started_unix_s: u64,
+    traces: usize,
+) -> SuiteResult {
+    let signal = crate::interrupt::stop_signal().map_or_else(
+        || "a stop request".to_string(),
+        crate::interrupt::signal_name,
+    );
+    let written = precondition.as_ref().map_or(String::new(), |p| {
+        format!(
+            " ({} of {} MiB written; the next run keeps what landed)",
+            p.written_bytes >> 20,
+            (p.needed_bytes - p.already_bytes) >> 20
+        )
+    });
+    SuiteResult {
+        tool: ToolInfo {
+            name: "tracemark".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        host: host_info(),
+        target: target.info(),
+        options: opts.clone(),
+        mode: opts.mode,
+        traces: Vec::new(),
+        suite: None,
+        interrupted: true,
+        started_unix_s,
+        valid: false,
+        invalid_reasons: vec![format!(
+            "interrupted by {signal} while preconditioning the target{written}; none of the {traces} traces was replayed"
+        )],
+        precondition,
+    }
 }
 
 /// Why `pass` ended early when the device stopped answering; any other

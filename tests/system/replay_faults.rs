@@ -436,3 +436,102 @@ fn term_hup_and_quit_during_the_scratch_fill_stop_it_promptly() {
         assert!(len < 2048 << 20, "{name}: the fill ran to the end: {len}");
     }
 }
+
+/// Bytes of data zram holds now (`mm_stat`'s first field, `orig_data_size`).
+fn zram_data_bytes(name: &str) -> u64 {
+    std::fs::read_to_string(format!("/sys/block/{name}/mm_stat"))
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_landed() {
+    let Some(t) = SystemTest::start(&[]) else {
+        return;
+    };
+    // 2 GiB written whole (`--precondition full`) takes about a second on
+    // zram: the signal goes as soon as the first data lands.
+    let Some(z) = t.zram(2048) else {
+        return;
+    };
+    let recs: Vec<_> = (0..16u64)
+        .map(|i| rec(i * 1000, Op::Read, i * 128 * MIB, 4 * KIB))
+        .collect();
+    let trace = t.dir().join("reads.tmt");
+    write_trace(&trace, "reads", &recs);
+    let state = t.dir().join("state");
+    let dev = z.path.to_str().unwrap().to_string();
+    let replay_args = |json: &Path| {
+        let mut c = tracemark();
+        c.current_dir(t.dir())
+            .env("TRACEMARK_STATE_DIR", &state)
+            .arg("replay")
+            .arg(&trace)
+            .args(["--target", &dev, "--allow-write", "--precondition", "full"])
+            .args(["--no-warmup", "--passes", "1", "--json"])
+            .arg(json)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+
+    let first = t.dir().join("first.json");
+    let child = replay_args(&first).spawn().unwrap();
+    let began = Instant::now();
+    while zram_data_bytes(&z.name()) == 0 {
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "preconditioning never started"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let sent = Instant::now();
+    let out = finish_within(child, Duration::from_secs(20));
+    let err = text(&out.stderr);
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "slow stop: {:?}",
+        sent.elapsed()
+    );
+    assert_eq!(out.status.code(), Some(143), "{err}");
+    assert!(
+        err.contains("interrupted by SIGTERM while preconditioning"),
+        "{err}"
+    );
+    let v = json(&first);
+    assert_eq!(v["interrupted"], true);
+    assert_eq!(v["valid"], false);
+    assert_eq!(v["traces"].as_array().unwrap().len(), 0, "nothing replayed");
+    let p = &v["precondition"];
+    assert_eq!(p["not_done"], "interrupted");
+    let needed = p["needed_bytes"].as_u64().unwrap();
+    let written = p["written_bytes"].as_u64().unwrap();
+    assert_eq!(needed, 2048 * MIB);
+    assert!(
+        written > 0 && written < needed,
+        "{written} of {needed} bytes written before the stop"
+    );
+
+    // The next run writes only what the first did not finish.
+    let second = t.dir().join("second.json");
+    let out = replay_args(&second).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let p = &json(&second)["precondition"];
+    let already = p["already_bytes"].as_u64().unwrap();
+    assert!(
+        already > 0 && already <= written,
+        "{already} bytes kept of {written} written by the stopped run"
+    );
+    assert_eq!(already + p["written_bytes"].as_u64().unwrap(), needed);
+    assert_eq!(
+        zram_data_bytes(&z.name()),
+        needed,
+        "every byte written once"
+    );
+}
