@@ -2,7 +2,9 @@
 
 # Absolute path of the repository root.
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-TRACEMARK=$BENCH_ROOT/target/release/tracemark
+# TRACEMARK_BIN: measure that binary (e.g. a copy of an older build, for an
+# A/B of two commits) instead of building the tree's.
+TRACEMARK=${TRACEMARK_BIN:-$BENCH_ROOT/target/release/tracemark}
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
@@ -16,6 +18,10 @@ need_root() { [ "$(id -u)" -eq 0 ] || die "needs root"; }
 # Builds the release binary (quietly) so every script measures the current tree;
 # BENCH_NO_BUILD=1 measures the binary already in target/release instead.
 build_tracemark() {
+    if [ -n "${TRACEMARK_BIN:-}" ]; then
+        [ -x "$TRACEMARK" ] || die "TRACEMARK_BIN=$TRACEMARK is not an executable"
+        return
+    fi
     if [ "${BENCH_NO_BUILD:-0}" = 1 ] && [ -x "$TRACEMARK" ]; then return; fi
     (cd "$BENCH_ROOT" && cargo build --release -q) || die "cargo build --release failed"
     [ -x "$TRACEMARK" ] || die "no $TRACEMARK after the build"

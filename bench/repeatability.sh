@@ -59,8 +59,8 @@ done
 [ -z "$VERSUS" ] || ls "$VERSUS"/run-*.json >/dev/null 2>&1 || die "no run-*.json in $VERSUS"
 need python3
 [ "$FIO_FLOOR" -gt 0 ] && need fio
-# TRACEMARK_BIN: measure this binary instead of building the tree's.
-if [ -n "${TRACEMARK_BIN:-}" ]; then TRACEMARK=$TRACEMARK_BIN; else build_tracemark; fi
+# (TRACEMARK_BIN: measure that binary instead of building the tree's; lib.sh.)
+build_tracemark
 OUT=${OUT:-$(mktemp -d /tmp/tracemark-repeatability.XXXXXX)}
 mkdir -p "$OUT"
 
