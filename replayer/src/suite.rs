@@ -89,8 +89,9 @@ pub fn run_suite(
     let precondition = crate::precondition::precondition(&target, &regions, opts, &mut |w, t| {
         observer.precondition_progress(w, t)
     })?;
-    // A stop signal while preconditioning ends the run there: nothing is
-    // replayed on a target only partly prepared, and the result says so.
+    // A stop signal before the first pass (while preconditioning, mostly)
+    // ends the run there: nothing is replayed on a target only partly
+    // prepared, and the result says so.
     if crate::interrupt::interrupted() {
         return Ok(stopped_before_replay(
             &target,
@@ -220,7 +221,8 @@ pub fn run_suite(
 }
 
 /// The result of a run stopped by a signal before any trace was replayed
-/// (while preconditioning): no traces, not valid, and what was written.
+/// (while preconditioning, mostly): no traces, not valid, and what was
+/// written.
 fn stopped_before_replay(
     target: &crate::target::Target,
     opts: &ReplayOptions,
@@ -232,13 +234,14 @@ fn stopped_before_replay(
         || "a stop request".to_string(),
         crate::interrupt::signal_name,
     );
-    let written = precondition.as_ref().map_or(String::new(), |p| {
-        format!(
-            " ({} of {} MiB written; the next run keeps what landed)",
+    let when = match &precondition {
+        Some(p) if p.not_done.as_deref() == Some("interrupted") => format!(
+            "while preconditioning the target ({} of {} MiB written; the next run keeps what landed)",
             p.written_bytes >> 20,
-            (p.needed_bytes - p.already_bytes) >> 20
-        )
-    });
+            p.needed_bytes.saturating_sub(p.already_bytes) >> 20
+        ),
+        _ => "before the replay began".to_string(),
+    };
     SuiteResult {
         tool: ToolInfo {
             name: "tracemark".into(),
@@ -254,7 +257,7 @@ fn stopped_before_replay(
         started_unix_s,
         valid: false,
         invalid_reasons: vec![format!(
-            "interrupted by {signal} while preconditioning the target{written}; none of the {traces} traces was replayed"
+            "interrupted by {signal} {when}; none of the {traces} traces was replayed"
         )],
         precondition,
     }
