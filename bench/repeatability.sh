@@ -103,7 +103,7 @@ for i in $(seq "$RUNS"); do
             --direct=1 --ioengine=io_uring --iodepth=1 --rate_iops=2000 --time_based \
             --runtime="$FIO_FLOOR" --output-format=json > "$OUT/fio-floor-$i.json" 2>/dev/null \
             || die "fio on $TARGET failed (run $i)"
-        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(f\"run {sys.argv[2]}: fio QD1 paced 4 KiB reads: mean latency {r['clat_ns']['mean']/1e3:.1f} us, {r['iops']:.0f} IOPS\")" "$OUT/fio-floor-$i.json" "$i"
+        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(f\"run {sys.argv[2]}: fio QD1 paced 4 KiB reads: mean latency {r['lat_ns']['mean']/1e3:.1f} us (total: submission to completion), {r['iops']:.0f} IOPS\")" "$OUT/fio-floor-$i.json" "$i"
     fi
 done
 echo "load after: $(uptime)"
@@ -125,7 +125,7 @@ for n in names:
     row(n, [next(t["score"] for t in r["traces"] if t["name"] == n) for r in results])
 row("**suite**", [r["suite"]["score"] for r in results])
 try:
-    floor = [json.load(open(f"{out}/fio-floor-{i}.json"))["jobs"][0]["read"]["clat_ns"]["mean"] / 1e3
+    floor = [json.load(open(f"{out}/fio-floor-{i}.json"))["jobs"][0]["read"]["lat_ns"]["mean"] / 1e3
              for i in range(1, runs + 1)]
 except FileNotFoundError:
     floor = []
@@ -135,7 +135,7 @@ if floor:
     print("|---|---|---|---|---|---|")
     med = statistics.median(floor)
     cv = statistics.stdev(floor) / statistics.mean(floor) * 100 if len(floor) > 1 else 0.0
-    print(f"| fio QD1 4 KiB reads at 2000 IOPS, mean latency µs | {med:.1f} | {min(floor):.1f} | {max(floor):.1f} | {(max(floor) - min(floor)) / med * 100:.1f} % | {cv:.1f} % |")
+    print(f"| fio QD1 4 KiB reads at 2000 IOPS, mean total latency µs | {med:.1f} | {min(floor):.1f} | {max(floor):.1f} | {(max(floor) - min(floor)) / med * 100:.1f} % | {cv:.1f} % |")
 p = results[0].get("precondition")
 if p:
     print(f"\nrun 1 preconditioning ({p['policy']}): {p['written_bytes'] / 2**20:.0f} MiB written in {p['seconds']:.1f} s")
