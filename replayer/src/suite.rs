@@ -166,10 +166,7 @@ pub fn run_suite(
         if let Some(why) = timed_out {
             stopped = Some((name.to_string(), why));
         } else if interrupted {
-            let signal = crate::interrupt::stop_signal().map_or_else(
-                || "a stop request".to_string(),
-                crate::interrupt::signal_name,
-            );
+            let signal = stop_reason();
             let whole = scored.iter().filter(|p| !p.interrupted).count();
             stopped = Some((
                 name.to_string(),
@@ -195,24 +192,8 @@ pub fn run_suite(
         result.timeline = observer.last.take();
         results.push(result);
     }
-    let suite = SuiteSummary::of(&results);
-    let mut result = SuiteResult {
-        tool: ToolInfo {
-            name: "tracemark".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-        },
-        host: host_info(),
-        target: target.info(),
-        options: opts.clone(),
-        mode: opts.mode,
-        traces: results,
-        suite,
-        interrupted,
-        started_unix_s,
-        valid: true,
-        invalid_reasons: Vec::new(),
-        precondition,
-    };
+    let mut result = suite_result(&target, opts, results, interrupted, started_unix_s);
+    result.precondition = precondition;
     result.mark_validity();
     if let Some((trace, why)) = stopped {
         mark_stopped(&mut result, &trace, &why, traces.len());
@@ -230,10 +211,7 @@ fn stopped_before_replay(
     started_unix_s: u64,
     traces: usize,
 ) -> SuiteResult {
-    let signal = crate::interrupt::stop_signal().map_or_else(
-        || "a stop request".to_string(),
-        crate::interrupt::signal_name,
-    );
+    let signal = stop_reason();
     let when = match &precondition {
         Some(p) if p.not_done.as_deref() == Some("interrupted") => format!(
             "while preconditioning the target ({} of {} MiB written; the next run keeps what landed)",
@@ -242,6 +220,24 @@ fn stopped_before_replay(
         ),
         _ => "before the replay began".to_string(),
     };
+    let mut result = suite_result(target, opts, Vec::new(), true, started_unix_s);
+    result.precondition = precondition;
+    result.valid = false;
+    result.invalid_reasons = vec![format!(
+        "interrupted by {signal} {when}; none of the {traces} traces was replayed"
+    )];
+    result
+}
+
+/// A result file's frame around `traces` (suite figures from them), valid
+/// until marked otherwise, with no preconditioning recorded.
+fn suite_result(
+    target: &crate::target::Target,
+    opts: &ReplayOptions,
+    traces: Vec<results::schema::TraceResult>,
+    interrupted: bool,
+    started_unix_s: u64,
+) -> SuiteResult {
     SuiteResult {
         tool: ToolInfo {
             name: "tracemark".into(),
@@ -251,16 +247,23 @@ fn stopped_before_replay(
         target: target.info(),
         options: opts.clone(),
         mode: opts.mode,
-        traces: Vec::new(),
-        suite: None,
-        interrupted: true,
+        suite: SuiteSummary::of(&traces),
+        traces,
+        interrupted,
         started_unix_s,
-        valid: false,
-        invalid_reasons: vec![format!(
-            "interrupted by {signal} {when}; none of the {traces} traces was replayed"
-        )],
-        precondition,
+        valid: true,
+        invalid_reasons: Vec::new(),
+        precondition: None,
     }
+}
+
+/// The stop signal's name ("SIGTERM"), or "a stop request" when the stop
+/// was asked without one.
+fn stop_reason() -> String {
+    crate::interrupt::stop_signal().map_or_else(
+        || "a stop request".to_string(),
+        crate::interrupt::signal_name,
+    )
 }
 
 /// Why `pass` ended early when the device stopped answering; any other

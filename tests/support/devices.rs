@@ -239,6 +239,17 @@ impl Zram {
     pub fn dev_id(&self) -> (u32, u32) {
         sys_dev_id(&self.name())
     }
+
+    /// The fields of its `mm_stat` (the kernel's zram documentation names
+    /// them: 0 `orig_data_size` bytes, 1 `compr_data_size`, ... 5
+    /// `same_pages`).
+    pub fn mm_stat(&self) -> Vec<u64> {
+        fs::read_to_string(self.sys().join("mm_stat"))
+            .unwrap()
+            .split_whitespace()
+            .map(|v| v.parse().unwrap())
+            .collect()
+    }
 }
 
 impl Drop for Zram {

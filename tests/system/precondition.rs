@@ -143,11 +143,7 @@ struct Stored {
 }
 
 fn stored(z: &Zram) -> Stored {
-    let text = fs::read_to_string(format!("/sys/block/{}/mm_stat", z.name())).unwrap();
-    let f: Vec<u64> = text
-        .split_whitespace()
-        .map(|v| v.parse().unwrap())
-        .collect();
+    let f = z.mm_stat();
     Stored {
         pages: f[0] / 4096,
         compressed_bytes: f[1],

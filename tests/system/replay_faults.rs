@@ -437,17 +437,6 @@ fn term_hup_and_quit_during_the_scratch_fill_stop_it_promptly() {
     }
 }
 
-/// Bytes of data zram holds now (`mm_stat`'s first field, `orig_data_size`).
-fn zram_data_bytes(name: &str) -> u64 {
-    std::fs::read_to_string(format!("/sys/block/{name}/mm_stat"))
-        .unwrap()
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
-
 #[test]
 fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_landed() {
     let Some(t) = SystemTest::start(&[]) else {
@@ -482,7 +471,7 @@ fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_land
     let first = t.dir().join("first.json");
     let child = replay_args(&first).spawn().unwrap();
     let began = Instant::now();
-    while zram_data_bytes(&z.name()) == 0 {
+    while z.mm_stat()[0] == 0 {
         assert!(
             began.elapsed() < Duration::from_secs(30),
             "preconditioning never started"
@@ -529,9 +518,5 @@ fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_land
         "{already} bytes kept of {written} written by the stopped run"
     );
     assert_eq!(already + p["written_bytes"].as_u64().unwrap(), needed);
-    assert_eq!(
-        zram_data_bytes(&z.name()),
-        needed,
-        "every byte written once"
-    );
+    assert_eq!(z.mm_stat()[0], needed, "every byte written once");
 }
