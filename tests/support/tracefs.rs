@@ -195,7 +195,15 @@ impl Drop for TraceSetting {
         } else {
             old
         };
-        let _ = fs::write(&self.path, value);
+        // The kernel refuses some writes for a moment (a tracer switch is
+        // EBUSY while a reader of its pipe is still being released): retry
+        // for up to 2 s before leaving the setting to the restore check.
+        for _ in 0..100 {
+            if fs::write(&self.path, value).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
 }
 
