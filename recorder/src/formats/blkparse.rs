@@ -32,7 +32,7 @@ use trace_format::{Bytes, DeviceId, Nanos};
 /// Note keys only this parser reports (the others are in [`block_events::note`]).
 pub mod note {
     pub const SUMMARY: &str = "blkparse summary lines";
-    pub const COMMENT: &str = "comment lines (#)";
+    pub const COMMENT: &str = crate::formats::line_input::COMMENT_NOTE;
 }
 
 /// The fixed fields of a blkparse event line.
@@ -447,10 +447,6 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             if t.is_empty() {
                 continue;
             }
-            if t.first() == Some(&b'#') {
-                sink.note(note::COMMENT);
-                continue;
-            }
             if let Some(parsed) = parse_line_fast(t) {
                 deliver(parsed, Location::line(file, line.number), sink)?;
                 continue;
@@ -462,10 +458,6 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
         };
         let t = text.trim();
         if t.is_empty() {
-            continue;
-        }
-        if t.starts_with('#') {
-            sink.note(note::COMMENT);
             continue;
         }
         let at = Location::line(file, line.number);

@@ -51,6 +51,19 @@ pub(crate) struct LineReader<'a> {
     number: u64,
     /// Whether any line so far had non-whitespace content.
     pub saw_content: bool,
+    /// Whether lines starting with `#` are skipped (and counted as comments).
+    skip_comments: bool,
+}
+
+/// The note comment lines are counted under.
+pub(crate) const COMMENT_NOTE: &str = "comment lines (#)";
+
+/// Whether a line is a comment: its first non-blank byte is `#` (after a
+/// UTF-8 byte order mark). No line-per-request format starts a request with
+/// `#`, and public datasets put their column legends in such lines.
+pub(crate) fn is_comment(line: &[u8]) -> bool {
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    line.trim_ascii_start().first() == Some(&b'#')
 }
 
 /// Size of the read block; larger than [`MAX_LINE_BYTES`], so a line that does
@@ -106,7 +119,15 @@ impl<'a> LineReader<'a> {
             long: Vec::new(),
             number: 0,
             saw_content: false,
+            skip_comments: true,
         }
+    }
+
+    /// Hands `#` lines to the parser instead of skipping them (tracefs text,
+    /// whose `#` lines are its own header).
+    pub fn keeping_comments(mut self) -> Self {
+        self.skip_comments = false;
+        self
     }
 
     /// Reads more after the unread bytes (moved to the front when the block is
@@ -193,14 +214,22 @@ impl<'a> LineReader<'a> {
     /// The next line of at most [`MAX_LINE_BYTES`], or `None` at the end of
     /// the input. An over-long line is reported to `sink` as bad input (which
     /// stops the parse unless the sink goes on) and skipped: every parser
-    /// treats it so.
+    /// treats it so. A comment line is counted as a note and skipped (unless
+    /// [`keeping_comments`](Self::keeping_comments)).
     pub fn next_line(&mut self, sink: &mut dyn Sink) -> Result<Option<Line<'_>>, ConvertError> {
         let file = self.file;
         loop {
             match self.advance()? {
                 None => return Ok(None),
                 Some(None) => report_too_long(sink, file, &self.line(None))?,
-                Some(range) => return Ok(Some(self.line(range))),
+                Some(Some(range)) => {
+                    let raw = self.block.get(range.clone()).unwrap_or(&[]);
+                    if self.skip_comments && is_comment(raw) {
+                        sink.note(COMMENT_NOTE);
+                        continue;
+                    }
+                    return Ok(Some(self.line(Some(range))));
+                }
             }
         }
     }
@@ -587,7 +616,7 @@ pub(crate) fn nanos_from(value: u64, unit_ns: u64, what: &str) -> Result<Nanos, 
     check_time(what, Nanos(ns))
 }
 
-/// The first few non-blank lines of `head` (an input's first bytes), without a
+/// The first few non-blank, non-comment lines of `head` (an input's first bytes), without a
 /// byte order mark or `\r`; the last line is dropped when `head` was cut
 /// mid-line. Used by the `looks_like` functions.
 pub(crate) fn head_lines(head: &[u8], max: usize) -> impl Iterator<Item = &[u8]> {
@@ -600,7 +629,7 @@ pub(crate) fn head_lines(head: &[u8], max: usize) -> impl Iterator<Item = &[u8]>
     complete
         .split(|&b| b == b'\n')
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .filter(|l| !l.trim_ascii().is_empty())
+        .filter(|l| !l.trim_ascii().is_empty() && !is_comment(l))
         .take(max)
 }
 

@@ -289,6 +289,48 @@ mod tests {
         }
     }
 
+    /// Comment lines (`#`, as public datasets put their column legends)
+    /// above and between the records of any line-per-request format are
+    /// skipped and counted: detection and the records are as without them.
+    #[test]
+    fn every_line_format_skips_comment_lines() {
+        // tracefs's `#` lines are its own header; vSCSI is binary records.
+        for f in Format::text().filter(|f| !["tracefs", "vscsi-bin"].contains(&f.name())) {
+            let example = f.spec().example;
+            let Reader::Text(parse) = f.spec().reader else {
+                unreachable!()
+            };
+            let (head, rest) = example.split_at(example.find('\n').map_or(0, |i| i + 1));
+            let commented = format!(
+                "# {} legend\n  #indented, with a tab\t\n{head}#between\n{rest}",
+                f.name()
+            );
+            let detected = detect(commented.as_bytes(), Path::new("ex")).unwrap();
+            assert_eq!(detected, f, "commented example of {}", f.name());
+            let mut plain = crate::sink::Collector::default();
+            parse(&mut example.as_bytes(), "ex", &mut plain).unwrap();
+            let mut with = crate::sink::Collector::default();
+            parse(&mut commented.as_bytes(), "ex", &mut with)
+                .unwrap_or_else(|e| panic!("commented example of {}: {e}", f.name()));
+            assert_eq!(with.ios, plain.ios, "{}", f.name());
+            assert_eq!(with.events.len(), plain.events.len(), "{}", f.name());
+            assert_eq!(
+                with.notes
+                    .get(line_input::COMMENT_NOTE)
+                    .copied()
+                    .unwrap_or(0)
+                    - plain
+                        .notes
+                        .get(line_input::COMMENT_NOTE)
+                        .copied()
+                        .unwrap_or(0),
+                3,
+                "{}",
+                f.name()
+            );
+        }
+    }
+
     #[test]
     fn detects_text_formats() {
         let p = Path::new("in.txt");

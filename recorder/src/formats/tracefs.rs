@@ -299,7 +299,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    let mut reader = LineReader::new(input, file);
+    let mut reader = LineReader::new(input, file).keeping_comments();
     while let Some(line) = reader.next_line(sink)? {
         let Ok(text) = std::str::from_utf8(line.bytes) else {
             report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
