@@ -19,7 +19,7 @@ use crate::error::ConvertError;
 use crate::event::{Action, BlockEvent, Location};
 use crate::sink::Sink;
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{BufReader, ErrorKind, Read};
 use std::path::{Path, PathBuf};
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
@@ -357,9 +357,11 @@ pub struct RecordReader<R: Read> {
     last_time: Option<u64>,
     pdu: Vec<u8>,
     finished: bool,
-    /// A step read ahead to judge a jump in time, and its payload.
-    pending: Option<Step>,
-    pending_pdu: Vec<u8>,
+    /// Records read ahead to judge a jump in time (not yet judged
+    /// themselves), each with its payload; empty except after a jump.
+    ahead: VecDeque<(Step, Vec<u8>)>,
+    /// Payload buffers of read-ahead records, kept for reuse.
+    spare_pdus: Vec<Vec<u8>>,
 }
 
 impl<R: Read> RecordReader<R> {
@@ -375,8 +377,8 @@ impl<R: Read> RecordReader<R> {
             last_time: None,
             pdu: Vec::new(),
             finished: false,
-            pending: None,
-            pending_pdu: Vec::new(),
+            ahead: VecDeque::new(),
+            spare_pdus: Vec::new(),
         }
     }
 
@@ -406,12 +408,17 @@ impl<R: Read> RecordReader<R> {
             if self.finished {
                 return Ok(None);
             }
-            let step = match self.pending.take() {
-                Some(step) => {
-                    std::mem::swap(&mut self.pdu, &mut self.pending_pdu);
+            let step = match self.ahead.pop_front() {
+                Some((step, mut pdu)) => {
+                    std::mem::swap(&mut self.pdu, &mut pdu);
+                    self.spare_pdus.push(pdu);
                     step
                 }
                 None => self.read_one()?,
+            };
+            let step = match step {
+                Step::Record(rec, pos) => self.judge_time(rec, pos),
+                other => other,
             };
             match step {
                 Step::End => {
@@ -559,34 +566,37 @@ impl<R: Read> RecordReader<R> {
         // The whole record is consumed from here on: a bad one can be skipped.
         self.index += 1;
         self.offset += (full + self.pdu.len()) as u64;
+        Ok(Step::Record(rec, pos))
+    }
+
+    /// Checks a whole record's time against the file's times so far: a step
+    /// back of more than [`MAX_BACKWARDS`] is a bad record, a step ahead of
+    /// more than that is a [`Step::Jump`] to be judged by the records after it.
+    fn judge_time(&mut self, rec: RawRecord, pos: RecordPosition) -> Step {
         // Notify records are exempt: blkparse writes them into its dumps out of
         // time order (process names carry the time they were first seen).
         if rec.categories() & category::NOTIFY != 0 {
-            return Ok(Step::Record(rec, pos));
+            return Step::Record(rec, pos);
         }
         if let Some(last) = self.last_time {
             if rec.time.saturating_add(MAX_BACKWARDS.0) < last {
-                return Ok(Step::Bad {
+                return Step::Bad {
                     pos,
-                    dump: hex_dump(header),
+                    dump: hex_dump(&encode_for_dump(&rec)),
                     reason: format!(
                         "time goes backwards by {} ns (from {last} to {})",
                         last - rec.time,
                         rec.time
                     ),
                     resumable: true,
-                });
+                };
+            }
+            if rec.time > last.saturating_add(MAX_BACKWARDS.0) {
+                return Step::Jump(rec, pos);
             }
         }
-        if self
-            .last_time
-            .is_some_and(|last| rec.time > last.saturating_add(MAX_BACKWARDS.0))
-        {
-            // Judged against the next record before it is believed.
-            return Ok(Step::Jump(rec, pos));
-        }
         self.last_time = Some(self.last_time.map_or(rec.time, |t| t.max(rec.time)));
-        Ok(Step::Record(rec, pos))
+        Step::Record(rec, pos)
     }
 }
 
@@ -594,7 +604,7 @@ enum Step {
     End,
     Record(RawRecord, RecordPosition),
     /// A record more than [`MAX_BACKWARDS`] ahead of the file's times so far:
-    /// an idle gap, or one bad timestamp.
+    /// an idle gap, or a bad timestamp.
     Jump(RawRecord, RecordPosition),
     Bad {
         pos: RecordPosition,

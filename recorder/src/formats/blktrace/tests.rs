@@ -178,3 +178,66 @@ fn one_bad_time_ahead_is_that_record_only() {
     parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
     assert_eq!(sink.events.len(), 5);
 }
+
+/// A run of bad timestamps (here three in a row, 40 years ahead) is told from
+/// an idle gap by the records after it: each of the three is named, and every
+/// good record after them kept; judged by the next record alone, the first
+/// would have passed as an idle gap and the good records been skipped.
+#[test]
+fn a_run_of_bad_times_ahead_is_those_records_only() {
+    let a = |t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false);
+    let mut data = Vec::new();
+    for i in 0..5u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    for k in 0..3u64 {
+        data.extend(a(1_266_874_889_000_000_000 + k));
+    }
+    for i in 5..100u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    let mut sink = Collector::default();
+    let err = parse_reader(&data[..], "t", Framing::Blktrace, &mut sink)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("t: record 5 ") && err.contains("a bad timestamp"),
+        "{err}"
+    );
+    let mut sink = Collector::skipping_bad_input();
+    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    assert_eq!(sink.events.len(), 100);
+    let bad: Vec<_> = sink.bad.iter().map(|b| b.location.clone()).collect();
+    assert_eq!(bad.len(), 3, "{bad:?}");
+    for (k, at) in bad.iter().enumerate() {
+        assert!(at.contains(&format!("record {} ", 5 + k)), "{bad:?}");
+    }
+    // The same run at the very end of the file, with nothing after it to
+    // tell: believed (an idle gap), no record lost.
+    let mut data = Vec::new();
+    for i in 0..5u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    for k in 0..3u64 {
+        data.extend(a(3_600_000_000_000 + k));
+    }
+    let mut sink = Collector::default();
+    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    assert_eq!(sink.events.len(), 8);
+    // An idle gap followed by a few stray records back before it and then
+    // many that follow it: the gap is real, the strays are the bad ones.
+    let mut data = Vec::new();
+    for i in 0..5u64 {
+        data.extend(a(1_000_000 * i));
+    }
+    data.extend(a(3_600_000_000_000));
+    data.extend(a(6_000_000));
+    for i in 1..40u64 {
+        data.extend(a(3_600_000_000_000 + 1_000 * i));
+    }
+    let mut sink = Collector::skipping_bad_input();
+    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    assert_eq!(sink.events.len(), 5 + 40);
+    assert_eq!(sink.bad.len(), 1);
+    assert!(sink.bad[0].location.contains("record 6 "), "{:?}", sink.bad);
+}
