@@ -32,6 +32,9 @@ pub struct ConvertOptions {
     pub from: Option<Nanos>,
     pub to: Option<Nanos>,
     pub skip_bad: bool,
+    /// How far input time may run backwards and still be put in order
+    /// (datasets merged from several sources); `None`: 1 s.
+    pub reorder_window: Option<Nanos>,
     /// Trace name; defaults to the first input's file name without extensions.
     pub name: Option<String>,
     pub description: Option<String>,
@@ -309,6 +312,9 @@ pub(crate) fn normalise_options(opts: &ConvertOptions) -> NormaliseOptions {
         from: opts.from,
         to: opts.to,
         skip_bad: opts.skip_bad,
+        reorder_tolerance: opts
+            .reorder_window
+            .unwrap_or(NormaliseOptions::default().reorder_tolerance),
         ..NormaliseOptions::default()
     }
 }

@@ -49,6 +49,12 @@ pub struct ConvertArgs {
     /// instead of stopping at the first.
     #[arg(long)]
     pub skip_bad: bool,
+    /// How far input time may run backwards and still be put in order
+    /// (default 1s): for datasets merged from sources whose clocks or
+    /// buffers are out of step by more. Memory grows with the requests
+    /// inside the window (at most 262,144 held).
+    #[arg(long, value_parser = parse_duration, value_name = "DUR")]
+    pub reorder_window: Option<std::time::Duration>,
     #[command(flatten)]
     pub meta: TraceMetaArgs,
     /// Print nothing on success.
@@ -78,7 +84,7 @@ Examples:
   tracemark convert io_traces.csv.zst -o disk7.tmt --volume 7
   tracemark convert io_traces.csv.zst --split-by volume -o volumes/
 Any input may be gzip, xz, zstd or bzip2 compressed (recognised by its first bytes).
-Datasets need not be sorted by time: requests up to 1 s out of order are put in order.",
+Datasets need not be sorted by time: requests up to 1 s out of order (--reorder-window) are put in order.",
     );
     help
 }
@@ -112,6 +118,7 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         from: args.from.map(nanos),
         to: args.to.map(nanos),
         skip_bad: args.skip_bad,
+        reorder_window: args.reorder_window.map(nanos),
         name: args.meta.name,
         description: args.meta.description,
         category: args.meta.category,

@@ -320,3 +320,51 @@ fn two_text_captures_from_time_zero_are_refused() {
         "{err}"
     );
 }
+
+/// A dataset merged from two sources out of step by 2.5 s (all of one
+/// volume's requests of a stretch, then the other's): refused by default with
+/// a message that names the line and points at `--reorder-window`, and put in
+/// time order, every request kept, with a wide enough window.
+#[test]
+fn a_dataset_out_of_step_by_more_than_a_second_needs_a_wider_reorder_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("device_id,opcode,offset,length,timestamp\n");
+    let base = 1_577_808_000_000_000u64;
+    // Volume 0 from 0 to 5 s, then volume 1 from 2.5 s, then volume 0 again.
+    for i in 0..6u64 {
+        text += &format!("0,R,{},4096,{}\n", i * 4096, base + i * 1_000_000);
+    }
+    for i in 0..4u64 {
+        text += &format!(
+            "1,W,{},4096,{}\n",
+            i * 8192,
+            base + 2_500_000 + i * 1_000_000
+        );
+    }
+    for i in 6..9u64 {
+        text += &format!("0,R,{},4096,{}\n", i * 4096, base + i * 1_000_000);
+    }
+    let out = convert(dir.path(), &text, &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("in.txt:8"), "{err}");
+    assert!(err.contains("--reorder-window"), "{err}");
+
+    let out = convert(dir.path(), &text, &["--reorder-window", "3s"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let csv = tracemark()
+        .args(["export", "--to", "csv"])
+        .arg(dir.path().join("out.tmt"))
+        .output()
+        .unwrap();
+    assert!(csv.status.success());
+    let times: Vec<u64> = String::from_utf8(csv.stdout)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(times.len(), 13);
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    assert_eq!(times[3], 2_500_000_000, "{times:?}");
+}
