@@ -23,7 +23,7 @@
 #                  warm, the project files cold
 #   game-0ad       0 A.D. started with -autostart (Acropolis Bay, two Petra
 #                  AIs), rendered with llvmpipe in the desktop session, played
-#                  until 90 s after the start; the game's start-up files are
+#                  until $TM_GAME_S s (default 90) after the start; the game's start-up files are
 #                  warm (it was started to its main menu and quit before,
 #                  untraced), so the trace is the match loading and playing,
 #                  not game-launch-0ad again
@@ -35,6 +35,9 @@
 source "$(dirname "$0")/guest-common.sh"
 jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(office-writer office-calc office-impress publishing-draw video-render photo-light photo-heavy game-0ad game-supertuxkart)
 THINK_S=${TM_THINK_S:-5}
+# How long the 0 A.D. match runs from the game's start (under TCG the match
+# takes minutes to load).
+GAME_S=${TM_GAME_S:-90}
 guest_attach
 guest_boot
 gbench 'mkdir -p ~/photos && [ -f ~/photos/.complete ] || { cp /mnt/data/photos-source/*.jpg ~/photos/ && touch ~/photos/.complete; }'
@@ -144,13 +147,13 @@ for job in "${jobs[@]}"; do
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$HEAVY") && guest_settle 3 900"
       gbench "rm -rf $D/work $D/scratch $D/out $D/project.psd" ;;
     game-0ad)
-      GAME="timeout -k 15 -s TERM 90 /usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720 >/dev/null 2>&1; [ \$? -eq 124 ]"
+      GAME="timeout -k 15 -s TERM $GAME_S /usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720 >/dev/null 2>&1; [ \$? -eq 124 ]"
       gx "sh /run/tracemark/tm-guest.sh launch '^0 A.D.' /usr/games/pyrogenesis"   # untraced: start-up warm
       sleep 20
       gbench "pkill -TERM -f '[p]yrogenesis' || true"; sleep 5; gbench "pkill -KILL -f '[p]yrogenesis' || true"
       guest_settle 3 600 1
       guest_capture game-0ad "game load" \
-        "0 A.D. 0.26 in the guest (llvmpipe, desktop session): Acropolis Bay with 2 Petra AIs loaded and played until 90 s after the start; game start-up warm, match files cold" \
+        "0 A.D. 0.26 in the guest (llvmpipe, desktop session): Acropolis Bay with 2 Petra AIs loaded and played until $GAME_S s after the start; game start-up warm, match files cold" \
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$GAME") && guest_settle 3 900 1" ;;
     game-supertuxkart)
       STK="/usr/games/supertuxkart --no-graphics --profile-laps=1 --track=lighthouse --numkarts=4 --race-now >/dev/null 2>&1"
