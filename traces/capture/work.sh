@@ -97,6 +97,7 @@ for job in "${jobs[@]}"; do
         convert -limit memory 256MiB -limit map 512MiB \$f -depth 16 -auto-level -modulate 103,112,100 -unsharp 0x1.5+0.8+0.02
         -rotate 1.2 -shave 3%x3% +repage -contrast-stretch 0.3%x0.3% -sigmoidal-contrast 3x50%
         -write out/\$b.tif -depth 8 -quality 92 out/\$b.jpg || exit 1; done"
+      EDIT=${EDIT//$'\n'/ }   # one command line for the guest's sh
       gbench "rm -rf $D && mkdir -p $D/in $D/out $D/scratch && ls -S /home/bench/photos/*.jpg | head -n 12 | xargs -I{} cp {} $D/in/"
       gbench "convert -size 64x64 xc:gray -depth 16 -auto-level /tmp/warm.tif && rm /tmp/warm.tif"   # untraced: ImageMagick cached
       guest_settle 3 600
