@@ -358,8 +358,7 @@ fn command_line_options_reach_the_replay() {
     // a: offset + device 0's 5 regions; b: offset + device 1's 3
     assert_eq!(file_len(&a), MIB + 5 * MIB);
     assert_eq!(file_len(&b), MIB + 3 * MIB);
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = crate::support::read_json(&json);
     assert_eq!(v["options"]["target_offset"], MIB);
     assert_eq!(
         v["options"]["skip_ops"],

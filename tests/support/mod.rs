@@ -14,6 +14,14 @@ pub use tracefs::{TraceSetting, TracingInstance, TracingState};
 
 use std::process::Command;
 
+/// A JSON file (a result, an `info --json`) as a value; a missing or
+/// malformed file fails the test naming it.
+pub fn read_json(path: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
 /// Set by `.ci/run`: a test that would be skipped fails instead.
 pub const NO_SKIP_ENV: &str = "TRACEMARK_NO_SKIP";
 

@@ -97,7 +97,7 @@ fn every_phase_on_a_loop_device() {
         "{stdout}"
     );
 
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = crate::support::read_json(&json);
     assert_eq!(r["target"]["kind"], "block_device");
     assert_eq!(r["target"]["size_bytes"], 64 * MIB);
     let pre = r["precondition"].as_array().unwrap();
@@ -217,7 +217,7 @@ fn default_durations_scale_with_a_small_target() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let r = crate::support::read_json(&json);
     let d = &r["durations"];
     let unit = d["unit_s"].as_f64().unwrap();
     // Each default is its factor of the fill time (the unit), within the

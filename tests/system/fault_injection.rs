@@ -5,7 +5,7 @@
 //! ratio against it unless `--include-invalid`.
 
 use crate::support::replay::*;
-use crate::support::{require_root, require_tools};
+use crate::support::{read_json, require_root, require_tools};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_format::Op;
@@ -24,10 +24,6 @@ impl Drop for Loop {
     fn drop(&mut self) {
         let _ = Command::new("losetup").arg("-d").arg(&self.0).status();
     }
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 #[test]
@@ -83,7 +79,7 @@ fn a_replay_with_device_errors_exits_2_and_is_marked_not_valid() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the result is not valid"), "{err}");
-    let v = json(&result);
+    let v = read_json(&result);
     assert_eq!(v["valid"], false);
     let reasons = v["invalid_reasons"].as_array().unwrap();
     assert!(
@@ -117,7 +113,7 @@ fn a_replay_with_device_errors_exits_2_and_is_marked_not_valid() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        json(&good).get("valid").is_none(),
+        read_json(&good).get("valid").is_none(),
         "a valid result carries no mark"
     );
     let compare = |extra: &[&str]| {

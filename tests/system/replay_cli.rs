@@ -40,8 +40,7 @@ fn result_file_has_the_documented_schema() {
     assert!(out.status.success());
     // default target: the scratch file in the current directory
     assert!(dir.path().join("tracemark-scratch.bin").exists());
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = crate::support::read_json(&json);
     assert_eq!(v["tool"]["name"], "tracemark");
     assert_eq!(v["mode"], "compressed");
     assert_eq!(v["interrupted"], false);
@@ -120,8 +119,7 @@ fn ctrl_c_drains_writes_a_partial_result_and_exits_130() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = crate::support::read_json(&json);
     assert_eq!(v["interrupted"], true);
     let ios = v["traces"][0]["ios"].as_u64().unwrap();
     assert!((1..30).contains(&ios), "{ios} I/Os in the partial pass");

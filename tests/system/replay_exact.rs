@@ -242,8 +242,7 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
     let issued = tracer.stop();
 
     assert!(out.status.success());
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let v = crate::support::read_json(&json);
     let pass = &v["traces"][0]["passes"][0];
     let sent = pass["ops"]["discard"]["count"].as_u64().unwrap_or(0);
     let skipped = pass["skipped"]["discards"].as_u64().unwrap();

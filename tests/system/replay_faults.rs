@@ -8,15 +8,11 @@
 //! attached, also when a test fails.
 
 use crate::support::replay::*;
-use crate::support::{tracemark, LoopDevice, SystemTest};
+use crate::support::{read_json, tracemark, LoopDevice, SystemTest};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 use trace_format::Op;
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap();
@@ -105,7 +101,7 @@ fn a_stop_signal_mid_pass_writes_the_partial_result_marked_not_valid() {
             err.contains(&format!("interrupted by {name}")),
             "{name}: {err}"
         );
-        let v = json(&result);
+        let v = read_json(&result);
         assert_eq!(v["interrupted"], true, "{name}");
         assert_eq!(v["valid"], false, "{name}");
         assert_eq!(v["traces"][0]["valid"], false, "{name}");
@@ -235,7 +231,7 @@ fn a_frozen_device_times_out_and_the_result_is_written_marked_not_valid() {
     drop(frozen);
     drop(mounted);
     assert!(!is_mount_point(&mnt), "the filesystem stayed mounted");
-    let v = json(&result);
+    let v = read_json(&result);
     assert_eq!(v["valid"], false);
     assert_eq!(v["traces"][0]["valid"], false);
     let reason = v["traces"][0]["invalid_reason"].as_str().unwrap();
@@ -349,7 +345,7 @@ fn a_loop_device_whose_file_shrank_gives_a_result_marked_not_valid() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("the result is not valid"), "{err}");
-    let v = json(&result);
+    let v = read_json(&result);
     assert_eq!(v["valid"], false);
     let reason = v["traces"][0]["invalid_reason"].as_str().unwrap();
     // Reads of the first 4 MiB succeed; the 60 beyond the file fail.
@@ -493,7 +489,7 @@ fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_land
         err.contains("interrupted by SIGTERM while preconditioning"),
         "{err}"
     );
-    let v = json(&first);
+    let v = read_json(&first);
     assert_eq!(v["interrupted"], true);
     assert_eq!(v["valid"], false);
     assert_eq!(v["traces"].as_array().unwrap().len(), 0, "nothing replayed");
@@ -511,7 +507,7 @@ fn a_stop_signal_while_preconditioning_stops_it_and_the_next_run_keeps_what_land
     let second = t.dir().join("second.json");
     let out = replay_args(&second).output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let p = &json(&second)["precondition"];
+    let p = &read_json(&second)["precondition"];
     let already = p["already_bytes"].as_u64().unwrap();
     assert!(
         already > 0 && already <= written,
