@@ -71,7 +71,7 @@ for job in "${jobs[@]}"; do
   case $job in
     video-render)
       D=/home/bench/video-render
-      gbench "mkdir -p $D && cd $D && [ -f footage.mkv ] || {
+      gbench "mkdir -p $D && cd $D && [ -f .complete ] || {
         set -- \$(ls -S /home/bench/photos/*.jpg | head -n 3) &&
         ffmpeg -nostdin -v error -y \
           -loop 1 -framerate 30 -t 12 -i \$1 -loop 1 -framerate 30 -t 12 -i \$2 -loop 1 -framerate 30 -t 12 -i \$3 \
@@ -80,7 +80,7 @@ for job in "${jobs[@]}"; do
           -map '[v]' -c:v mjpeg -q:v 2 footage.mkv &&
         ffmpeg -nostdin -v error -y -f lavfi -t 40 -i 'sine=frequency=220:sample_rate=48000' \
           -f lavfi -t 40 -i 'sine=frequency=331:sample_rate=48000' \
-          -filter_complex '[0][1]amix=inputs=2,aformat=channel_layouts=stereo' soundtrack.wav; }"
+          -filter_complex '[0][1]amix=inputs=2,aformat=channel_layouts=stereo' soundtrack.wav && touch .complete; }"   # .complete: an interrupted preparation is redone
       RENDER="cd $D && ffmpeg -nostdin -v error -y -i footage.mkv -i soundtrack.wav \
         -vf \"eq=contrast=1.08:saturation=1.15,drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf:text='tracemark render':fontsize=64:fontcolor=white:x=60:y=h-120,fade=t=in:d=1,fade=t=out:st=39:d=1,format=yuv420p\" \
         -c:v libx264 -preset fast -crf 20 -c:a aac -b:a 192k -movflags +faststart render.mp4"
