@@ -391,7 +391,7 @@ impl<R: Read> RecordReader<R> {
         &self.pdu
     }
 
-    /// Records returned or skipped so far.
+    /// Records read so far: returned, skipped, or read ahead to judge a jump.
     pub fn records_read(&self) -> u64 {
         self.index
     }
