@@ -214,7 +214,7 @@ impl TimeCheck {
                 }
                 let step = format!(
                     "time goes backwards by {} (from {} to {}; at most \
-                     {tol} is tolerated, --reorder-window widens it)",
+                     {tol} is tolerated; `convert --reorder-window` widens it)",
                     m.saturating_sub(t),
                     since_start(m),
                     since_start(t)

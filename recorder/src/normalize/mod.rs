@@ -398,7 +398,7 @@ impl<'o> Normaliser<'o> {
         let rel = time.saturating_sub(origin);
         if time < origin && origin.saturating_sub(time) > self.opts.reorder_tolerance {
             let reason = format!(
-                "time goes backwards by {} to before the trace start (more than the {} tolerated; --reorder-window widens it)",
+                "time goes backwards by {} to before the trace start (more than the {} tolerated; `convert --reorder-window` widens it)",
                 origin.saturating_sub(time),
                 self.opts.reorder_tolerance
             );
@@ -407,7 +407,7 @@ impl<'o> Normaliser<'o> {
         }
         if rel < self.max_time && self.max_time.saturating_sub(rel) > self.opts.reorder_tolerance {
             let reason = format!(
-                "time goes backwards by {} (from {} to {} since the trace start; at most {} is tolerated; --reorder-window widens it)",
+                "time goes backwards by {} (from {} to {} since the trace start; at most {} is tolerated; `convert --reorder-window` widens it)",
                 self.max_time.saturating_sub(rel),
                 self.max_time,
                 rel,
