@@ -128,14 +128,36 @@ fn rejects_garbage_and_truncation() {
     assert_eq!(sink.events.len(), 1);
 }
 
+/// One queue record per time, in that order, as a little-endian v7 file.
+fn queued_at(times: impl IntoIterator<Item = u64>) -> Vec<u8> {
+    times
+        .into_iter()
+        .flat_map(|t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false))
+        .collect()
+}
+
+/// Parses `data` twice: the error without --skip-bad, and what a skipping
+/// sink kept.
+fn error_and_skipped(data: &[u8]) -> (String, Collector) {
+    let mut sink = Collector::default();
+    let err = parse_reader(data, "t", Framing::Blktrace, &mut sink)
+        .unwrap_err()
+        .to_string();
+    let mut sink = Collector::skipping_bad_input();
+    parse_reader(data, "t", Framing::Blktrace, &mut sink).unwrap();
+    (err, sink)
+}
+
+/// Parses `data` with a sink that keeps going; it must succeed.
+fn kept(data: &[u8]) -> Collector {
+    let mut sink = Collector::skipping_bad_input();
+    parse_reader(data, "t", Framing::Blktrace, &mut sink).unwrap();
+    sink
+}
+
 #[test]
 fn skips_time_going_backwards_when_told() {
-    let a = |t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false);
-    let mut data = a(5_000_000_000);
-    data.extend(a(1_000));
-    data.extend(a(5_000_000_100));
-    let mut sink = Collector::skipping_bad_input();
-    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    let sink = kept(&queued_at([5_000_000_000, 1_000, 5_000_000_100]));
     assert_eq!(sink.events.len(), 2);
     assert_eq!(sink.bad.len(), 1);
     assert!(sink.bad[0].location.contains("record 1"), "{:?}", sink.bad);
@@ -146,34 +168,24 @@ fn skips_time_going_backwards_when_told() {
 /// kept; an idle gap the next records follow is no error.
 #[test]
 fn one_bad_time_ahead_is_that_record_only() {
-    let a = |t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false);
-    let mut data = Vec::new();
-    for i in 0..5u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    data.extend(a(1_266_874_889_000_000_000));
-    for i in 5..10u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    let mut sink = Collector::default();
-    let err = parse_reader(&data[..], "t", Framing::Blktrace, &mut sink)
-        .unwrap_err()
-        .to_string();
+    let ms = |i: u64| 1_000_000 * i;
+    let data = queued_at(
+        (0..5)
+            .map(ms)
+            .chain([1_266_874_889_000_000_000])
+            .chain((5..10).map(ms)),
+    );
+    let (err, sink) = error_and_skipped(&data);
     assert!(
         err.contains("t: record 5 ") && err.contains("a bad timestamp"),
         "{err}"
     );
-    let mut sink = Collector::skipping_bad_input();
-    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
     assert_eq!(sink.events.len(), 10);
     assert_eq!(sink.bad.len(), 1);
     assert!(sink.bad[0].location.contains("record 5 "), "{:?}", sink.bad);
 
     // A gap of an hour, then more records: all kept.
-    let mut data = Vec::new();
-    for t in [0, 1_000, 3_600_000_000_000, 3_600_000_001_000, 3_600_000_002_000] {
-        data.extend(a(t));
-    }
+    let data = queued_at([0, 1_000, 3_600_000_000_000, 3_600_000_001_000, 3_600_000_002_000]);
     let mut sink = Collector::default();
     parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
     assert_eq!(sink.events.len(), 5);
@@ -185,27 +197,18 @@ fn one_bad_time_ahead_is_that_record_only() {
 /// would have passed as an idle gap and the good records been skipped.
 #[test]
 fn a_run_of_bad_times_ahead_is_those_records_only() {
-    let a = |t| v7(t, 1, 512, act(action::QUEUE, category::QUEUE), &[], false);
-    let mut data = Vec::new();
-    for i in 0..5u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    for k in 0..3u64 {
-        data.extend(a(1_266_874_889_000_000_000 + k));
-    }
-    for i in 5..100u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    let mut sink = Collector::default();
-    let err = parse_reader(&data[..], "t", Framing::Blktrace, &mut sink)
-        .unwrap_err()
-        .to_string();
+    let ms = |i: u64| 1_000_000 * i;
+    let data = queued_at(
+        (0..5)
+            .map(ms)
+            .chain((0..3).map(|k| 1_266_874_889_000_000_000 + k))
+            .chain((5..100).map(ms)),
+    );
+    let (err, sink) = error_and_skipped(&data);
     assert!(
         err.contains("t: record 5 ") && err.contains("a bad timestamp"),
         "{err}"
     );
-    let mut sink = Collector::skipping_bad_input();
-    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
     assert_eq!(sink.events.len(), 100);
     let bad: Vec<_> = sink.bad.iter().map(|b| b.location.clone()).collect();
     assert_eq!(bad.len(), 3, "{bad:?}");
@@ -214,29 +217,19 @@ fn a_run_of_bad_times_ahead_is_those_records_only() {
     }
     // The same run at the very end of the file, with nothing after it to
     // tell: believed (an idle gap), no record lost.
-    let mut data = Vec::new();
-    for i in 0..5u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    for k in 0..3u64 {
-        data.extend(a(3_600_000_000_000 + k));
-    }
+    let data = queued_at((0..5).map(ms).chain((0..3).map(|k| 3_600_000_000_000 + k)));
     let mut sink = Collector::default();
     parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
     assert_eq!(sink.events.len(), 8);
     // An idle gap followed by a few stray records back before it and then
     // many that follow it: the gap is real, the strays are the bad ones.
-    let mut data = Vec::new();
-    for i in 0..5u64 {
-        data.extend(a(1_000_000 * i));
-    }
-    data.extend(a(3_600_000_000_000));
-    data.extend(a(6_000_000));
-    for i in 1..40u64 {
-        data.extend(a(3_600_000_000_000 + 1_000 * i));
-    }
-    let mut sink = Collector::skipping_bad_input();
-    parse_reader(&data[..], "t", Framing::Blktrace, &mut sink).unwrap();
+    let data = queued_at(
+        (0..5)
+            .map(ms)
+            .chain([3_600_000_000_000, 6_000_000])
+            .chain((1..40).map(|i| 3_600_000_000_000 + 1_000 * i)),
+    );
+    let sink = kept(&data);
     assert_eq!(sink.events.len(), 5 + 40);
     assert_eq!(sink.bad.len(), 1);
     assert!(sink.bad[0].location.contains("record 6 "), "{:?}", sink.bad);
