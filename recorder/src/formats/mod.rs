@@ -314,20 +314,10 @@ mod tests {
                 .unwrap_or_else(|e| panic!("commented example of {}: {e}", f.name()));
             assert_eq!(with.ios, plain.ios, "{}", f.name());
             assert_eq!(with.events.len(), plain.events.len(), "{}", f.name());
-            assert_eq!(
-                with.notes
-                    .get(line_input::COMMENT_NOTE)
-                    .copied()
-                    .unwrap_or(0)
-                    - plain
-                        .notes
-                        .get(line_input::COMMENT_NOTE)
-                        .copied()
-                        .unwrap_or(0),
-                3,
-                "{}",
-                f.name()
-            );
+            let comments = |c: &crate::sink::Collector| {
+                c.notes.get(line_input::COMMENT_NOTE).copied().unwrap_or(0)
+            };
+            assert_eq!(comments(&with) - comments(&plain), 3, "{}", f.name());
         }
     }
 
