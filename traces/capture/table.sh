@@ -2,7 +2,7 @@
 # Prints the two Markdown tables of traces/README.md ("The traces" and its
 # characterisation table) from the traces themselves (`tracemark info --json`,
 # formatted by table.py), one row per .tmt named on the command line, in that
-# order. tests/reference_traces.rs checks that every line this prints for the
+# order. tests/cli/reference_traces.rs checks that every line this prints for the
 # traces in traces/ is in traces/README.md: rerun it after adding or
 # recapturing a trace and paste its output over the tables.
 # Usage: traces/capture/table.sh traces/*.tmt   (TRACEMARK=path/to/tracemark picks the binary)

@@ -33,6 +33,7 @@
 #                  program warm; the track and karts read again cold)
 # Usage: traces/capture/work.sh [JOB]...   (default: all of the above)
 source "$(dirname "$0")/guest-common.sh"
+source "$(dirname "$0")/work-jobs.sh"
 jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(office-writer office-calc office-impress publishing-draw video-render photo-light photo-heavy game-0ad game-supertuxkart)
 THINK_S=${TM_THINK_S:-5}
 # How long the 0 A.D. match runs from the game's start (under TCG the match
@@ -70,42 +71,23 @@ office_job() {
 for job in "${jobs[@]}"; do
   case $job in
     video-render)
-      D=/home/bench/video-render
-      gbench "mkdir -p $D && cd $D && [ -f .complete ] || {
-        set -- \$(ls -S /home/bench/photos/*.jpg | head -n 3) &&
-        ffmpeg -nostdin -v error -y \
-          -loop 1 -framerate 30 -t 12 -i \$1 -loop 1 -framerate 30 -t 12 -i \$2 -loop 1 -framerate 30 -t 12 -i \$3 \
-          -f lavfi -t 4 -i testsrc2=size=1920x1080:rate=30 \
-          -filter_complex \"[0]scale=2400:-2,crop=1920:1080:x='(iw-ow)*t/12':y=0,setsar=1[a];[1]scale=2400:-2,crop=1920:1080:x=0:y='(ih-oh)*t/12',setsar=1[b];[2]scale=2400:-2,crop=1920:1080:x='(iw-ow)*(1-t/12)':y='(ih-oh)/2',setsar=1[c];[3]setsar=1[d];[a][b][c][d]concat=n=4:v=1:a=0,format=yuvj420p[v]\" \
-          -map '[v]' -c:v mjpeg -q:v 2 footage.mkv &&
-        ffmpeg -nostdin -v error -y -f lavfi -t 40 -i 'sine=frequency=220:sample_rate=48000' \
-          -f lavfi -t 40 -i 'sine=frequency=331:sample_rate=48000' \
-          -filter_complex '[0][1]amix=inputs=2,aformat=channel_layouts=stereo' soundtrack.wav && touch .complete; }"   # .complete: an interrupted preparation is redone
-      RENDER="cd $D && ffmpeg -nostdin -v error -y -i footage.mkv -i soundtrack.wav \
-        -vf \"eq=contrast=1.08:saturation=1.15,drawtext=fontfile=/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf:text='tracemark render':fontsize=64:fontcolor=white:x=60:y=h-120,fade=t=in:d=1,fade=t=out:st=39:d=1,format=yuv420p\" \
-        -c:v libx264 -preset fast -crf 20 -c:a aac -b:a 192k -movflags +faststart render.mp4"
-      gbench "$RENDER"            # untraced: ffmpeg and its libraries cached, as after earlier use
-      gbench "rm -f $D/render.mp4"
+      gbench "$VIDEO_PREP"
+      gbench "$VIDEO_RENDER"      # untraced: ffmpeg and its libraries cached, as after earlier use
+      gbench "$VIDEO_CLEAN"
       guest_settle 3 600
-      gx "sh /run/tracemark/tm-guest.sh evict $D"
+      gx "sh /run/tracemark/tm-guest.sh evict $VIDEO_DIR"
       guest_capture video-render "video render" \
         "ffmpeg in the guest: 40 s 1080p30 MJPEG intermediate and WAV graded, titled, faded, encoded to H.264/AAC MP4; program warm, inputs cold" \
-        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$RENDER") && guest_settle 3 900" ;;
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$VIDEO_RENDER") && guest_settle 3 900" ;;
     photo-light)
-      D=/home/bench/photo-light
-      EDIT="cd $D && export MAGICK_TEMPORARY_PATH=$D/scratch && for f in in/*.jpg; do b=\$(basename \$f .jpg);
-        convert -limit memory 256MiB -limit map 512MiB \$f -depth 16 -auto-level -modulate 103,112,100 -unsharp 0x1.5+0.8+0.02
-        -rotate 1.2 -shave 3%x3% +repage -contrast-stretch 0.3%x0.3% -sigmoidal-contrast 3x50%
-        -write out/\$b.tif -depth 8 -quality 92 out/\$b.jpg || exit 1; done"
-      EDIT=${EDIT//$'\n'/ }   # one command line for the guest's sh
-      gbench "rm -rf $D && mkdir -p $D/in $D/out $D/scratch && ls -S /home/bench/photos/*.jpg | head -n 12 | xargs -I{} cp {} $D/in/"
-      gbench "convert -size 64x64 xc:gray -depth 16 -auto-level /tmp/warm.tif && rm /tmp/warm.tif"   # untraced: ImageMagick cached
+      gbench "$PHOTO_LIGHT_PREP"
+      gbench "$IM_WARM"   # untraced: ImageMagick cached
       guest_settle 3 600
-      gx "sh /run/tracemark/tm-guest.sh evict $D"
+      gx "sh /run/tracemark/tm-guest.sh evict $PHOTO_LIGHT_DIR"
       guest_capture photo-light "photo edit light" \
         "ImageMagick in the guest: 12 photos (15-17 MP) opened, 7 edits each, saved as 16-bit TIFF and JPEG; program warm, photos cold" \
-        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$EDIT") && guest_settle 3 900"
-      gbench "rm -rf $D/out $D/scratch" ;;
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$PHOTO_LIGHT_EDIT") && guest_settle 3 900"
+      gbench "$PHOTO_LIGHT_CLEAN" ;;
     office-writer)
       office_job writer report.odt office-writer office \
         "LibreOffice Writer 7.4 in the guest (running, headless, UNO): long report opened cold, TOC added, replace-all, chapter appended, saved as .odt, exported to .docx and PDF; ${THINK_S} s pauses between actions" ;;
@@ -119,34 +101,16 @@ for job in "${jobs[@]}"; do
       office_job draw brochure.odg publishing-draw publishing \
         "LibreOffice Draw 7.4 in the guest (running, headless, UNO): 16-page A4 brochure with 48 photographs opened cold and exported to print PDF at full resolution; ${THINK_S} s pause after opening" ;;
     photo-heavy)
-      D=/home/bench/photo-heavy
-      gx "sed -i -e 's|name=\"memory\" value=\"256MiB\"|name=\"memory\" value=\"4GiB\"|' \
-        -e 's|name=\"map\" value=\"512MiB\"|name=\"map\" value=\"8GiB\"|' \
-        -e 's|name=\"disk\" value=\"1GiB\"|name=\"disk\" value=\"16GiB\"|' /etc/ImageMagick-6/policy.xml"
-      gbench "[ -f $D/project-original.psd ] || { mkdir -p $D/src && cd $D/src &&
-        convert -seed 8 -size 7200x10800 plasma:tan-steelblue -blur 0x2 bg.png &&
-        i=0 && for f in \$(ls -S /home/bench/photos/*.jpg | head -n 5); do
-          i=\$((i+1))
-          convert \$f -resize 5600x3400 -bordercolor white -border 40 \\( +clone -background black -shadow 60x30+40+40 \\) +swap -background none -layers merge +repage photo\$i.png
-        done &&
-        convert -size 6800x1000 xc:none -font /usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf -pointsize 420 -fill white -stroke black -strokewidth 8 -gravity center -annotate +0+0 'OPEN SOURCE' title.png &&
-        convert bg.png -page +200+300 title.png -page +700+1500 photo1.png -page +400+4600 photo2.png -page +1000+7400 photo3.png -page +300+9000 photo4.png -page +3600+8200 photo5.png -background none -flatten composite.png &&
-        convert composite.png bg.png -page +200+300 title.png -page +700+1500 photo1.png -page +400+4600 photo2.png -page +1000+7400 photo3.png -page +300+9000 photo4.png -page +3600+8200 photo5.png ../project-original.psd && rm -rf $D/src; }"
-      gbench "cd $D && rm -rf work scratch out && mkdir -p work scratch out && cp project-original.psd project.psd"
-      gbench "convert -size 64x64 xc:gray -depth 16 -auto-level /tmp/warm.miff && rm /tmp/warm.miff"   # untraced: ImageMagick cached
+      gx "$PHOTO_HEAVY_POLICY_ROOT"
+      gbench "$PHOTO_HEAVY_PREP"
+      gbench "$PHOTO_HEAVY_RESET"
+      gbench "$IM_WARM"   # untraced: ImageMagick cached
       guest_settle 3 600
-      gx "sh /run/tracemark/tm-guest.sh evict $D"
-      HEAVY="cd $D && export MAGICK_TEMPORARY_PATH=$D/scratch && L='-limit memory 1GiB -limit map 2GiB' &&
-        convert \$L project.psd -delete 0 work/layer-%d.miff &&
-        convert \$L work/layer-0.miff -modulate 100,125,96 -sigmoidal-contrast 2x40% work/layer-0.miff &&
-        for i in 2 3 4 5 6; do convert \$L work/layer-\$i.miff -auto-level -modulate 102,110 -unsharp 0x2 work/layer-\$i.miff || exit 1; done &&
-        convert \$L \\( work/layer-*.miff -background none -flatten \\) work/layer-*.miff project.psd &&
-        convert \$L project.psd[0] -depth 16 -compress none out/poster.tif &&
-        convert \$L out/poster.tif -resize 25% -quality 90 out/proof.jpg"
+      gx "sh /run/tracemark/tm-guest.sh evict $PHOTO_HEAVY_DIR"
       guest_capture photo-heavy "photo edit heavy" \
         "ImageMagick in the guest: a 7200x10800 poster of 7 layers (PSD) opened, layers split out, colour-graded and recomposed, PSD saved, exported as 16-bit TIFF and JPEG proof; program warm, project cold" \
-        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$HEAVY") && guest_settle 3 900"
-      gbench "rm -rf $D/work $D/scratch $D/out $D/project.psd" ;;
+        bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$PHOTO_HEAVY_EDIT") && guest_settle 3 900"
+      gbench "$PHOTO_HEAVY_CLEAN" ;;
     game-0ad)
       GAME="timeout -k 15 -s TERM $GAME_S /usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720 >/dev/null 2>&1; [ \$? -eq 124 ]"
       gx "sh /run/tracemark/tm-guest.sh launch '^0 A.D.' /usr/games/pyrogenesis"   # untraced: start-up warm

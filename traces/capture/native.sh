@@ -1,0 +1,215 @@
+#!/bin/bash
+# Work traces of CPU-bound programs at native speed: the same work as
+# work.sh's (work-jobs.sh), run in a chroot on the capture guest's own disk
+# image (its aged ext4, its Debian 12 programs and files), on the host's
+# kernel, because the guest runs under TCG here and TCG stretches every
+# CPU-bound phase several-fold (an encoder's reads spread over minutes, a
+# converter's scratch files outliving writeback's 30 s expiry).
+#
+# What makes it a desktop rather than a server:
+#   - the disk: guest.img's ext4 partition on a loop device (direct I/O, so
+#     the host keeps no second copy), with the guest's queue limits of a
+#     consumer NVMe drive: scheduler none, read_ahead_kb 128,
+#     max_sectors_kb 512;
+#   - memory: the program runs in a memory cgroup limited to $MEM_LIMIT (the
+#     guest's 6 GiB less its desktop), so its page cache and scratch files
+#     are reclaimed as on such a machine;
+#   - writeback: the dirty thresholds of a 6 GiB machine (10 % and 20 % of
+#     about 5 GiB of dirtyable memory: background 512 MiB, limit 1 GiB), set
+#     for the capture and put back afterwards; no `sync` anywhere: the trace
+#     ends when the cgroup's dirty and writeback pages are under 1 MiB and
+#     the disk has been quiet 3 s;
+#   - warm program, cold documents: the program runs once untraced, then only
+#     the documents are dropped from the page cache (posix_fadvise).
+# Usage: traces/capture/native.sh [video-render|photo-light|photo-heavy]...
+#        (the guest must not be running: build-guest.sh makes guest.img)
+set -euo pipefail
+
+CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$CAPTURE_DIR/../.." && pwd)
+WORK=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
+IMG=$WORK/guest.img
+MNT=$WORK/native-mnt
+TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
+OUT_DIR=${TRACEMARK_TRACE_DIR:-$REPO/traces}
+PROVENANCE=$WORK/provenance.txt
+MEM_LIMIT=${TM_NATIVE_MEM:-5G}
+DIRTY_BACKGROUND_BYTES=$((512 << 20))
+DIRTY_BYTES=$((1024 << 20))
+CHROOT_PATH=/usr/local/bin:/usr/bin:/bin:/usr/games:/usr/sbin:/sbin
+# The guest's first (and only) partition starts at sector 2048.
+PART_OFFSET=1048576
+
+die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+
+# As `bench` (uid 1000 in the guest image) with a clean environment.
+as_bench() {
+  chroot --userspec=1000:1000 --groups=1000 "$MNT" /usr/bin/env -i HOME=/home/bench \
+    USER=bench LOGNAME=bench LANG=C.UTF-8 PATH="$CHROOT_PATH" sh -c "$1"
+}
+as_root() { chroot "$MNT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH="$CHROOT_PATH" sh -c "$1"; }
+
+# The cgroup's dirty + writeback bytes (cgroup v1 memory.stat or v2).
+cgroup_dirty() {
+  awk '$1 == "dirty" || $1 == "writeback" || $1 == "file_dirty" || $1 == "file_writeback" { s += $2 }
+       END { print s + 0 }' "$CG/memory.stat"
+}
+device_ios() { awk '{ print $1 + $5 }' "/sys/block/${LOOP#/dev/}/stat"; }
+
+# Waits until the cgroup's dirty and writeback pages are under 1 MiB and the
+# disk has been quiet QUIET seconds (writeback at the kernel's own pace).
+settle() {
+  local quiet=${1:-3} timeout=${2:-900} last now since dirty
+  last=$(device_ios); since=$SECONDS
+  local deadline=$((SECONDS + timeout))
+  while [ $SECONDS -lt $deadline ]; do
+    sleep 1
+    now=$(device_ios)
+    if [ "$now" != "$last" ]; then last=$now; since=$SECONDS; fi
+    dirty=$(cgroup_dirty)
+    if [ "$dirty" -lt 1048576 ] && [ $((SECONDS - since)) -ge "$quiet" ]; then
+      echo "settled: dirty+writeback $((dirty / 1024)) KiB, device quiet $((SECONDS - since)) s" >&2
+      return 0
+    fi
+  done
+  die "did not settle within $timeout s"
+}
+
+# Drops only the files under PATH from the page cache (after writing them).
+evict() {
+  sync -f "$MNT/$1/." 2>/dev/null || sync
+  find "$MNT$1" -type f -print0 | xargs -0 -r python3 -c '
+import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+'
+  echo "evict: $(find "$MNT$1" -type f | wc -l) files under $1 dropped from the page cache"
+}
+
+# Inside the capture (`native.sh --traced CMD`): joins the cgroup, runs CMD
+# as bench, then waits for writeback.
+if [ "${1:-}" = --traced ]; then
+  echo $$ > "$CG/cgroup.procs"
+  as_bench "$2"
+  settle 3 900
+  exit 0
+fi
+
+[ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
+[ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
+[ -x "$TRACEMARK" ] || die "$TRACEMARK missing; build it with cargo build --release"
+pgrep -f 'qemu-system.*tracemark-guest' >/dev/null && die "the capture guest is running; stop it first"
+mountpoint -q "$MNT" 2>/dev/null && die "$MNT is already mounted (another capture running?)"
+source "$CAPTURE_DIR/work-jobs.sh"
+jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy)
+
+LOOP= CG= MOUNTS=() SAVED_VM=()
+cleanup() {
+  set +e
+  for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
+    umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
+  done
+  [ -n "$LOOP" ] && losetup -d "$LOOP"
+  [ -n "$CG" ] && [ -d "$CG" ] && rmdir "$CG"
+  local kv
+  for kv in "${SAVED_VM[@]}"; do echo "${kv#*=}" > "/proc/sys/vm/${kv%%=*}"; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The partition as its own loop device: the trace's offsets are within it.
+size=$(( $(stat -c %s "$IMG") - PART_OFFSET ))
+LOOP=$(losetup --find --show --direct-io=on --offset $PART_OFFSET --sizelimit $size "$IMG")
+q=/sys/block/${LOOP#/dev/}/queue
+# max_sectors_kb first: on recent kernels a change of the queue limits resets
+# read_ahead_kb (to twice the optimal I/O size: 1024 on a loop device).
+echo none > $q/scheduler
+echo 512 > $q/max_sectors_kb
+echo 128 > $q/read_ahead_kb
+mkdir -p "$MNT"
+mount "$LOOP" "$MNT"; MOUNTS+=("$MNT")
+[ "$(cat $q/read_ahead_kb)" = 128 ] && [ "$(cat $q/max_sectors_kb)" = 512 ] ||
+  die "$LOOP: queue limits not as set (read_ahead_kb $(cat $q/read_ahead_kb), max_sectors_kb $(cat $q/max_sectors_kb))"
+echo "disk: $IMG (partition 1) on $LOOP: scheduler $(cat $q/scheduler), read_ahead_kb 128, max_sectors_kb 512"
+for d in proc sys dev dev/pts; do mount --bind "/$d" "$MNT/$d"; MOUNTS+=("$MNT/$d"); done
+
+if [ -d /sys/fs/cgroup/memory ]; then
+  CG=/sys/fs/cgroup/memory/tracemark-native-$$
+  mkdir "$CG"; echo "$MEM_LIMIT" > "$CG/memory.limit_in_bytes"
+else
+  CG=/sys/fs/cgroup/tracemark-native-$$
+  mkdir "$CG"; echo "$MEM_LIMIT" > "$CG/memory.max"
+fi
+export CG LOOP MNT
+for kv in dirty_ratio=$(cat /proc/sys/vm/dirty_ratio) \
+  dirty_background_ratio=$(cat /proc/sys/vm/dirty_background_ratio) \
+  dirty_expire_centisecs=$(cat /proc/sys/vm/dirty_expire_centisecs) \
+  dirty_writeback_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs); do
+  SAVED_VM+=("$kv")
+done
+[ "$(cat /proc/sys/vm/dirty_bytes)" = 0 ] && [ "$(cat /proc/sys/vm/dirty_background_bytes)" = 0 ] ||
+  die "vm.dirty_bytes or vm.dirty_background_bytes is set; this script restores ratios only"
+echo $DIRTY_BACKGROUND_BYTES > /proc/sys/vm/dirty_background_bytes
+echo $DIRTY_BYTES > /proc/sys/vm/dirty_bytes
+echo 3000 > /proc/sys/vm/dirty_expire_centisecs
+echo 500 > /proc/sys/vm/dirty_writeback_centisecs
+
+# native_capture NAME CATEGORY DESCRIPTION CMD: CMD as bench in the cgroup, traced.
+native_capture() {
+  local name=$1 category=$2 description=$3 cmd=$4
+  mkdir -p "$OUT_DIR"
+  local out=$OUT_DIR/$name.tmt
+  rm -f "$out"
+  settle 3 600
+  echo "capture: $name"
+  local load_before; load_before=$(uptime | sed 's/.*load average: //')
+  if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" --name "$name" --category "$category" \
+    --description "$description" -- "$CAPTURE_DIR/native.sh" --traced "$cmd"; then
+    rm -f "$out"
+    die "$name: the capture or the workload failed; no trace kept"
+  fi
+  {
+    echo "== $name captured $(date -u +%FT%TZ) by traces/capture/native.sh"
+    echo "   host: $(uname -r), $(nproc) CPUs, load before: $load_before, after: $(uptime | sed 's/.*load average: //')"
+    echo "   chroot on guest.img, memory cgroup $MEM_LIMIT, dirty background $DIRTY_BACKGROUND_BYTES / limit $DIRTY_BYTES bytes"
+  } >> "$PROVENANCE"
+  "$TRACEMARK" info "$out"
+}
+
+# The untraced preparation runs in the cgroup too.
+prepared() { (echo $BASHPID > "$CG/cgroup.procs"; as_bench "$1"); }
+
+for job in "${jobs[@]}"; do
+  case $job in
+    video-render)
+      prepared "$VIDEO_PREP"
+      prepared "$VIDEO_RENDER"   # untraced: ffmpeg and its libraries cached
+      prepared "$VIDEO_CLEAN"
+      evict "$VIDEO_DIR"
+      native_capture video-render "video render" \
+        "ffmpeg at native speed (chroot on the guest's disk, 5 GiB memory cgroup): 40 s 1080p30 MJPEG intermediate and WAV graded, titled, faded, encoded to H.264/AAC MP4; program warm, inputs cold; writeback at its own pace" \
+        "$VIDEO_RENDER"
+      prepared "$VIDEO_CLEAN" ;;
+    photo-light)
+      prepared "$PHOTO_LIGHT_PREP"
+      prepared "$IM_WARM"
+      evict "$PHOTO_LIGHT_DIR"
+      native_capture photo-light "photo edit light" \
+        "ImageMagick at native speed (chroot on the guest's disk, 5 GiB memory cgroup): 12 photos (15-17 MP) opened, 7 edits each, saved as 16-bit TIFF and JPEG; program warm, photos cold; writeback at its own pace" \
+        "$PHOTO_LIGHT_EDIT"
+      prepared "$PHOTO_LIGHT_CLEAN" ;;
+    photo-heavy)
+      as_root "$PHOTO_HEAVY_POLICY_ROOT"
+      prepared "$PHOTO_HEAVY_PREP"
+      prepared "$PHOTO_HEAVY_RESET"
+      prepared "$IM_WARM"
+      evict "$PHOTO_HEAVY_DIR"
+      native_capture photo-heavy "photo edit heavy" \
+        "ImageMagick at native speed (chroot on the guest's disk, 5 GiB memory cgroup): a 7200x10800 poster of 7 layers (PSD) opened, layers split out, colour-graded and recomposed, PSD saved, exported as 16-bit TIFF and JPEG proof; program warm, project cold; writeback at its own pace" \
+        "$PHOTO_HEAVY_EDIT"
+      prepared "$PHOTO_HEAVY_CLEAN" ;;
+    *) die "unknown job $job (video-render, photo-light, photo-heavy)" ;;
+  esac
+done
