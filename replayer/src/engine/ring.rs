@@ -111,15 +111,19 @@ impl Engine<'_> {
         n
     }
 
-    /// Waits until at least one completion arrived (or the observer wants to
-    /// stop); fails when nothing completes for the I/O timeout.
+    /// Submits what is still queued and waits until at least one completion
+    /// arrived (or the observer wants to stop); fails when nothing completes
+    /// for the I/O timeout. A submission here rides on the wait's
+    /// `io_uring_enter`: one system call where a separate submit makes two.
     pub(super) fn wait_completion(
         &mut self,
         pass: &mut Pass,
         observer: &mut dyn Observer,
     ) -> Result<(), ReplayError> {
         loop {
-            if self.reap(pass, observer) > 0 || pass.inflight == 0 {
+            if !pass.queued.is_empty() {
+                pass.stamp_submitted(now_ns());
+            } else if self.reap(pass, observer) > 0 || pass.inflight == 0 {
                 return Ok(());
             }
             self.enter_and_wait(50_000_000)?;
@@ -156,7 +160,7 @@ impl Engine<'_> {
                 Ok(())
             }
             Err(source) => Err(ReplayError::Ring {
-                what: "wait".into(),
+                what: "submit and wait".into(),
                 source,
             }),
         }
