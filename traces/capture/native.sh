@@ -21,7 +21,12 @@
 #     the disk has been quiet 3 s;
 #   - warm program, cold documents: the program runs once untraced, then only
 #     the documents are dropped from the page cache (posix_fadvise).
-# Usage: traces/capture/native.sh [video-render|photo-light|photo-heavy]...
+#   game-0ad: the 0 A.D. match of work.sh, rendered with the guest's Mesa
+#     (llvmpipe) on an Xvfb display of the host (apt-get install xvfb): the
+#     X server's own files are not on the traced disk, as the desktop's X
+#     server's are already in memory when a game starts; played until
+#     TM_GAME_S seconds (default 120) after the start.
+# Usage: traces/capture/native.sh [video-render|photo-light|photo-heavy|game-0ad]...
 #        (the guest must not be running: build-guest.sh makes guest.img)
 set -euo pipefail
 
@@ -45,7 +50,7 @@ die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 # As `bench` (uid 1000 in the guest image) with a clean environment.
 as_bench() {
   chroot --userspec=1000:1000 --groups=1000 "$MNT" /usr/bin/env -i HOME=/home/bench \
-    USER=bench LOGNAME=bench LANG=C.UTF-8 PATH="$CHROOT_PATH" sh -c "$1"
+    USER=bench LOGNAME=bench LANG=C.UTF-8 PATH="$CHROOT_PATH" ${DISPLAY:+DISPLAY=$DISPLAY} sh -c "$1"
 }
 as_root() { chroot "$MNT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH="$CHROOT_PATH" sh -c "$1"; }
 
@@ -103,11 +108,13 @@ fi
 pgrep -f 'qemu-system.*tracemark-guest' >/dev/null && die "the capture guest is running; stop it first"
 mountpoint -q "$MNT" 2>/dev/null && die "$MNT is already mounted (another capture running?)"
 source "$CAPTURE_DIR/work-jobs.sh"
-jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy)
+jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy game-0ad)
+GAME_S=${TM_GAME_S:-120}
 
-LOOP= CG= MOUNTS=() SAVED_VM=()
+LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID=
 cleanup() {
   set +e
+  [ -n "$XVFB_PID" ] && kill "$XVFB_PID" 2>/dev/null
   for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
     umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
   done
@@ -210,6 +217,24 @@ for job in "${jobs[@]}"; do
         "ImageMagick at native speed (chroot on the guest's disk, 5 GiB memory cgroup): a 7200x10800 poster of 7 layers (PSD) opened, layers split out, colour-graded and recomposed, PSD saved, exported as 16-bit TIFF and JPEG proof; program warm, project cold; writeback at its own pace" \
         "$PHOTO_HEAVY_EDIT"
       prepared "$PHOTO_HEAVY_CLEAN" ;;
-    *) die "unknown job $job (video-render, photo-light, photo-heavy)" ;;
+    game-0ad)
+      command -v Xvfb >/dev/null || die "game-0ad needs Xvfb on the host (apt-get install xvfb)"
+      if [ -z "$XVFB_PID" ]; then
+        Xvfb :77 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
+        XVFB_PID=$!
+        for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.2; done
+        [ -S /tmp/.X11-unix/X77 ] || die "Xvfb :77 did not start"
+        mkdir -p "$MNT/tmp/.X11-unix"
+        mount --bind /tmp/.X11-unix "$MNT/tmp/.X11-unix"; MOUNTS+=("$MNT/tmp/.X11-unix")
+      fi
+      export DISPLAY=:77
+      # untraced: the game started to its main menu and quit (a returning
+      # player: its start-up files are cached, as in work.sh)
+      prepared "timeout -k 5 -s TERM 45 /usr/games/pyrogenesis -nosound >/dev/null 2>&1; true"
+      native_capture game-0ad "game load" \
+        "0 A.D. 0.26 at native speed (chroot on the guest's disk, 5 GiB memory cgroup, llvmpipe on Xvfb): Acropolis Bay with 2 Petra AIs loaded and played until $GAME_S s after the start; game start-up warm, match files cold" \
+        "timeout -k 15 -s TERM $GAME_S $GAME_0AD_MATCH >/dev/null 2>&1; [ \$? -eq 124 ]"
+      unset DISPLAY ;;
+    *) die "unknown job $job (video-render, photo-light, photo-heavy, game-0ad)" ;;
   esac
 done

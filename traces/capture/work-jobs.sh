@@ -66,6 +66,10 @@ PHOTO_HEAVY_EDIT="cd $PHOTO_HEAVY_DIR && export MAGICK_TEMPORARY_PATH=$PHOTO_HEA
   convert \$L out/poster.tif -resize 25% -quality 90 out/proof.jpg"
 PHOTO_HEAVY_CLEAN="rm -rf $PHOTO_HEAVY_DIR/work $PHOTO_HEAVY_DIR/scratch $PHOTO_HEAVY_DIR/out $PHOTO_HEAVY_DIR/project.psd"
 
+# game-0ad: the Acropolis Bay skirmish with two Petra AIs, started at once
+# (each script wraps it in `timeout` for the length of the match it traces).
+GAME_0AD_MATCH="/usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720"
+
 # Every command on one line (the guest's sh and `sh -c` alike).
 for v in VIDEO_PREP VIDEO_RENDER PHOTO_LIGHT_EDIT PHOTO_HEAVY_POLICY_ROOT PHOTO_HEAVY_PREP PHOTO_HEAVY_EDIT; do
   printf -v "$v" '%s' "${!v//$'\n'/ }"

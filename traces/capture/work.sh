@@ -112,7 +112,7 @@ for job in "${jobs[@]}"; do
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$PHOTO_HEAVY_EDIT") && guest_settle 3 900"
       gbench "$PHOTO_HEAVY_CLEAN" ;;
     game-0ad)
-      GAME="timeout -k 15 -s TERM $GAME_S /usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720 >/dev/null 2>&1; [ \$? -eq 124 ]"
+      GAME="timeout -k 15 -s TERM $GAME_S $GAME_0AD_MATCH >/dev/null 2>&1; [ \$? -eq 124 ]"
       gx "sh /run/tracemark/tm-guest.sh launch '^0 A.D.' /usr/games/pyrogenesis"   # untraced: start-up warm
       sleep 45   # game-launch-0ad read its last start-up file 29 s after the start
       gbench "pkill -TERM -f '[p]yrogenesis' || true"; sleep 5; gbench "pkill -KILL -f '[p]yrogenesis' || true"
