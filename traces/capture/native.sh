@@ -26,7 +26,16 @@
 #     X server's own files are not on the traced disk, as the desktop's X
 #     server's are already in memory when a game starts; played until
 #     TM_GAME_S seconds (default 120) after the start.
-# Usage: traces/capture/native.sh [video-render|photo-light|photo-heavy|game-0ad]...
+#   launch-*, game-launch-*: the launches of launch.sh "until usable", in
+#     the guest's own Xfce session (xfce4-session on its own D-Bus, on the
+#     host's Xvfb): after one untraced launch (a returning user) the page
+#     cache is dropped and the files the session's processes have mapped are
+#     read back (desktop warm, application cold, as tm-guest.sh cold does in
+#     the guest); the trace ends LAUNCH_TAIL_S (default 10) s after the
+#     application's window is mapped and visible.
+# Usage: traces/capture/native.sh [JOB]...   (JOB: video-render, photo-light,
+#        photo-heavy, game-0ad, or a launch of LAUNCHES below; default: the
+#        four work traces)
 #        (the guest must not be running: build-guest.sh makes guest.img)
 set -euo pipefail
 
@@ -50,7 +59,8 @@ die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 # As `bench` (uid 1000 in the guest image) with a clean environment.
 as_bench() {
   chroot --userspec=1000:1000 --groups=1000 "$MNT" /usr/bin/env -i HOME=/home/bench \
-    USER=bench LOGNAME=bench LANG=C.UTF-8 PATH="$CHROOT_PATH" ${DISPLAY:+DISPLAY=$DISPLAY} sh -c "$1"
+    USER=bench LOGNAME=bench LANG=C.UTF-8 PATH="$CHROOT_PATH" ${DISPLAY:+DISPLAY=$DISPLAY} \
+    ${SESSION_BUS:+XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=$SESSION_BUS} sh -c "$1"
 }
 as_root() { chroot "$MNT" /usr/bin/env -i HOME=/root LANG=C.UTF-8 PATH="$CHROOT_PATH" sh -c "$1"; }
 
@@ -98,7 +108,7 @@ for p in sys.argv[1:]:
 if [ "${1:-}" = --traced ]; then
   echo $$ > "$CG/cgroup.procs"
   as_bench "$2"
-  settle 3 900
+  [ "${3:-}" = no-settle ] || settle 3 900
   exit 0
 fi
 
@@ -112,14 +122,35 @@ jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy
 GAME_S=${TM_GAME_S:-120}
 
 LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID=
+# Every process left in the cgroup (a desktop session, an application).
+cgroup_kill() {
+  [ -n "$CG" ] && [ -f "$CG/cgroup.procs" ] || return 0
+  local sig
+  for sig in TERM KILL; do
+    xargs -r kill -s $sig < "$CG/cgroup.procs" 2>/dev/null
+    for _ in $(seq 30); do [ -s "$CG/cgroup.procs" ] || return 0; sleep 0.1; done
+  done
+}
+cgroup_runs() {
+  local pid
+  for pid in $(cat "$CG/cgroup.procs"); do
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] && return 0
+  done
+  return 1
+}
 cleanup() {
   set +e
+  cgroup_kill
   [ -n "$XVFB_PID" ] && kill "$XVFB_PID" 2>/dev/null
   for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
     umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
   done
   [ -n "$LOOP" ] && losetup -d "$LOOP"
-  [ -n "$CG" ] && [ -d "$CG" ] && rmdir "$CG"
+  # (a process killed while its pages are written back leaves the cgroup late)
+  if [ -n "$CG" ] && [ -d "$CG" ]; then
+    for _ in $(seq 50); do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
+    [ -d "$CG" ] && echo "$(basename "$0"): could not remove $CG" >&2
+  fi
   local kv
   for kv in "${SAVED_VM[@]}"; do echo "${kv#*=}" > "/proc/sys/vm/${kv%%=*}"; done
 }
@@ -163,17 +194,18 @@ echo $DIRTY_BYTES > /proc/sys/vm/dirty_bytes
 echo 3000 > /proc/sys/vm/dirty_expire_centisecs
 echo 500 > /proc/sys/vm/dirty_writeback_centisecs
 
-# native_capture NAME CATEGORY DESCRIPTION CMD: CMD as bench in the cgroup, traced.
+# native_capture NAME CATEGORY DESCRIPTION CMD [no-settle]: CMD as bench in
+# the cgroup, traced (until writeback is done, unless no-settle).
 native_capture() {
-  local name=$1 category=$2 description=$3 cmd=$4
+  local name=$1 category=$2 description=$3 cmd=$4 how=${5:-}
   mkdir -p "$OUT_DIR"
   local out=$OUT_DIR/$name.tmt
   rm -f "$out"
-  settle 3 600
+  [ "$how" = no-settle ] || settle 3 600
   echo "capture: $name"
   local load_before; load_before=$(uptime | sed 's/.*load average: //')
   if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" --name "$name" --category "$category" \
-    --description "$description" -- "$CAPTURE_DIR/native.sh" --traced "$cmd"; then
+    --description "$description" -- "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
     rm -f "$out"
     die "$name: the capture or the workload failed; no trace kept"
   fi
@@ -187,6 +219,122 @@ native_capture() {
 
 # The untraced preparation runs in the cgroup too.
 prepared() { (echo $BASHPID > "$CG/cgroup.procs"; as_bench "$1"); }
+
+# An X display for the chroot: the host's Xvfb :77, its socket bound in.
+x_display() {
+  command -v Xvfb >/dev/null || die "$job needs Xvfb on the host (apt-get install xvfb)"
+  if [ -z "$XVFB_PID" ]; then
+    Xvfb :77 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
+    XVFB_PID=$!
+    for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.2; done
+    [ -S /tmp/.X11-unix/X77 ] || die "Xvfb :77 did not start"
+    mkdir -p "$MNT/tmp/.X11-unix"
+    mount --bind /tmp/.X11-unix "$MNT/tmp/.X11-unix"; MOUNTS+=("$MNT/tmp/.X11-unix")
+  fi
+  export DISPLAY=:77
+}
+
+# The guest's Xfce session on the display, with its own session bus; /run is
+# a tmpfs, as on the guest.
+desktop_start() {
+  x_display
+  if ! mountpoint -q "$MNT/run"; then
+    mount -t tmpfs -o mode=755 tmpfs "$MNT/run"; MOUNTS+=("$MNT/run")
+  fi
+  install -d -o 1000 -g 1000 -m 700 "$MNT/run/user/1000"
+  prepared "dbus-daemon --session --address=unix:path=/run/user/1000/bus --fork --nopidfile"
+  export SESSION_BUS=unix:path=/run/user/1000/bus
+  prepared "setsid xfce4-session </dev/null >/dev/null 2>&1 &"
+  for _ in $(seq 120); do cgroup_runs xfce4-panel && break; sleep 0.5; done
+  cgroup_runs xfce4-panel || die "the Xfce session did not start (no xfce4-panel)"
+  sleep 10
+  echo "desktop: Xfce session up on $DISPLAY"
+}
+
+desktop_stop() {
+  cgroup_kill
+  unset SESSION_BUS
+}
+
+# Cold, as after boot with the desktop running: the page cache dropped, then
+# the files the session's processes have mapped, and the helpers the traced
+# command runs, read back.
+session_cold() {
+  sync
+  echo 3 > /proc/sys/vm/drop_caches
+  local pid f
+  for pid in $(cat "$CG/cgroup.procs"); do
+    awk '$6 ~ /^\// { print $6 }' "/proc/$pid/maps" 2>/dev/null
+  done | sort -u > "$WORK/native-mapped.txt"
+  { cat "$WORK/native-mapped.txt"; echo "$LAUNCH_HELPERS" | tr ' ' '\n';
+    chroot "$MNT" ldd /usr/bin/xdotool 2>/dev/null | awk '/=>/ { print $3 }'; } |
+  while read -r f; do
+    f=${f#"$MNT"}   # /proc/PID/maps names files as the reader (the host) sees them
+    [ -n "$f" ] && [ -f "$MNT$f" ] && cat "$MNT$f" > /dev/null 2>&1
+  done
+  echo "cold: page cache dropped, $(wc -l < "$WORK/native-mapped.txt") files mapped by the session read back"
+}
+LAUNCH_HELPERS="/bin/sh /bin/dash /usr/bin/env /usr/bin/setsid /usr/bin/timeout /usr/bin/xdotool
+  /usr/lib/x86_64-linux-gnu/libxdo.so.3 /usr/bin/head /usr/bin/grep /usr/bin/date /usr/bin/sleep"
+
+# A command for bench that starts CMD in the session and returns when a
+# visible window whose name matches PATTERN is mapped (then sleeps TAIL s).
+launch_cmd() {
+  local pattern=$1 cmd=$2 tail=$3
+  printf 'setsid sh -c %q </dev/null >/dev/null 2>&1 &
+end=$(( $(date +%%s) + 600 ))
+while :; do left=$(( end - $(date +%%s) )); [ "$left" -gt 0 ] || { echo "no visible window named %q" >&2; exit 1; }
+  timeout "$left" xdotool search --sync --onlyvisible --name %q 2>/dev/null | head -n 1 | grep -q . && break; sleep 0.2; done
+sleep %s' "$cmd" "$pattern" "$pattern" "$tail"
+}
+
+# name | window-name pattern | command (as launch.sh's; LibreOffice with
+# --norestore: the headless office work traces end by killing soffice when it
+# does not quit, and the recovery dialog it would then open at the next start
+# is no window of Writer's)
+LAUNCHES=(
+  "launch-gimp|GNU Image Manipulation Program|gimp|GIMP 2.10"
+  "launch-inkscape| - Inkscape\$|inkscape|Inkscape 1.2"
+  "launch-libreoffice|LibreOffice Writer|libreoffice --writer --norestore|LibreOffice 7.4 Writer (GTK3)"
+  "launch-firefox|Mozilla Firefox|firefox-esr|Firefox ESR"
+  "launch-darktable|darktable|darktable|darktable 4.2"
+  "game-launch-0ad|^0 A.D.|/usr/games/pyrogenesis|0 A.D. 0.26"
+  "game-launch-supertuxkart|SuperTuxKart|/usr/games/supertuxkart|SuperTuxKart 1.4"
+)
+LAUNCH_TAIL_S=${LAUNCH_TAIL_S:-10}
+# Inkscape 1.2 opens a start screen instead of its document window until the
+# user turns it off (preference /options/boot enabled=0); a returning user
+# has. Inkscape merges the user's preferences.xml over its built-in defaults,
+# so a file with that one setting is enough where none exists yet.
+INKSCAPE_RETURNING_USER='p=$HOME/.config/inkscape/preferences.xml
+if [ ! -f "$p" ]; then mkdir -p "${p%/*}" && printf "%s\n" "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>" "<inkscape version=\"1\">" "  <group id=\"options\">" "    <group id=\"boot\" enabled=\"0\" />" "  </group>" "</inkscape>" > "$p"
+elif ! grep -q "id=\"boot\" enabled=\"0\"" "$p"; then sed -i "s/id=\"boot\"/id=\"boot\" enabled=\"0\"/" "$p"; fi'
+
+launch_job() {
+  local row name pattern cmd what prog
+  for row in "${LAUNCHES[@]}"; do
+    IFS='|' read -r name pattern cmd what <<< "$row"
+    [ "$name" = "$job" ] && break
+    name=
+  done
+  [ -n "$name" ] || die "unknown job $job"
+  prog=$(basename "${cmd%% *}"); prog="[${prog:0:1}]${prog:1}"
+  desktop_start
+  [ "$name" = launch-inkscape ] && prepared "$INKSCAPE_RETURNING_USER"
+  echo "== $name: warm-up launch (untraced)"
+  prepared "$(launch_cmd "$pattern" "$cmd" 5)"
+  prepared "pkill -TERM -u 1000 -f '$prog' || true"; sleep 5; prepared "pkill -KILL -u 1000 -f '$prog' || true"
+  settle 3 300
+  session_cold
+  sleep 5
+  local category="app launch"; [[ $name == game-* ]] && category="game launch"
+  native_capture "$name" "$category" \
+    "$what launch at native speed on the guest's disk (chroot, the guest's Xfce session on Xvfb, llvmpipe), application files cold, desktop warm: until $LAUNCH_TAIL_S s after its window is mapped" \
+    "$(launch_cmd "$pattern" "$cmd" "$LAUNCH_TAIL_S")" no-settle
+  # what the screen showed at the trace's end (ImageMagick's import)
+  prepared "import -window root /tmp/$name.png" && mv "$MNT/tmp/$name.png" "$WORK/$name-native.png" || true
+  desktop_stop   # the application with the session
+}
 
 for job in "${jobs[@]}"; do
   case $job in
@@ -218,16 +366,7 @@ for job in "${jobs[@]}"; do
         "$PHOTO_HEAVY_EDIT"
       prepared "$PHOTO_HEAVY_CLEAN" ;;
     game-0ad)
-      command -v Xvfb >/dev/null || die "game-0ad needs Xvfb on the host (apt-get install xvfb)"
-      if [ -z "$XVFB_PID" ]; then
-        Xvfb :77 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 &
-        XVFB_PID=$!
-        for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.2; done
-        [ -S /tmp/.X11-unix/X77 ] || die "Xvfb :77 did not start"
-        mkdir -p "$MNT/tmp/.X11-unix"
-        mount --bind /tmp/.X11-unix "$MNT/tmp/.X11-unix"; MOUNTS+=("$MNT/tmp/.X11-unix")
-      fi
-      export DISPLAY=:77
+      x_display
       # untraced: the game started to its main menu and quit (a returning
       # player: its start-up files are cached, as in work.sh)
       prepared "timeout -k 5 -s TERM 45 /usr/games/pyrogenesis -nosound >/dev/null 2>&1; true"
@@ -235,6 +374,7 @@ for job in "${jobs[@]}"; do
         "0 A.D. 0.26 at native speed (chroot on the guest's disk, 5 GiB memory cgroup, llvmpipe on Xvfb): Acropolis Bay with 2 Petra AIs loaded and played until $GAME_S s after the start; game start-up warm, match files cold" \
         "timeout -k 15 -s TERM $GAME_S $GAME_0AD_MATCH >/dev/null 2>&1; [ \$? -eq 124 ]"
       unset DISPLAY ;;
-    *) die "unknown job $job (video-render, photo-light, photo-heavy, game-0ad)" ;;
+    launch-*|game-launch-*) launch_job ;;
+    *) die "unknown job $job (video-render, photo-light, photo-heavy, game-0ad, launch-*, game-launch-*)" ;;
   esac
 done
