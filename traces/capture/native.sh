@@ -33,9 +33,16 @@
 #     read back (desktop warm, application cold, as tm-guest.sh cold does in
 #     the guest); the trace ends LAUNCH_TAIL_S (default 10) s after the
 #     application's window is mapped and visible.
+#   copy-iso, copy-photos: copies.sh's copies (into, within and out of the
+#     traced disk; the other end the guest's second disk, data.img, on its own
+#     untraced loop device at /mnt/data), each from a cold page cache, ending
+#     when writeback is done.
+#   install-krita: install.sh's `apt-get install krita` as root from the
+#     local package repository on data.img, dpkg's fsyncs included, from a
+#     cold page cache; the packages are purged again afterwards.
 # Usage: traces/capture/native.sh [JOB]...   (JOB: video-render, photo-light,
-#        photo-heavy, game-0ad, or a launch of LAUNCHES below; default: the
-#        four work traces)
+#        photo-heavy, game-0ad, copy-iso, copy-photos, install-krita, or a
+#        launch of LAUNCHES below; default: the four work traces)
 #        (the guest must not be running: build-guest.sh makes guest.img)
 set -euo pipefail
 
@@ -107,7 +114,7 @@ for p in sys.argv[1:]:
 # as bench, then waits for writeback.
 if [ "${1:-}" = --traced ]; then
   echo $$ > "$CG/cgroup.procs"
-  as_bench "$2"
+  if [ "${3:-}" = root ]; then as_root "$2"; else as_bench "$2"; fi
   [ "${3:-}" = no-settle ] || settle 3 900
   exit 0
 fi
@@ -121,7 +128,7 @@ source "$CAPTURE_DIR/work-jobs.sh"
 jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy game-0ad)
 GAME_S=${TM_GAME_S:-120}
 
-LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID=
+LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
 # Every process left in the cgroup (a desktop session, an application).
 cgroup_kill() {
   [ -n "$CG" ] && [ -f "$CG/cgroup.procs" ] || return 0
@@ -146,6 +153,7 @@ cleanup() {
     umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
   done
   [ -n "$LOOP" ] && losetup -d "$LOOP"
+  [ -n "$DATA_LOOP" ] && losetup -d "$DATA_LOOP"
   # (a process killed while its pages are written back leaves the cgroup late)
   if [ -n "$CG" ] && [ -d "$CG" ]; then
     for _ in $(seq 50); do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
@@ -194,8 +202,8 @@ echo $DIRTY_BYTES > /proc/sys/vm/dirty_bytes
 echo 3000 > /proc/sys/vm/dirty_expire_centisecs
 echo 500 > /proc/sys/vm/dirty_writeback_centisecs
 
-# native_capture NAME CATEGORY DESCRIPTION CMD [no-settle]: CMD as bench in
-# the cgroup, traced (until writeback is done, unless no-settle).
+# native_capture NAME CATEGORY DESCRIPTION CMD [no-settle|root]: CMD as bench
+# (or root) in the cgroup, traced until writeback is done (unless no-settle).
 native_capture() {
   local name=$1 category=$2 description=$3 cmd=$4 how=${5:-}
   mkdir -p "$OUT_DIR"
@@ -288,6 +296,26 @@ while :; do left=$(( end - $(date +%%s) )); [ "$left" -gt 0 ] || { echo "no visi
 sleep %s' "$cmd" "$pattern" "$pattern" "$tail"
 }
 
+# The guest's second disk at /mnt/data in the chroot (untraced).
+data_disk() {
+  [ -n "$DATA_LOOP" ] && return 0
+  [ -f "$WORK/data.img" ] || die "$WORK/data.img missing; build it with traces/capture/build-guest.sh"
+  DATA_LOOP=$(losetup --find --show --direct-io=on "$WORK/data.img")
+  mkdir -p "$MNT/mnt/data"
+  mount "$DATA_LOOP" "$MNT/mnt/data"; MOUNTS+=("$MNT/mnt/data")
+  mkdir -p "$MNT/mnt/data/out"; chown 1000:1000 "$MNT/mnt/data/out"
+}
+
+# A copy as copies.sh makes it, from a cold page cache.
+copy_job() {
+  local name=$1 what=$2 src=$3 dst=$4
+  prepared "rm -rf $dst && mkdir -p ${dst%/*}"
+  sync; echo 3 > /proc/sys/vm/drop_caches
+  native_capture "$name" "file copy" \
+    "cp at native speed on the guest's disk (chroot, 5 GiB memory cgroup): $what; page cache dropped before; writeback at its own pace" \
+    "cp -r $src $dst"
+}
+
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
 # --norestore: the headless office work traces end by killing soffice when it
 # does not quit, and the recovery dialog it would then open at the next start
@@ -375,6 +403,39 @@ for job in "${jobs[@]}"; do
         "timeout -k 15 -s TERM $GAME_S $GAME_0AD_MATCH >/dev/null 2>&1; [ \$? -eq 124 ]"
       unset DISPLAY ;;
     launch-*|game-launch-*) launch_job ;;
+    copy-iso)
+      data_disk
+      sz=$(du -sm "$MNT/mnt/data/isos" | cut -f1)
+      copy_job copy-iso-into "4 ISO-sized files ($sz MB) from a second disk into the traced disk" \
+        /mnt/data/isos /home/bench/Downloads/isos
+      copy_job copy-iso-within "4 ISO-sized files ($sz MB) from one folder to another on the traced disk" \
+        /home/bench/Downloads/isos /home/bench/Backup/isos
+      copy_job copy-iso-out "4 ISO-sized files ($sz MB) from the traced disk to a second disk" \
+        /home/bench/Backup/isos /mnt/data/out/isos
+      prepared "rm -rf /home/bench/Downloads/isos /home/bench/Backup/isos /mnt/data/out/isos"
+      fstrim "$MNT" || true ;;
+    copy-photos)
+      data_disk
+      sz=$(du -sm "$MNT/mnt/data/photoset" | cut -f1)
+      copy_job copy-photos-into "339 JPEG photos ($sz MB) from a second disk into the traced disk" \
+        /mnt/data/photoset /home/bench/Pictures/import
+      copy_job copy-photos-within "339 JPEG photos ($sz MB) from one folder to another on the traced disk" \
+        /home/bench/Pictures/import /home/bench/Backup/photos
+      copy_job copy-photos-out "339 JPEG photos ($sz MB) from the traced disk to a second disk" \
+        /home/bench/Backup/photos /mnt/data/out/photos
+      prepared "rm -rf /home/bench/Pictures/import /home/bench/Backup/photos /mnt/data/out/photos"
+      fstrim "$MNT" || true ;;
+    install-krita)
+      data_disk
+      APT='apt-get -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts=/etc/apt/sources.list.d'
+      as_root "cd /etc/apt/sources.list.d && cp local-repo.list.disabled local-repo.list && $APT update >/dev/null"
+      count=$(ls "$MNT"/mnt/data/repo/*.deb | wc -l); mb=$(du -cm "$MNT"/mnt/data/repo/*.deb | tail -1 | cut -f1)
+      sync; echo 3 > /proc/sys/vm/drop_caches
+      native_capture install-krita install \
+        "apt-get install krita at native speed on the guest's disk (chroot, 5 GiB memory cgroup) from a local repository on a second disk: $count packages ($mb MB of .deb) unpacked and configured by dpkg; page cache dropped before" \
+        "DEBIAN_FRONTEND=noninteractive $APT install -y --no-install-recommends krita >/tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }" root
+      as_root "tail -3 /tmp/install.log; DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove krita krita-data >/dev/null 2>&1; rm -f /etc/apt/sources.list.d/local-repo.list; apt-get clean" || true
+      fstrim "$MNT" || true ;;
     *) die "unknown job $job (video-render, photo-light, photo-heavy, game-0ad, launch-*, game-launch-*)" ;;
   esac
 done
