@@ -40,8 +40,13 @@
 #   install-krita: install.sh's `apt-get install krita` as root from the
 #     local package repository on data.img, dpkg's fsyncs included, from a
 #     cold page cache; the packages are purged again afterwards.
+#   office-writer, office-calc, office-impress, publishing-draw: work.sh's
+#     LibreOffice work over UNO (lo_office.py): soffice started before the
+#     trace and left running, the document evicted, TM_THINK_S (default 5) s
+#     pauses between the actions; ends when writeback is done.
 # Usage: traces/capture/native.sh [JOB]...   (JOB: video-render, photo-light,
-#        photo-heavy, game-0ad, copy-iso, copy-photos, install-krita, or a
+#        photo-heavy, game-0ad, copy-iso, copy-photos, install-krita,
+#        office-writer, office-calc, office-impress, publishing-draw, or a
 #        launch of LAUNCHES below; default: the four work traces)
 #        (the guest must not be running: build-guest.sh makes guest.img)
 set -euo pipefail
@@ -130,13 +135,18 @@ GAME_S=${TM_GAME_S:-120}
 
 LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
 # Every process left in the cgroup (a desktop session, an application).
+# (KILL is repeated: soffice's oosplash starts a new soffice.bin when its
+# child dies, so one round can leave a process that was forked meanwhile.)
 cgroup_kill() {
   [ -n "$CG" ] && [ -f "$CG/cgroup.procs" ] || return 0
-  local sig
-  for sig in TERM KILL; do
-    xargs -r kill -s $sig < "$CG/cgroup.procs" 2>/dev/null
-    for _ in $(seq 30); do [ -s "$CG/cgroup.procs" ] || return 0; sleep 0.1; done
+  xargs -r kill -s TERM < "$CG/cgroup.procs" 2>/dev/null
+  for _ in $(seq 30); do [ -s "$CG/cgroup.procs" ] || return 0; sleep 0.1; done
+  for _ in $(seq 50); do
+    xargs -r kill -s KILL < "$CG/cgroup.procs" 2>/dev/null
+    sleep 0.2
+    [ -s "$CG/cgroup.procs" ] || return 0
   done
+  echo "$(basename "$0"): processes left in $CG: $(tr '\n' ' ' < "$CG/cgroup.procs")" >&2
 }
 cgroup_runs() {
   local pid
@@ -242,14 +252,18 @@ x_display() {
   export DISPLAY=:77
 }
 
-# The guest's Xfce session on the display, with its own session bus; /run is
-# a tmpfs, as on the guest.
-desktop_start() {
-  x_display
+# /run in the chroot a tmpfs, as on the guest.
+run_tmpfs() {
   if ! mountpoint -q "$MNT/run"; then
     mount -t tmpfs -o mode=755 tmpfs "$MNT/run"; MOUNTS+=("$MNT/run")
   fi
   install -d -o 1000 -g 1000 -m 700 "$MNT/run/user/1000"
+}
+
+# The guest's Xfce session on the display, with its own session bus.
+desktop_start() {
+  x_display
+  run_tmpfs
   prepared "dbus-daemon --session --address=unix:path=/run/user/1000/bus --fork --nopidfile"
   export SESSION_BUS=unix:path=/run/user/1000/bus
   prepared "setsid xfce4-session </dev/null >/dev/null 2>&1 &"
@@ -314,6 +328,25 @@ copy_job() {
   native_capture "$name" "file copy" \
     "cp at native speed on the guest's disk (chroot, 5 GiB memory cgroup): $what; page cache dropped before; writeback at its own pace" \
     "cp -r $src $dst"
+}
+
+# office_job KIND INPUT NAME CATEGORY WHAT: work.sh's office_job at native speed.
+THINK_S=${TM_THINK_S:-5}
+office_job() {
+  local kind=$1 input=$2 name=$3 category=$4 what=$5
+  local d=/home/bench/$name lo="python3 /run/tracemark/lo_office.py"
+  run_tmpfs
+  install -d -m 755 "$MNT/run/tracemark"
+  install -m 644 "$CAPTURE_DIR/lo_office.py" "$MNT/run/tracemark/lo_office.py"
+  prepared "[ -f $d/original/$input ] || $lo prepare-$kind $d/original"
+  prepared "rm -rf $d/work && mkdir -p $d/work && cp $d/original/$input $d/work/"
+  prepared "$lo serve $d"   # soffice started and left running (untraced)
+  evict "$d"
+  native_capture "$name" "$category" \
+    "$what at native speed (chroot on the guest's disk, 5 GiB memory cgroup; running, headless, UNO); ${THINK_S} s pauses between actions" \
+    "TM_LO_ATTACH=1 TM_THINK_S=$THINK_S $lo run-$kind $d/work"
+  prepared "$lo quit $d" || true
+  cgroup_kill
 }
 
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
@@ -403,6 +436,18 @@ for job in "${jobs[@]}"; do
         "timeout -k 15 -s TERM $GAME_S $GAME_0AD_MATCH >/dev/null 2>&1; [ \$? -eq 124 ]"
       unset DISPLAY ;;
     launch-*|game-launch-*) launch_job ;;
+    office-writer)
+      office_job writer report.odt office-writer office \
+        "LibreOffice Writer 7.4: long report opened cold, TOC added, replace-all, chapter appended, saved as .odt, exported to .docx and PDF" ;;
+    office-calc)
+      office_job calc ledger.ods office-calc office \
+        "LibreOffice Calc 7.4: 120,000-row ledger opened cold, formulas filled down, a SUMIFS summary sheet, recalculated, saved as .ods, exported to .xlsx" ;;
+    office-impress)
+      office_job impress deck.odp office-impress office \
+        "LibreOffice Impress 7.4: 40-slide photo deck opened cold, titles edited, saved, exported to PDF and .pptx" ;;
+    publishing-draw)
+      office_job draw brochure.odg publishing-draw publishing \
+        "LibreOffice Draw 7.4: 16-page A4 brochure with 48 photographs opened cold and exported to print PDF at full resolution" ;;
     copy-iso)
       data_disk
       sz=$(du -sm "$MNT/mnt/data/isos" | cut -f1)
