@@ -70,6 +70,9 @@ PHOTO_HEAVY_CLEAN="rm -rf $PHOTO_HEAVY_DIR/work $PHOTO_HEAVY_DIR/scratch $PHOTO_
 # (each script wraps it in `timeout` for the length of the match it traces).
 GAME_0AD_MATCH="/usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -autostart-ai=1:petra -autostart-ai=2:petra -nosound -xres=1280 -yres=720"
 
+# game-supertuxkart: one lap of Lighthouse with 4 karts, without graphics.
+STK_RACE="/usr/games/supertuxkart --no-graphics --profile-laps=1 --track=lighthouse --numkarts=4 --race-now >/dev/null 2>&1"
+
 # Every command on one line (the guest's sh and `sh -c` alike).
 for v in VIDEO_PREP VIDEO_RENDER PHOTO_LIGHT_EDIT PHOTO_HEAVY_POLICY_ROOT PHOTO_HEAVY_PREP PHOTO_HEAVY_EDIT; do
   printf -v "$v" '%s' "${!v//$'\n'/ }"

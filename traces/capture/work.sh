@@ -121,7 +121,7 @@ for job in "${jobs[@]}"; do
         "0 A.D. 0.26 in the guest (llvmpipe, desktop session): Acropolis Bay with 2 Petra AIs loaded and played until $GAME_S s after the start; game start-up warm, match files cold" \
         bash -c "source $CAPTURE_DIR/guest-common.sh; trap - EXIT; LOOP=$LOOP; gbench $(printf '%q' "$GAME") && guest_settle 3 900 1" ;;
     game-supertuxkart)
-      STK="/usr/games/supertuxkart --no-graphics --profile-laps=1 --track=lighthouse --numkarts=4 --race-now >/dev/null 2>&1"
+      STK=$STK_RACE
       gbench "$STK"   # untraced: program and data read once
       guest_cold
       guest_settle 3 600 1
