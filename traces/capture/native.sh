@@ -1,57 +1,53 @@
 #!/bin/bash
-# Work traces of CPU-bound programs at native speed: the same work as
-# work.sh's (work-jobs.sh), run in a chroot on the capture guest's own disk
-# image (its aged ext4, its Debian 12 programs and files), on the host's
-# kernel, because the guest runs under TCG here and TCG stretches every
-# CPU-bound phase several-fold (an encoder's reads spread over minutes, a
-# converter's scratch files outliving writeback's 30 s expiry).
+# The reference traces at native speed: the guest's own programs and work
+# (work-jobs.sh, and the steps of launch.sh, copies.sh and install.sh) run in
+# a chroot on the capture guest's own disk image (its aged ext4, its Debian 12
+# programs and files), on the host's kernel. The guest runs under TCG here,
+# and TCG stretches every CPU-bound phase several-fold, which changes the I/O
+# (an encoder's reads spread over minutes, scratch files outliving
+# writeback's 30 s expiry, a copy paced by the emulated CPU).
 #
 # What makes it a desktop rather than a server:
 #   - the disk: guest.img's ext4 partition on a loop device (direct I/O, so
 #     the host keeps no second copy), with the guest's queue limits of a
-#     consumer NVMe drive: scheduler none, read_ahead_kb 128,
-#     max_sectors_kb 512;
-#   - memory: the program runs in a memory cgroup limited to $MEM_LIMIT (the
-#     guest's 6 GiB less its desktop), so its page cache and scratch files
-#     are reclaimed as on such a machine;
+#     consumer NVMe drive: scheduler none, max_sectors_kb 512,
+#     read_ahead_kb 128;
+#   - memory: the programs run in a memory cgroup limited to $MEM_LIMIT (the
+#     guest's 6 GiB less its desktop), so page cache and scratch files are
+#     reclaimed as on such a machine;
 #   - writeback: the dirty thresholds of a 6 GiB machine (10 % and 20 % of
 #     about 5 GiB of dirtyable memory: background 512 MiB, limit 1 GiB), set
-#     for the capture and put back afterwards; no `sync` anywhere: the trace
+#     for the capture and put back afterwards; no `sync` anywhere: a trace
 #     ends when the cgroup's dirty and writeback pages are under 1 MiB and
 #     the disk has been quiet 3 s;
 #   - warm program, cold documents: the program runs once untraced, then only
-#     the documents are dropped from the page cache (posix_fadvise).
-#   game-0ad: the 0 A.D. match of work.sh, rendered with the guest's Mesa
-#     (llvmpipe) on an Xvfb display of the host (apt-get install xvfb): the
-#     X server's own files are not on the traced disk, as the desktop's X
-#     server's are already in memory when a game starts; played until
-#     TM_GAME_S seconds (default 120) after the start.
-#   launch-*, game-launch-*: the launches of launch.sh "until usable", in
-#     the guest's own Xfce session (xfce4-session on its own D-Bus, on the
-#     host's Xvfb): after one untraced launch (a returning user) the page
-#     cache is dropped and the files the session's processes have mapped are
-#     read back (desktop warm, application cold, as tm-guest.sh cold does in
-#     the guest); the trace ends LAUNCH_TAIL_S (default 10) s after the
-#     application's window is mapped and visible.
-#   copy-iso, copy-photos: copies.sh's copies (into, within and out of the
-#     traced disk; the other end the guest's second disk, data.img, on its own
-#     untraced loop device at /mnt/data), each from a cold page cache, ending
-#     when writeback is done.
-#   install-krita: install.sh's `apt-get install krita` as root from the
-#     local package repository on data.img, dpkg's fsyncs included, from a
-#     cold page cache; the packages are purged again afterwards.
-#   game-supertuxkart: work.sh's race without graphics, after one untraced
-#     run, from a dropped page cache.
-#   office-writer, office-calc, office-impress, publishing-draw: work.sh's
-#     LibreOffice work over UNO (lo_office.py): soffice started before the
-#     trace and left running, the document evicted, TM_THINK_S (default 5) s
-#     pauses between the actions; ends when writeback is done.
-# Usage: traces/capture/native.sh [JOB]...   (JOB: video-render, photo-light,
-#        photo-heavy, game-0ad, copy-iso, copy-photos, install-krita,
-#        office-writer, office-calc, office-impress, publishing-draw,
-#        game-supertuxkart, or a
-#        launch of LAUNCHES below; default: the four work traces)
-#        (the guest must not be running: build-guest.sh makes guest.img)
+#     the documents are dropped from the page cache (posix_fadvise);
+#   - graphics (launches, game-0ad): the guest's Mesa (llvmpipe) on the
+#     host's Xvfb (apt-get install xvfb); the X server's files are not on the
+#     traced disk, as a desktop's are in memory before anything starts.
+#
+# Jobs:
+#   video-render, photo-light, photo-heavy (the default set, with game-0ad)
+#       work.sh's commands, program warm, documents cold;
+#   game-0ad  the 0 A.D. match, played until TM_GAME_S s (default 120);
+#   game-supertuxkart  the race without graphics, from a dropped page cache;
+#   office-writer, office-calc, office-impress, publishing-draw
+#       LibreOffice over UNO (lo_office.py): soffice running before the
+#       trace, the document evicted, TM_THINK_S (default 5) s pauses;
+#   launch-gimp, launch-inkscape, launch-libreoffice, launch-firefox,
+#   launch-darktable, game-launch-0ad, game-launch-supertuxkart
+#       "until usable" in the guest's own Xfce session (xfce4-session on its
+#       own D-Bus): one untraced launch (a returning user), then the page
+#       cache dropped and the files the session's processes have mapped read
+#       back (desktop warm, application cold), then the traced launch, ending
+#       LAUNCH_TAIL_S (default 10) s after its window is mapped and visible;
+#   copy-iso, copy-photos  copies.sh's copies into, within and out of the
+#       traced disk (the other end the guest's second disk, data.img, on its
+#       own untraced loop device at /mnt/data), from a dropped page cache;
+#   install-krita  `apt-get install krita` as root from the local repository
+#       on data.img (dpkg's fsyncs included), purged again afterwards.
+# Usage: traces/capture/native.sh [JOB]...   (as root; the guest must not be
+#        running; build-guest.sh makes guest.img and data.img)
 set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
