@@ -29,10 +29,10 @@
 //!
 //! Submission is batched: SQEs are queued while further I/Os are due, and
 //! submitted in one `io_uring_enter` before any wait; when nothing else is in
-//! flight, the wait's own `io_uring_enter` submits them (one call, not two). Waits for a future time
-//! sleep in `io_uring_enter` with a timeout (reaping completions as they come)
-//! and spin the last tens of microseconds. Buffers are registered once;
-//! nothing is allocated per I/O.
+//! flight, the wait's own `io_uring_enter` submits them (one call, not two).
+//! Waits for a future time sleep in `io_uring_enter` with a timeout (reaping
+//! completions as they come) and spin the last tens of microseconds. Buffers
+//! are registered once; nothing is allocated per I/O.
 //!
 //! Discards go to block devices as `BLOCK_URING_CMD_DISCARD` (asynchronous,
 //! Linux 6.12+); on files, on devices without support and on older kernels
