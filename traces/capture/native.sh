@@ -349,6 +349,20 @@ office_job() {
   cgroup_kill
 }
 
+# copy_set SET WHAT OUTNAME SRC INTO WITHIN: copies.sh's three copies of a
+# set (into the traced disk at INTO, within it to WITHIN, out of it to
+# /mnt/data/out/OUTNAME), then the copies removed and the disk trimmed.
+copy_set() {
+  local set=$1 what=$2 out=/mnt/data/out/$3 src=$4 into=$5 within=$6 sz
+  data_disk
+  sz=$(du -sm "$MNT$src" | cut -f1)
+  copy_job "copy-$set-into" "$what ($sz MB) from a second disk into the traced disk" "$src" "$into"
+  copy_job "copy-$set-within" "$what ($sz MB) from one folder to another on the traced disk" "$into" "$within"
+  copy_job "copy-$set-out" "$what ($sz MB) from the traced disk to a second disk" "$within" "$out"
+  prepared "rm -rf $into $within $out"
+  fstrim "$MNT" || true
+}
+
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
 # --norestore: the headless office work traces end by killing soffice when it
 # does not quit, and the recovery dialog it would then open at the next start
@@ -459,27 +473,11 @@ for job in "${jobs[@]}"; do
       office_job draw brochure.odg publishing-draw publishing \
         "LibreOffice Draw 7.4: 16-page A4 brochure with 48 photographs opened cold and exported to print PDF at full resolution" ;;
     copy-iso)
-      data_disk
-      sz=$(du -sm "$MNT/mnt/data/isos" | cut -f1)
-      copy_job copy-iso-into "4 ISO-sized files ($sz MB) from a second disk into the traced disk" \
-        /mnt/data/isos /home/bench/Downloads/isos
-      copy_job copy-iso-within "4 ISO-sized files ($sz MB) from one folder to another on the traced disk" \
-        /home/bench/Downloads/isos /home/bench/Backup/isos
-      copy_job copy-iso-out "4 ISO-sized files ($sz MB) from the traced disk to a second disk" \
-        /home/bench/Backup/isos /mnt/data/out/isos
-      prepared "rm -rf /home/bench/Downloads/isos /home/bench/Backup/isos /mnt/data/out/isos"
-      fstrim "$MNT" || true ;;
+      copy_set iso "4 ISO-sized files" isos /mnt/data/isos \
+        /home/bench/Downloads/isos /home/bench/Backup/isos ;;
     copy-photos)
-      data_disk
-      sz=$(du -sm "$MNT/mnt/data/photoset" | cut -f1)
-      copy_job copy-photos-into "339 JPEG photos ($sz MB) from a second disk into the traced disk" \
-        /mnt/data/photoset /home/bench/Pictures/import
-      copy_job copy-photos-within "339 JPEG photos ($sz MB) from one folder to another on the traced disk" \
-        /home/bench/Pictures/import /home/bench/Backup/photos
-      copy_job copy-photos-out "339 JPEG photos ($sz MB) from the traced disk to a second disk" \
-        /home/bench/Backup/photos /mnt/data/out/photos
-      prepared "rm -rf /home/bench/Pictures/import /home/bench/Backup/photos /mnt/data/out/photos"
-      fstrim "$MNT" || true ;;
+      copy_set photos "339 JPEG photos" photos /mnt/data/photoset \
+        /home/bench/Pictures/import /home/bench/Backup/photos ;;
     install-krita)
       data_disk
       APT='apt-get -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts=/etc/apt/sources.list.d'
@@ -491,6 +489,6 @@ for job in "${jobs[@]}"; do
         "DEBIAN_FRONTEND=noninteractive $APT install -y --no-install-recommends krita >/tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }" root
       as_root "tail -3 /tmp/install.log; DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove krita krita-data >/dev/null 2>&1; rm -f /etc/apt/sources.list.d/local-repo.list; apt-get clean" || true
       fstrim "$MNT" || true ;;
-    *) die "unknown job $job (video-render, photo-light, photo-heavy, game-0ad, launch-*, game-launch-*)" ;;
+    *) die "unknown job $job (the jobs are listed in the header of $0)" ;;
   esac
 done
