@@ -8,6 +8,7 @@
 //!   `identity`, `wrap`).
 //! - [`target`]: opening the target (block device or file, scratch file by
 //!   default), the safety checks, filling the scratch file.
+//! - [`cpu_idle`]: keeping the CPUs out of idle states while a run lasts.
 //! - [`precondition`]: writing what the traces will read before scoring, so
 //!   reads touch data.
 //! - [`schedule`]: the timing and dependency rules of the modes (virtual
@@ -22,6 +23,7 @@
 pub mod buffer;
 pub mod clock;
 pub mod consistency;
+pub mod cpu_idle;
 pub mod engine;
 pub mod error;
 pub mod in_use;

@@ -1,6 +1,7 @@
 //! Running a set of traces against one target: the function behind both
 //! `tracemark replay` and `tracemark suite`.
 
+use crate::cpu_idle::CpuIdleHold;
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{trace_result, RecordChecksum, TimelineBuilder};
@@ -53,6 +54,9 @@ pub fn run_suite(
         return Err(ReplayError::Options("no traces to replay".into()));
     }
     crate::clock::use_fine_timer_slack();
+    // Refused (no root): the OS's idle policy, and the result says so (the
+    // command line warns before the run).
+    let idle_hold = CpuIdleHold::acquire(opts.cpu_idle).unwrap_or_else(|_| CpuIdleHold::none());
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -193,6 +197,8 @@ pub fn run_suite(
         results.push(result);
     }
     let mut result = suite_result(&target, opts, results, interrupted, started_unix_s);
+    result.options.cpu_idle = idle_hold.in_effect();
+    drop(idle_hold);
     result.precondition = precondition;
     result.mark_validity();
     if let Some((trace, why)) = stopped {

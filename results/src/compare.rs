@@ -471,6 +471,11 @@ fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, St
         a.target.direct_io.to_string(),
         b.target.direct_io.to_string(),
     );
+    check(
+        "cpu idle",
+        oa.cpu_idle.name().to_string(),
+        ob.cpu_idle.name().to_string(),
+    );
     // Only where requests run on io-wq does the workers' CPU change figures.
     let io_wq = |r: &SuiteResult| r.target.io_path == Some(crate::schema::IoPath::IoWq);
     if io_wq(a) || io_wq(b) {

@@ -125,6 +125,10 @@ pub struct ReplayOptions {
         skip_serializing_if = "IoWorkerCpu::is_any"
     )]
     pub io_worker_cpu: IoWorkerCpu,
+    /// What the CPUs do while idle during the run. Result files older than
+    /// the option left it to the OS; `os` is not written.
+    #[serde(default = "CpuIdle::os", skip_serializing_if = "CpuIdle::is_os")]
+    pub cpu_idle: CpuIdle,
 }
 
 fn is_auto(n: &u32) -> bool {
@@ -233,6 +237,44 @@ impl IoWorkerCpu {
     }
 }
 
+/// What the CPUs do while idle during a run. Between two I/Os of a sparse
+/// trace the CPUs go idle; waking from an idle state (a C-state on a
+/// machine, a halted vCPU the host has to schedule again in a VM) adds its
+/// exit latency to the access time of the I/O that wakes it, and that latency
+/// moves with the host's load and the machine's power settings, not with the
+/// drive. On this project's 2-vCPU VM, game-launch-0ad on zram scored
+/// 7323-8425 (spread 15 %) with idle states and 8886-9352 (5 %) without,
+/// four alternating pairs (replayer/README.md, "Run-to-run spread").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CpuIdle {
+    /// The CPUs poll instead of entering idle states while the run lasts:
+    /// a CPU latency request of 0 µs (`/dev/cpu_dma_latency`, the kernel's
+    /// PM QoS interface, as cyclictest uses it), dropped when the run ends.
+    /// Needs root; without it the run falls back to `os` and says so.
+    #[default]
+    Poll,
+    /// The OS's idle policy, as an application meets it.
+    Os,
+}
+
+impl CpuIdle {
+    fn os() -> Self {
+        CpuIdle::Os
+    }
+
+    fn is_os(&self) -> bool {
+        *self == CpuIdle::Os
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CpuIdle::Poll => "poll",
+            CpuIdle::Os => "os",
+        }
+    }
+}
+
 /// Preconditioning of the targets before scoring: a never-written block
 /// (fresh or trimmed SSD, fresh zram) reads without touching data, much
 /// faster than the same drive in use.
@@ -291,6 +333,7 @@ impl Default for ReplayOptions {
             precondition: PreconditionPolicy::ReadRegions,
             threads: 0,
             io_worker_cpu: IoWorkerCpu::Any,
+            cpu_idle: CpuIdle::Poll,
         }
     }
 }

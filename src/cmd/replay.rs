@@ -4,7 +4,7 @@ use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
-use replayer::options::{IoWorkerCpu, PreconditionPolicy, Priority};
+use replayer::options::{CpuIdle, IoWorkerCpu, PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -63,6 +63,13 @@ pub struct RunArgs {
     /// scheduler.
     #[arg(long, value_enum, default_value_t = IoWorkerCpuArg::Any)]
     pub io_worker_cpu: IoWorkerCpuArg,
+    /// What the CPUs do while idle during the run. poll: kept out of idle
+    /// states (a 0 µs CPU latency request through /dev/cpu_dma_latency,
+    /// needs root; dropped when the run ends), so waking a CPU from an idle
+    /// state, which moves with the machine and not with the drive, stays out
+    /// of access times; os: the OS's idle policy, as applications meet it.
+    #[arg(long, value_enum, default_value_t = CpuIdleArg::Poll)]
+    pub cpu_idle: CpuIdleArg,
     /// Before scoring, write once with incompressible data what the traces
     /// read (read-regions: the 1 MiB regions they read before writing them
     /// themselves, under the address mapping), or the whole target (full),
@@ -150,6 +157,12 @@ pub enum IoWorkerCpuArg {
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum CpuIdleArg {
+    Poll,
+    Os,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum PreconditionArg {
     ReadRegions,
     Full,
@@ -223,6 +236,10 @@ impl RunArgs {
                 IoWorkerCpuArg::Issuer => IoWorkerCpu::Issuer,
                 IoWorkerCpuArg::Any => IoWorkerCpu::Any,
             },
+            cpu_idle: match self.cpu_idle {
+                CpuIdleArg::Poll => CpuIdle::Poll,
+                CpuIdleArg::Os => CpuIdle::Os,
+            },
         }
     }
 }
@@ -247,6 +264,15 @@ pub fn replay_paths(
                 "warning: --priority high: SCHED_FIFO refused ({e}); replaying at normal priority (run as root or grant CAP_SYS_NICE)"
             );
             opts.priority = Priority::Normal;
+        }
+    }
+    if opts.cpu_idle == CpuIdle::Poll {
+        if let Err(e) = replayer::cpu_idle::available() {
+            eprintln!(
+                "warning: --cpu-idle poll: {} refused ({e}); the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
+                replayer::cpu_idle::CPU_LATENCY_FILE
+            );
+            opts.cpu_idle = CpuIdle::Os;
         }
     }
     let mut sources = Vec::with_capacity(traces.len());

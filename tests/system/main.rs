@@ -14,6 +14,7 @@ mod capture;
 mod capture_faults;
 mod consistency;
 mod convert_tracefs;
+mod cpu_idle;
 mod fault_injection;
 mod io_worker_cpu;
 mod precondition;

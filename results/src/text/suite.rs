@@ -1,7 +1,7 @@
 //! The table people read.
 
 use super::escape_control as esc;
-use crate::options::{IoWorkerCpu, Priority, TimingMode};
+use crate::options::{CpuIdle, IoWorkerCpu, Priority, TimingMode};
 use crate::schema::{IoPath, SuiteResult, TraceResult};
 use std::fmt::Write;
 
@@ -57,6 +57,12 @@ pub fn format_table(r: &SuiteResult) -> String {
         let _ = writeln!(
             out,
             "note: the issuing thread and its io_uring workers are held on one CPU where the kernel allows (--io-worker-cpu any: left to the scheduler)"
+        );
+    }
+    if r.options.cpu_idle == CpuIdle::Os {
+        let _ = writeln!(
+            out,
+            "note: the CPUs kept their idle states (--cpu-idle os, or poll refused): access times include waking them"
         );
     }
     if let Some(p) = &r.precondition {
