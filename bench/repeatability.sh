@@ -6,6 +6,7 @@
 #
 #   bench/repeatability.sh [-n RUNS] [--zram SIZE | --target PATH] [-o DIR]
 #                          [--after-dd K] [--versus DIR2] [--fio-floor SECONDS]
+#                          [--fresh-each]
 #                          [-- SUITE-ARGS...]
 #
 #   -n RUNS       consecutive runs (default 5)
@@ -17,6 +18,10 @@
 #                 oflag=direct` and run K more times: the suite score after the
 #                 fill over the median before (preconditioning should make the
 #                 fresh device score like the filled one, issue 14: within 5 %)
+#   --fresh-each  (--zram) reset the device before every run, not only the
+#                 first: every run starts from the same state (each run's
+#                 preconditioning writes the regions again), so a drift that
+#                 stays is not the device's accumulated state
 #   --versus DIR2 then `tracemark compare` every run of DIR2 (another
 #                 repeatability.sh result directory, e.g. another target)
 #                 against this one's: the suite line says whether the
@@ -27,7 +32,9 @@
 #                 first 256 MiB, which run 1's preconditioning wrote; read-only)
 #                 and the spread of its mean latency over the runs is printed
 #                 beside the suite's: the machine's own run-to-run noise floor,
-#                 measured in the same minutes by a tool that is not tracemark
+#                 measured in the same minutes by a tool that is not tracemark;
+#                 under the suite's CPU idle policy (a 0 us CPU latency
+#                 request held for fio too, unless SUITE-ARGS say --cpu-idle os)
 #   SUITE-ARGS    passed to every `tracemark suite` (e.g. --passes 3 --profile quick)
 #
 # Prints the load (uptime) before and after: on a shared machine say what ran.
@@ -41,6 +48,7 @@ OUT=
 AFTER_DD=0
 VERSUS=
 FIO_FLOOR=0
+FRESH_EACH=0
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) RUNS=$2; shift 2 ;;
@@ -50,11 +58,13 @@ while [ $# -gt 0 ]; do
         --after-dd) AFTER_DD=$2; shift 2 ;;
         --versus) VERSUS=$2; shift 2 ;;
         --fio-floor) FIO_FLOOR=$2; shift 2 ;;
+        --fresh-each) FRESH_EACH=1; shift ;;
         --) shift; break ;;
         *) die "unknown argument $1 (see the header of $0)" ;;
     esac
 done
 [ -n "$ZRAM_SIZE" ] && [ -n "$TARGET" ] && die "give --zram or --target, not both"
+[ "$FRESH_EACH" = 1 ] && [ -z "$ZRAM_SIZE" ] && die "--fresh-each needs --zram (it resets the device)"
 [ "$AFTER_DD" -gt 0 ] && [ -z "$ZRAM_SIZE" ] && die "--after-dd needs --zram (it overwrites the device)"
 [ -z "$VERSUS" ] || ls "$VERSUS"/run-*.json >/dev/null 2>&1 || die "no run-*.json in $VERSUS"
 need python3
@@ -95,14 +105,25 @@ export TRACEMARK_STATE_DIR=${TRACEMARK_STATE_DIR:-$OUT/state}
 echo "target $TARGET, $RUNS runs, results in $OUT"
 echo "load before: $(uptime)"
 for i in $(seq "$RUNS"); do
+    if [ "$FRESH_EACH" = 1 ] && [ "$i" -gt 1 ]; then
+        echo 1 > "/sys/block/zram$ZRAM_ID/reset"
+        echo "$ZRAM_SIZE" > "/sys/block/zram$ZRAM_ID/disksize"
+    fi
     "$TRACEMARK" suite --target "$TARGET" "${EXTRA[@]}" --json "$OUT/run-$i.json" "$@" \
         > "$OUT/run-$i.txt" 2>&1 || { cat "$OUT/run-$i.txt" >&2; die "run $i failed"; }
     grep -E '^suite \(geometric mean\)' "$OUT/run-$i.txt" | sed "s/^/run $i: /"
     if [ "$FIO_FLOOR" -gt 0 ]; then
+        # fio under the suite's CPU idle policy: tracemark's default (poll)
+        # holds a 0 us CPU latency request while it runs, so fio gets one too.
+        if [[ " $* " != *" --cpu-idle os "* ]] && [ -w /dev/cpu_dma_latency ]; then
+            exec 3>/dev/cpu_dma_latency
+            printf '\0\0\0\0' >&3
+        fi
         fio --name=floor --filename="$TARGET" --readonly --rw=randread --bs=4k --size=256m \
             --direct=1 --ioengine=io_uring --iodepth=1 --rate_iops=2000 --time_based \
             --runtime="$FIO_FLOOR" --output-format=json > "$OUT/fio-floor-$i.json" 2>/dev/null \
             || die "fio on $TARGET failed (run $i)"
+        exec 3>&-
         python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(f\"run {sys.argv[2]}: fio QD1 paced 4 KiB reads: mean latency {r['lat_ns']['mean']/1e3:.1f} us (total: submission to completion), {r['iops']:.0f} IOPS\")" "$OUT/fio-floor-$i.json" "$i"
     fi
 done

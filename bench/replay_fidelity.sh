@@ -116,7 +116,8 @@ record() { # KEY NAME
     add "$1.p50" "$p50"; add "$1.p99" "$p99"; add "$1.jit" "$jit"; add "$1.gap" "$gap"; add "$1.ooo" "$ooo"; add "$1.dur" "$ach"
     printf '  %-22s lateness p50 %8.1f p99 %10.1f | jitter p99 %8.1f | inter-arrival p99 %7.1f | out of order %5s of %s | %.3f s\n' "$1" "$p50" "$p99" "$jit" "$gap" "$ooo" "$seen" "$ach"
 }
-TM=("$TRACEMARK" replay "$WORK/rt.tmt" --mode realtime --mapping identity --passes 1 --no-warmup --queue-depth 32 "$write")
+# --cpu-idle os: the CPUs keep their idle states, as they do for fio.
+TM=("$TRACEMARK" replay "$WORK/rt.tmt" --mode realtime --mapping identity --passes 1 --no-warmup --queue-depth 32 "$write" --cpu-idle os)
 
 for run in $(seq 1 "$RUNS"); do
     echo "# run $run/$RUNS (load $(cut -d' ' -f1 /proc/loadavg))"

@@ -87,7 +87,8 @@ fresh() {
     esac
 }
 
-TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup)
+# --cpu-idle os: the CPUs keep their idle states, as they do for fio.
+TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os)
 tm_iops() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$1"; }
 tm_ios() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["ios"])' "$1"; }
 fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }

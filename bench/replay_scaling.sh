@@ -88,7 +88,8 @@ for t in two one; do
     "$TRACEMARK" convert "$WORK/$t.iolog" -o "$WORK/$t.ord.tmt" --name "$t-ord" -q
 done
 
-TM=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --mode compressed --queue-depth "$QD")
+# --cpu-idle os: the CPUs keep their idle states, as they do for fio.
+TM=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --mode compressed --queue-depth "$QD" --cpu-idle os)
 tm_iops() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$1"; }
 cpu_per_mio() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); t=json.load(open(sys.argv[2]))["traces"][0]; print((c["user_s"]+c["sys_s"])*1e6/t["ios"])' "$1.cpu" "$1"; }
 run() { # OUT ARGS...

@@ -93,7 +93,8 @@ make_trace rr32 "$IOS_B32" 100
 make_trace rt "$IOS_C" 70 20000
 "$TRACEMARK" export "$WORK/rt.tmt" --to csv -o "$WORK/rt.csv"
 
-TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup)
+# --cpu-idle os: the CPUs keep their idle states, as they do for fio.
+TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os)
 FIO_COMMON=(--direct=1 --ioengine=io_uring --output-format=json)
 
 tm_iops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["iops"])' "$1"; }

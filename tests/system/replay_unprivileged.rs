@@ -1,6 +1,7 @@
 //! An ordinary user (no root, an 8 MiB memory-lock limit) can replay onto a
 //! scratch file: where pinning the buffers is refused, the engine uses them
-//! unregistered instead of failing.
+//! unregistered instead of failing; where the CPU latency request of
+//! `--cpu-idle poll` is refused, it warns and the result says `os`.
 
 use crate::support::SystemTest;
 use std::os::unix::fs::PermissionsExt;
@@ -63,4 +64,14 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
     assert_eq!(t["ios"], 200);
     assert_eq!(t["read_bytes"], 133 * 65536);
     assert_eq!(t["write_bytes"], 67 * 65536);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--cpu-idle poll") && stderr.contains("refused"),
+        "no warning about the refused CPU latency request: {stderr}"
+    );
+    assert!(
+        v["options"].get("cpu_idle").is_none(),
+        "cpu_idle recorded as {} though the request was refused",
+        v["options"]["cpu_idle"]
+    );
 }
