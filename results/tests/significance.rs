@@ -90,3 +90,20 @@ fn runs_of_the_same_drive_widen_the_uncertainty() {
     assert!((u - runs).abs() < 1e-9, "{u} vs {runs}");
     assert_eq!(c.score_significant(1, Some(&t.name)), Some(false));
 }
+
+#[test]
+fn results_under_different_cpu_idle_policies_are_flagged() {
+    let a = fixture();
+    let mut b = a.clone();
+    b.options.cpu_idle = results::options::CpuIdle::Poll;
+    let c = compare(a.clone(), b);
+    assert!(
+        c.mismatches
+            .iter()
+            .any(|m| m.message.contains("cpu idle differs") && m.message.contains("poll")),
+        "{:?}",
+        c.mismatches.iter().map(|m| &m.message).collect::<Vec<_>>()
+    );
+    let same = compare(a.clone(), a);
+    assert!(!same.mismatches.iter().any(|m| m.message.contains("cpu idle")));
+}
