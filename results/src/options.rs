@@ -242,9 +242,10 @@ impl IoWorkerCpu {
 /// machine, a halted vCPU the host has to schedule again in a VM) adds its
 /// exit latency to the access time of the I/O that wakes it, and that latency
 /// moves with the host's load and the machine's power settings, not with the
-/// drive. On this project's 2-vCPU VM, game-launch-0ad on zram scored
-/// 7323-8425 (spread 15 %) with idle states and 8886-9352 (5 %) without,
-/// four alternating pairs (replayer/README.md, "Run-to-run spread").
+/// drive. On this project's 2-vCPU VM, game-launch-0ad on zram scored a
+/// median 7668 (spread 10.7 %) with idle states and 9244 (7.4 %) without,
+/// four alternating pairs (`bench/cpu_idle_pairs.sh`; replayer/README.md,
+/// "CPU idle states").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CpuIdle {

@@ -105,5 +105,8 @@ fn results_under_different_cpu_idle_policies_are_flagged() {
         c.mismatches.iter().map(|m| &m.message).collect::<Vec<_>>()
     );
     let same = compare(a.clone(), a);
-    assert!(!same.mismatches.iter().any(|m| m.message.contains("cpu idle")));
+    assert!(!same
+        .mismatches
+        .iter()
+        .any(|m| m.message.contains("cpu idle")));
 }
