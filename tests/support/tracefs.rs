@@ -96,10 +96,10 @@ impl TracingInstance {
     pub fn create(tracefs: &Path) -> std::io::Result<TracingInstance> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let dir = tracefs
-            .join("instances")
-            .join(format!("{INSTANCE_PREFIX}{}-{n}", std::process::id()));
+        let name = format!("{INSTANCE_PREFIX}{}-{n}", std::process::id());
+        let dir = tracefs.join("instances").join(&name);
         fs::create_dir(&dir)?;
+        live_instances().insert(name);
         Ok(TracingInstance { dir })
     }
 }
@@ -107,13 +107,32 @@ impl TracingInstance {
 impl Drop for TracingInstance {
     fn drop(&mut self) {
         remove_instance(&self.dir);
+        if let Some(name) = self.dir.file_name() {
+            live_instances().remove(&*name.to_string_lossy());
+        }
     }
+}
+
+/// The instances this process's tests hold right now: another test's live
+/// instance (tests run in parallel threads) is not a change the checking test
+/// made; one left behind after its owner was dropped is.
+fn live_instances() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<String>> {
+    static LIVE: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn remove_instance(dir: &Path) {
     let _ = fs::write(dir.join("tracing_on"), "0");
     let _ = fs::write(dir.join("events/enable"), "0");
-    let _ = fs::remove_dir(dir);
+    // rmdir is EBUSY while a reader still has one of the instance's files
+    // open (a trace_pipe reader being released): retry for up to 2 s.
+    for _ in 0..100 {
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// The process that owns a tracemark instance, when its name says
@@ -256,6 +275,7 @@ impl TracingState {
             .filter(|name| {
                 name.starts_with("tracemark-")
                     && !instance_owner(name).is_some_and(|pid| pid != me && alive(pid))
+                    && !live_instances().contains(name)
             })
             .collect();
         instances.sort();
