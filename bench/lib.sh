@@ -65,3 +65,24 @@ make_blktrace() {
     "$BENCH_ROOT/target/release/examples/blktrace_speed" make "$BLKTRACE_SAMPLE" "$1.blktrace.0" "$2" >/dev/null \
         || die "generating $1.blktrace.0 failed"
 }
+
+# zram_add SIZE: a private zram device of SIZE (never /dev/zram0's own);
+# prints its number. Needs root.
+zram_add() {
+    [ -e /sys/class/zram-control/hot_add ] || modprobe zram || die "no zram module"
+    local id
+    id=$(cat /sys/class/zram-control/hot_add) || die "zram hot_add failed"
+    echo "$1" > "/sys/block/zram$id/disksize" || die "cannot size /dev/zram$id"
+    for _ in $(seq 50); do [ -b "/dev/zram$id" ] && break; sleep 0.1; done
+    echo "$id"
+}
+
+# zram_remove ID: resets and removes a device made by zram_add (retried: a
+# device still being released refuses for a moment).
+zram_remove() {
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+        echo 1 > "/sys/block/zram$1/reset" 2>/dev/null || true
+        echo "$1" > /sys/class/zram-control/hot_remove 2>/dev/null && return 0
+        sleep 0.5
+    done
+}

@@ -76,23 +76,14 @@ mkdir -p "$OUT"
 
 ZRAM_ID=
 cleanup() {
-    if [ -n "$ZRAM_ID" ]; then
-        for _ in 1 2 3 4 5 6 7 8 9 10; do
-            echo 1 > "/sys/block/zram$ZRAM_ID/reset" 2>/dev/null || true
-            echo "$ZRAM_ID" > /sys/class/zram-control/hot_remove 2>/dev/null && break
-            sleep 0.5
-        done
-    fi
+    [ -z "$ZRAM_ID" ] || zram_remove "$ZRAM_ID"
 }
 trap cleanup EXIT
 
 EXTRA=()
 if [ -n "$ZRAM_SIZE" ]; then
     need_root
-    [ -e /sys/class/zram-control/hot_add ] || modprobe zram || die "no zram module"
-    ZRAM_ID=$(cat /sys/class/zram-control/hot_add)
-    echo "$ZRAM_SIZE" > "/sys/block/zram$ZRAM_ID/disksize"
-    for _ in $(seq 50); do [ -b "/dev/zram$ZRAM_ID" ] && break; sleep 0.1; done
+    ZRAM_ID=$(zram_add "$ZRAM_SIZE") || exit 1
     TARGET=/dev/zram$ZRAM_ID
     EXTRA=(--allow-write)
 fi
