@@ -21,6 +21,10 @@
 # Then CPU per I/O at the same achieved rate: a RATE (default 20000) IOPS
 # trace of RATE_IOS (default 60000) I/Os, tracemark realtime (closed loop)
 # against fio's timed iolog replay (same records), RUNS pairs per device.
+# CPU_IDLE=os (default) or poll: with poll, a 0 us CPU latency request
+# (/dev/cpu_dma_latency) is held for the whole sweep, so neither program's
+# CPUs enter idle states (tracemark's default for suites, `--cpu-idle poll`);
+# with os both keep them. Either way both programs run under the same policy.
 # Devices are private (zram via /sys/class/zram-control/hot_add, loop via
 # losetup -f) and removed at the end, also on failure.
 set -euo pipefail
@@ -34,6 +38,8 @@ DEVICES=${DEVICES:-"zram loop"}
 RATE=${RATE:-20000}
 RATE_IOS=${RATE_IOS:-60000}
 SPAN_MIB=1024
+CPU_IDLE=${CPU_IDLE:-os}
+case $CPU_IDLE in os|poll) ;; *) die "CPU_IDLE must be os or poll";; esac
 
 need_root
 need fio
@@ -63,7 +69,7 @@ ZRAM=/dev/zram$ZRAM_N
 for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
 
 echo "# replay_qd_sweep: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
-echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); devices: $ZRAM (zram, private), loop over $SHM (tmpfs)"
+echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); CPU idle states: $CPU_IDLE; devices: $ZRAM (zram, private), loop over $SHM (tmpfs)"
 head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
 
 # fresh KIND: a device in a known state; sets DEV.
@@ -87,8 +93,15 @@ fresh() {
     esac
 }
 
-# --cpu-idle os: the CPUs keep their idle states, as they do for fio.
-TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os)
+# Both programs under one CPU idle policy: with os the CPUs keep their idle
+# states; with poll this shell holds the request that tracemark's own
+# `--cpu-idle poll` would, for fio too (the kernel drops it with fd 3).
+if [ "$CPU_IDLE" = poll ]; then
+    [ -w /dev/cpu_dma_latency ] || die "CPU_IDLE=poll needs /dev/cpu_dma_latency"
+    exec 3>/dev/cpu_dma_latency
+    printf '\0\0\0\0' >&3
+fi
+TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle "$CPU_IDLE")
 tm_iops() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$1"; }
 tm_ios() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["ios"])' "$1"; }
 fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
