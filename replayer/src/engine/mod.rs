@@ -62,7 +62,7 @@ use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
 use placement::CpuPin;
 use priority::PriorityGuard;
 use results::schema::{PassMetrics, Skipped};
-use ring::{cooperative_ring, share_punted_work};
+use ring::{cooperative_ring, share_punted_work, CompletionWaits};
 use trace_format::{IoRecord, Op};
 
 /// `_IO(0x12, 0)`: the block layer's asynchronous discard command.
@@ -74,6 +74,17 @@ const SPIN_NS: u64 = 50_000;
 /// whole core at high rates (which would trip the kernel's real-time
 /// throttling: a 50 ms stall every second).
 const FIFO_SPIN_NS: u64 = 10_000;
+/// Compressed mode: how long a wait for a completion polls the ring before
+/// it sleeps in the kernel (`Engine::wait_completion`). Realtime mode does
+/// not poll: tried at 100 µs, game-launch-0ad on zram scored 0.86x (4
+/// alternating pairs, lower in all 4; bench/README.md, issue 12).
+const COMPLETION_SPIN_NS: u64 = 50_000;
+/// A wait for a completion polls only with at most this many I/Os in
+/// flight: deeper, the device's queue covers the issuer's wake-up, and
+/// polling would only cost CPU. On a target served by io-wq workers, at
+/// most two per CPU: deeper, the workers need every CPU, the poller's too
+/// (zram, 2 CPUs: polling at QD8-16 cost 8-12 % of fio's rate).
+const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
 /// How long a ring waiting for another ring sleeps for its own completions.
 const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
@@ -165,6 +176,9 @@ pub struct Engine<'t> {
     /// This pass's thread is held on the workers' CPU: its spin before a
     /// deadline yields, so a worker with a request can run.
     pinned: bool,
+    /// How long a wait polls for a completion before sleeping, and whether
+    /// that has paid lately (see `Engine::wait_completion`).
+    completion_waits: CompletionWaits,
 }
 
 impl<'t> Engine<'t> {
@@ -228,6 +242,12 @@ impl<'t> Engine<'t> {
             Err(e) => return Err(ring_err("cannot register buffers")(e)),
         };
         let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let poll_max_inflight = if punted.contains(&true) {
+            COMPLETION_SPIN_MAX_INFLIGHT.min(2 * cpus)
+        } else {
+            COMPLETION_SPIN_MAX_INFLIGHT
+        };
         if punted.contains(&true) {
             share_punted_work(&ring, !cooperative);
         }
@@ -253,6 +273,16 @@ impl<'t> Engine<'t> {
             cooperative,
             worker_cpu: None,
             pinned: false,
+            // Polling needs a second CPU: on one, it would hold off the
+            // worker (io-wq or the driver's) that completes the request.
+            completion_waits: CompletionWaits::new(
+                if cooperative && cpus >= 2 {
+                    COMPLETION_SPIN_NS
+                } else {
+                    0
+                },
+                poll_max_inflight,
+            ),
         })
     }
 

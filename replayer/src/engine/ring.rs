@@ -16,15 +16,69 @@ use io_uring::{types, IoUring};
 /// 0.79x, COOP_TASKRUN 0.92x, DEFER_TASKRUN 1.0x (bench/README.md).
 /// Realtime mode spins without system calls before a deadline, where a
 /// deferred completion would be stamped late, so it keeps the default ring.
+/// TASKRUN_FLAG makes the kernel raise `IORING_SQ_TASKRUN` in the shared
+/// ring when a completion waits for this thread, which is what
+/// `completion_ready` polls.
 pub(super) fn cooperative_ring(entries: u32) -> std::io::Result<IoUring> {
     let mut builder = IoUring::builder();
     builder
         .setup_submit_all()
         .setup_coop_taskrun()
+        .setup_taskrun_flag()
         .setup_single_issuer();
     let mut deferred = builder.clone();
     deferred.setup_defer_taskrun();
     deferred.build(entries).or_else(|_| builder.build(entries))
+}
+
+/// Whether a completion is waiting: posted to the CQ, or (deferred and
+/// cooperative rings) held as task work that the next `io_uring_enter` with
+/// GETEVENTS runs. Reads shared memory only, no system call.
+pub(super) fn completion_ready(ring: &mut IoUring) -> bool {
+    ring.submission().taskrun() || !ring.completion().is_empty()
+}
+
+/// How long recent waits for a completion took, to poll only where it pays:
+/// where completions come within the budget (a fast device, or a queue
+/// kept busy). A wait that polled in vain slept after the budget, so
+/// polling stops on a device slower than the budget; every
+/// `PROBE_EVERY`th wait polls anyway, so it resumes when the device speeds
+/// up. Only waits that polled are observed: one that slept carries the
+/// wake-up, which is what polling removes.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct CompletionWaits {
+    /// The longest poll of one wait (0: never poll).
+    pub budget_ns: u64,
+    /// Polls only with at most this many I/Os in flight.
+    pub max_inflight: u32,
+    /// Moving average (1/8 weight) of the waits that polled.
+    recent_ns: u64,
+    waits: u32,
+}
+
+impl CompletionWaits {
+    const PROBE_EVERY: u32 = 64;
+
+    pub(super) fn new(budget_ns: u64, max_inflight: u32) -> CompletionWaits {
+        CompletionWaits {
+            budget_ns,
+            max_inflight,
+            recent_ns: 0,
+            waits: 0,
+        }
+    }
+
+    /// Whether this wait should poll (counts it).
+    pub(super) fn worth_polling(&mut self) -> bool {
+        self.waits = self.waits.wrapping_add(1);
+        self.budget_ns > 0
+            && (self.recent_ns <= self.budget_ns || self.waits.is_multiple_of(Self::PROBE_EVERY))
+    }
+
+    /// A wait that polled took `ns` until its completion was reaped.
+    pub(super) fn observe(&mut self, ns: u64) {
+        self.recent_ns = (self.recent_ns * 7 + ns) / 8;
+    }
 }
 
 /// For a target without non-blocking I/O (zram, brd), where io_uring runs
@@ -115,23 +169,45 @@ impl Engine<'_> {
     /// arrived (or the observer wants to stop); fails when nothing completes
     /// for the I/O timeout. A submission here rides on the wait's
     /// `io_uring_enter`: one system call where a separate submit makes two.
+    ///
+    /// With few I/Os in flight (`CompletionWaits::max_inflight`) it first polls
+    /// the ring for up to its budget (`polls_for_completions`,
+    /// `CompletionWaits`; the submission then goes alone, before the poll).
+    /// A thread that sleeps is woken by the completing CPU, and on a virtual
+    /// machine whose idle CPUs halt that wake-up took 25-40 µs while a
+    /// shallow queue left the device idle (bench/README.md, issue 12). Deeper
+    /// queues keep the device busy through the wake-up, so they sleep.
     pub(super) fn wait_completion(
         &mut self,
         pass: &mut Pass,
         observer: &mut dyn Observer,
     ) -> Result<(), ReplayError> {
+        let spin = self.polls_for_completions(pass)
+            && pass.inflight <= self.completion_waits.max_inflight
+            && self.completion_waits.worth_polling();
+        let started = now_ns();
         loop {
             if !pass.queued.is_empty() {
-                pass.stamp_submitted(now_ns());
-            } else if self.reap(pass, observer) > 0 || pass.inflight == 0 {
-                return Ok(());
+                if spin {
+                    self.submit(pass)?;
+                } else {
+                    pass.stamp_submitted(now_ns());
+                }
+            }
+            if pass.queued.is_empty() {
+                if self.reap(pass, observer) > 0 || pass.inflight == 0 {
+                    break;
+                }
+                if spin {
+                    self.poll_for_completion(started + self.completion_waits.budget_ns);
+                }
             }
             self.enter_and_wait(50_000_000)?;
             if self.reap(pass, observer) > 0 {
-                return Ok(());
+                break;
             }
             if observer.should_stop() {
-                return Ok(());
+                break;
             }
             let idle = now_ns().saturating_sub(pass.last_activity_ns);
             if idle > pass.io_timeout_ns {
@@ -140,6 +216,38 @@ impl Engine<'_> {
                     secs: pass.io_timeout_ns / 1_000_000_000,
                     in_flight: pass.inflight,
                 });
+            }
+        }
+        if spin {
+            self.completion_waits.observe(now_ns() - started);
+        }
+        Ok(())
+    }
+
+    /// Whether a wait with I/O in flight polls for a completion before it
+    /// sleeps: only in compressed mode on two CPUs or more (budget 0
+    /// otherwise), not under SCHED_FIFO (a real-time thread wakes within
+    /// microseconds), not with several rings (one poller per CPU would
+    /// starve the workers). `pinned` (realtime only) is checked as well: the
+    /// thread then shares its CPU with the io-wq worker.
+    fn polls_for_completions(&self, pass: &Pass) -> bool {
+        self.completion_waits.budget_ns > 0
+            && !self.pinned
+            && self.spin_ns != super::FIFO_SPIN_NS
+            && pass.lane.is_none()
+    }
+
+    /// Spins until a completion is ready (true) or the clock reaches `until`.
+    fn poll_for_completion(&mut self, until: u64) -> bool {
+        loop {
+            if completion_ready(&mut self.ring) {
+                return true;
+            }
+            if now_ns() >= until {
+                return false;
+            }
+            for _ in 0..16 {
+                std::hint::spin_loop();
             }
         }
     }
@@ -206,5 +314,75 @@ impl Engine<'_> {
                 std::hint::spin_loop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{completion_ready, cooperative_ring, CompletionWaits};
+    use io_uring::{opcode, squeue, types};
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    use std::time::{Duration, Instant};
+
+    /// The poll before sleeping relies on this: a request completed on an
+    /// io-wq worker (IOSQE_ASYNC) shows as ready in the shared ring while
+    /// this thread makes no system call, although its CQE is posted only by
+    /// the next `io_uring_enter` (task work, deferred on this ring).
+    #[test]
+    fn a_completion_on_another_thread_shows_without_a_system_call() {
+        let mut ring = cooperative_ring(8).expect("a ring");
+        let mut file = tempfile::tempfile().expect("a temporary file");
+        file.write_all(&[0x5a; 4096]).expect("4 KiB written");
+        let mut buf = vec![0u8; 4096];
+        let read = opcode::Read::new(types::Fd(file.as_raw_fd()), buf.as_mut_ptr(), 4096)
+            .offset(0)
+            .build()
+            .flags(squeue::Flags::ASYNC)
+            .user_data(7);
+        // SAFETY: the buffer and the file outlive the request (reaped below).
+        unsafe { ring.submission().push(&read).expect("room in the SQ") };
+        ring.submit().expect("submitted");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !completion_ready(&mut ring) {
+            assert!(
+                Instant::now() < deadline,
+                "the completion never showed in the ring's flags or CQ"
+            );
+            std::hint::spin_loop();
+        }
+        ring.submit_and_wait(1).expect("the completion reaped");
+        let cqe = ring.completion().next().expect("one CQE");
+        assert_eq!((cqe.user_data(), cqe.result()), (7, 4096));
+        assert!(buf.iter().all(|&b| b == 0x5a));
+        assert!(!completion_ready(&mut ring), "nothing else is pending");
+    }
+
+    /// Polling stops on a device slower than the budget, probes now and
+    /// then, and resumes when the probes find completions fast again.
+    #[test]
+    fn completion_waits_poll_only_while_it_pays() {
+        let mut waits = CompletionWaits::new(50_000, 16);
+        assert!(waits.worth_polling(), "a fresh ring polls");
+        // A slow device: every poll ran out and the wait slept on.
+        for _ in 0..20 {
+            waits.observe(400_000);
+        }
+        let polled: Vec<bool> = (0..128).map(|_| waits.worth_polling()).collect();
+        assert_eq!(
+            polled.iter().filter(|&&p| p).count(),
+            2,
+            "only the probes (one in 64) poll"
+        );
+        // The device sped up: the probes' waits are short again.
+        for _ in 0..40 {
+            waits.observe(8_000);
+        }
+        assert!((0..10).all(|_| waits.worth_polling()), "polling resumed");
+        let mut never = CompletionWaits::new(0, 16);
+        assert!(
+            (0..200).all(|_| !never.worth_polling()),
+            "budget 0 never polls"
+        );
     }
 }
