@@ -1,32 +1,42 @@
 #!/usr/bin/env bash
-# Two tracemark binaries (an A/B of two commits) replaying one trace,
-# alternated run by run on one private zram device after one replay that
-# preconditions it; per binary the scores, median, spread ((max - min) /
-# median) and mean access time.
+# Two sides of an A/B (two tracemark binaries, or one binary with two sets
+# of options) replaying one trace, alternated run by run on one private zram
+# device after one replay that preconditions it; per side the CPU idle policy
+# in effect, the scores, median, spread ((max - min) / median) and mean
+# access time, then the pairs B won and the median ratio B / A.
 #
-#   bench/ab_pairs.sh BIN_A BIN_B [-n PAIRS] [--trace T.tmt] [--zram SIZE] [-- REPLAY-ARGS...]
+#   bench/ab_pairs.sh BIN_A BIN_B [-n PAIRS] [--trace T.tmt] [--zram SIZE]
+#                     [--args-a "ARGS"] [--args-b "ARGS"] [--names A,B] [-- REPLAY-ARGS...]
 #
 #   -n PAIRS      alternating A/B pairs (default 4)
-#   --trace T     the trace (default traces/game-launch-0ad.tmt)
+#   --trace T     the trace (default traces/game-launch-0ad.tmt: sparse reads)
 #   --zram SIZE   the private zram's size (default 4G; never /dev/zram0)
+#   --args-a/-b   options for one side's replays only (e.g. "--cpu-idle os")
+#   --names A,B   the sides' names in the table (default A,B)
 #   REPLAY-ARGS   passed to every `tracemark replay` (default: --passes 3)
 #
-# Needs root (zram).
+# Needs root (zram; /dev/cpu_dma_latency for `--cpu-idle poll`).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-[ $# -ge 2 ] || die "usage: bench/ab_pairs.sh BIN_A BIN_B [-n PAIRS] [--trace T] [--zram SIZE] [-- ARGS]"
+[ $# -ge 2 ] || die "usage: bench/ab_pairs.sh BIN_A BIN_B [-n PAIRS] [--trace T] [--zram SIZE] [--args-a ARGS] [--args-b ARGS] [--names A,B] [-- ARGS]"
 BIN_A=$1
 BIN_B=$2
 shift 2
 PAIRS=4
 TRACE=$BENCH_ROOT/traces/game-launch-0ad.tmt
 ZRAM_SIZE=4G
+ARGS_A=()
+ARGS_B=()
+NAMES=A,B
 while [ $# -gt 0 ]; do
     case "$1" in
         -n) PAIRS=$2; shift 2 ;;
         --trace) TRACE=$2; shift 2 ;;
         --zram) ZRAM_SIZE=$2; shift 2 ;;
+        --args-a) read -ra ARGS_A <<< "$2"; shift 2 ;;
+        --args-b) read -ra ARGS_B <<< "$2"; shift 2 ;;
+        --names) NAMES=$2; shift 2 ;;
         --) shift; break ;;
         *) die "unknown argument $1 (see the header of $0)" ;;
     esac
@@ -49,34 +59,35 @@ DEV=/dev/zram$ZRAM_ID
 export TRACEMARK_STATE_DIR=$WORK/state
 
 echo "trace $(basename "$TRACE"), target $DEV, $PAIRS pairs, replay args: $*"
-echo "A: $BIN_A"
-echo "B: $BIN_B"
+echo "A: $BIN_A ${ARGS_A[*]}"
+echo "B: $BIN_B ${ARGS_B[*]}"
 echo "load before: $(uptime)"
 "$BIN_A" replay "$TRACE" --target "$DEV" --allow-write --passes 1 > "$WORK/precondition.txt" 2>&1 \
     || { cat "$WORK/precondition.txt" >&2; die "the preconditioning replay failed"; }
 for i in $(seq "$PAIRS"); do
     for side in A B; do
-        if [ "$side" = A ]; then bin=$BIN_A; else bin=$BIN_B; fi
-        "$bin" replay "$TRACE" --target "$DEV" --allow-write \
+        if [ "$side" = A ]; then cmd=("$BIN_A" "${ARGS_A[@]}"); else cmd=("$BIN_B" "${ARGS_B[@]}"); fi
+        "${cmd[0]}" replay "$TRACE" --target "$DEV" --allow-write "${cmd[@]:1}" \
             --json "$WORK/$side-$i.json" "$@" > "$WORK/$side-$i.txt" 2>&1 \
             || { cat "$WORK/$side-$i.txt" >&2; die "$side run $i failed"; }
     done
 done
 echo "load after: $(uptime)"
-python3 - "$WORK" "$PAIRS" <<'PY'
+python3 - "$WORK" "$PAIRS" "$NAMES" <<'PY'
 import json, statistics, sys
-work, pairs = sys.argv[1], int(sys.argv[2])
-print("| binary | scores, run by run | median | spread | mean access time, µs |")
-print("|---|---|---|---|---|")
+work, pairs, names = sys.argv[1], int(sys.argv[2]), dict(zip("AB", sys.argv[3].split(",")))
+scores = {}
+print("| side | --cpu-idle in effect | scores, run by run | median | spread | mean access time, µs |")
+print("|---|---|---|---|---|---|")
 for side in ("A", "B"):
     runs = [json.load(open(f"{work}/{side}-{i}.json")) for i in range(1, pairs + 1)]
-    scores = [r["traces"][0]["score"] for r in runs]
+    effect = sorted({r["options"].get("cpu_idle", "os") for r in runs})
+    scores[side] = [r["traces"][0]["score"] for r in runs]
     access = [r["traces"][0]["access_time_us"] for r in runs]
-    med = statistics.median(scores)
-    print(f"| {side} | {', '.join(f'{s:.0f}' for s in scores)} | {med:.0f} "
-          f"| {100 * (max(scores) - min(scores)) / med:.1f} % | {', '.join(f'{a:.1f}' for a in access)} |")
-a = [json.load(open(f"{work}/A-{i}.json"))["traces"][0]["score"] for i in range(1, pairs + 1)]
-b = [json.load(open(f"{work}/B-{i}.json"))["traces"][0]["score"] for i in range(1, pairs + 1)]
-print(f"B above A in {sum(y > x for x, y in zip(a, b))} of {pairs} pairs; median B/A per pair "
-      f"{statistics.median(y / x for x, y in zip(a, b)):.3f}")
+    med = statistics.median(scores[side])
+    print(f"| {names[side]} | {', '.join(effect)} | {', '.join(f'{s:.0f}' for s in scores[side])} | {med:.0f} "
+          f"| {100 * (max(scores[side]) - min(scores[side])) / med:.1f} % | {', '.join(f'{a:.1f}' for a in access)} |")
+a, b = scores["A"], scores["B"]
+print(f"{names['B']} above {names['A']} in {sum(y > x for x, y in zip(a, b))} of {pairs} pairs; "
+      f"median {names['B']} / {names['A']} per pair {statistics.median(y / x for x, y in zip(a, b)):.3f}")
 PY

@@ -185,7 +185,8 @@ impl Engine<'_> {
         let spin = self.polls_for_completions(pass)
             && pass.inflight <= self.completion_waits.max_inflight
             && self.completion_waits.worth_polling();
-        let started = now_ns();
+        // Read only when polling: the clock is not free on this hot path.
+        let started = if spin { now_ns() } else { 0 };
         loop {
             if !pass.queued.is_empty() {
                 if spin {
