@@ -197,6 +197,32 @@ fn independent_io_runs_concurrently_up_to_the_queue_depth() {
     assert_eq!(max_in_flight(&ev), 4);
 }
 
+/// Compressed mode hands each request to the kernel on its own (one
+/// submission, so one submission stamp, each), not the refill after a wait
+/// as one batch (`Engine::issue`: the issuer sleeps about half as often).
+#[test]
+fn compressed_mode_submits_each_request_on_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let recs: Vec<IoRecord> = (0..400u64)
+        .map(|i| rec(i, Op::Read, (i % 64) * 256 * KIB, 4 * KIB))
+        .collect();
+    let qd8 = ReplayOptions {
+        queue_depth: 8,
+        ..one_pass(TimingMode::Compressed)
+    };
+    let (_, ev) = play(dir.path(), recs, &qd8);
+    assert_eq!(ev.len(), 400);
+    assert_eq!(max_in_flight(&ev), 8);
+    let mut stamps: Vec<u64> = ev.iter().map(|e| e.submit_ns).collect();
+    stamps.sort_unstable();
+    stamps.dedup();
+    assert_eq!(
+        stamps.len(),
+        ev.len(),
+        "some requests were submitted together"
+    );
+}
+
 /// Notes the scheduling policy of the thread that reports completions (the
 /// issuing thread).
 #[derive(Default)]
