@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# Several tracemark builds against fio's replay at one queue depth, round by
+# round: the A/B tool for an engine change (issue 12). Each round replays one
+# fio-made trace with fio, then with every build in turn, each run on a
+# freshly made device state; the figure per build is the median of its
+# per-round ratios to that round's fio run, which cancels most of a shared
+# machine's drift (fio alone moved 155k-227k IOPS within one series).
+#
+#   bash bench/qd_rounds.sh [--device zram|loop] [--qd N] [--rounds N] [--ios N] BIN...
+#
+#   --device   zram: a private zram device (io-wq path), reset, sized and
+#              filled with the same random data before every run; loop: a
+#              private loop device over a fresh copy of that data in /dev/shm
+#              (inline path). Default zram.
+#   --qd       queue depth of the trace and of both replays (default 8)
+#   --rounds   rounds (default 6)
+#   --ios      I/Os in the trace: 4 KiB random 70/30 read/write, written by
+#              fio at that depth as in replay_qd_sweep.sh (default 400000)
+#   BIN        a tracemark executable (a copy of a build, or a wrapper script
+#              that sets an environment variable for a test build)
+#
+# Prints one line per round (IOPS of fio and of each build), then per build
+# its per-round ratios, their median, and in how many rounds it beat the
+# first build. Root; needs fio. Devices are removed at the end, also on failure.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+KIND=zram
+QD=8
+ROUNDS=6
+IOS=400000
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --device) KIND=$2; shift 2 ;;
+        --qd) QD=$2; shift 2 ;;
+        --rounds) ROUNDS=$2; shift 2 ;;
+        --ios) IOS=$2; shift 2 ;;
+        --) shift; break ;;
+        -*) die "unknown option $1 (see the header of $0)" ;;
+        *) break ;;
+    esac
+done
+[ $# -ge 1 ] || die "usage: bash bench/qd_rounds.sh [--device zram|loop] [--qd N] [--rounds N] [--ios N] BIN..."
+case $KIND in zram|loop) ;; *) die "--device must be zram or loop" ;; esac
+for n in "$QD" "$ROUNDS" "$IOS"; do
+    case $n in ''|*[!0-9]*) die "--qd, --rounds and --ios take whole numbers" ;; esac
+done
+for b in "$@"; do [ -x "$b" ] || die "$b is not an executable"; done
+need_root
+need fio
+need python3
+need losetup
+
+SPAN_MIB=1024
+WORK=$(mktemp -d /var/tmp/tracemark-rounds.XXXXXX)
+SHM=$(mktemp -d /dev/shm/tracemark-rounds.XXXXXX)
+ZRAM_ID=
+LOOP=
+cleanup() {
+    [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
+    [ -z "$ZRAM_ID" ] || zram_remove "$ZRAM_ID"
+    rm -rf "$WORK" "$SHM"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
+[ "$KIND" = zram ] && ZRAM_ID=$(zram_add $(((SPAN_MIB + 64) << 20)))
+
+# fresh: the device in its known state; sets DEV.
+fresh() {
+    if [ "$KIND" = zram ]; then
+        echo 1 > "/sys/block/zram$ZRAM_ID/reset"
+        echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_ID/disksize"
+        dd if="$SHM/random" of="/dev/zram$ZRAM_ID" bs=1M oflag=direct status=none
+        DEV=/dev/zram$ZRAM_ID
+    else
+        [ -z "$LOOP" ] || losetup -d "$LOOP"
+        LOOP=
+        rm -f "$SHM/backing"
+        cp "$SHM/random" "$SHM/backing"
+        truncate -s $(((SPAN_MIB + 200) << 20)) "$SHM/backing"
+        LOOP=$(losetup -f --show "$SHM/backing")
+        DEV=$LOOP
+    fi
+}
+
+echo "# qd_rounds: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), $KIND, QD$QD, $IOS I/Os, $ROUNDS rounds, load $(cut -d' ' -f1 /proc/loadavg)"
+fresh
+fio --name=gen --filename="$DEV" --rw=randrw --rwmixread=70 --bs=4k --size=1g --direct=1 \
+    --ioengine=io_uring --iodepth="$QD" --number_ios="$IOS" --write_iolog="$WORK/gen.iolog" \
+    --output-format=json > /dev/null
+"$1" convert "$WORK/gen.iolog" -o "$WORK/gen.tmt" --name gen -q
+
+declare -A RATIOS
+WINS=()
+for r in $(seq 1 "$ROUNDS"); do
+    fresh
+    fio --name=rep --read_iolog="$WORK/gen.iolog" --replay_redirect="$DEV" --ioengine=io_uring \
+        --direct=1 --iodepth="$QD" --replay_no_stall=1 --output-format=json > "$WORK/fio.json"
+    fio_iops=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$WORK/fio.json")
+    line=$(printf 'round %d: fio %.0f' "$r" "$fio_iops")
+    i=0
+    first=
+    for bin in "$@"; do
+        i=$((i + 1))
+        fresh
+        "$bin" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os \
+            --target "$DEV" "$WORK/gen.tmt" --mode compressed --queue-depth "$QD" \
+            --json "$WORK/tm.json" > /dev/null
+        tm_iops=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$WORK/tm.json")
+        RATIOS[$i]="${RATIOS[$i]:-} $(ratio "$tm_iops" "$fio_iops")"
+        [ -n "$first" ] || first=$tm_iops
+        if awk -v a="$tm_iops" -v b="$first" 'BEGIN { exit !(a > b) }'; then
+            WINS[i]=$((${WINS[i]:-0} + 1))
+        fi
+        line="$line | $(basename "$bin") $(printf '%.0f' "$tm_iops")"
+    done
+    echo "$line"
+done
+echo
+echo "| build | per-round ratios to fio's replay | median | rounds above the first build |"
+echo "|---|---|---|---|"
+i=0
+for bin in "$@"; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    printf '| %s | %s | **%s** | %s |\n' "$(basename "$bin")" "$(echo ${RATIOS[$i]} | sed 's/ /, /g')" \
+        "$(median ${RATIOS[$i]})" "$([ "$i" = 1 ] && echo - || echo "${WINS[i]:-0} of $ROUNDS")"
+done
