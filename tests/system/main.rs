@@ -17,6 +17,7 @@ mod convert_tracefs;
 mod cpu_idle;
 mod fault_injection;
 mod io_worker_cpu;
+mod io_wq_work;
 mod precondition;
 mod replay_cli;
 mod replay_exact;

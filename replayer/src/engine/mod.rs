@@ -86,6 +86,19 @@ const COMPLETION_SPIN_NS: u64 = 50_000;
 /// (zram, 2 CPUs: polling at QD8 and QD16 took the ratio to fio's replay
 /// from 1.02 to 0.93 and from 1.10 to 0.96).
 const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
+/// Compressed mode, on a target without non-blocking I/O (`punted`): a
+/// request goes to io-wq as "concurrent" work (IOSQE_ASYNC: io-wq starts a
+/// worker for it when none is free) only with at least this many already in
+/// flight. Shallower, it goes as ordinary work (the inline attempt fails at
+/// once and punts it), which one worker serves while it does not sleep, and
+/// the issuing thread keeps the other CPU: more workers only compete with it.
+/// Deeper, the issuer mostly waits and the workers use every CPU. Measured on
+/// zram, 2 CPUs, medians of 4-6 per-round ratios to fio's replay
+/// (`bench/qd_rounds.sh`; always concurrent -> from 16): QD2 5.71 -> 7.64,
+/// QD4 1.66-1.96 -> 2.79-2.87, QD8 1.05 -> 1.18, QD16 1.14 -> 1.29, QD32
+/// 1.27 -> 1.27 (never concurrent: 0.99), QD64 1.63 -> 1.58. Realtime mode
+/// flags every such request (its io-wq runs one worker either way).
+const CONCURRENT_WORK_FROM_INFLIGHT: u32 = 16;
 /// How long a ring waiting for another ring sleeps for its own completions.
 const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
@@ -628,7 +641,9 @@ impl<'t> Engine<'t> {
             Op::WriteZeroes => return Ok(()),
         }
         .user_data(slot as u64);
-        let entry = if self.punted.get(p.target as usize) == Some(&true) {
+        let concurrent = self.punted.get(p.target as usize) == Some(&true)
+            && (!self.cooperative || pass.inflight >= CONCURRENT_WORK_FROM_INFLIGHT);
+        let entry = if concurrent {
             entry.flags(io_uring::squeue::Flags::ASYNC)
         } else {
             entry
