@@ -81,11 +81,14 @@ const FIFO_SPIN_NS: u64 = 10_000;
 const COMPLETION_SPIN_NS: u64 = 50_000;
 /// A wait for a completion polls only with at most this many I/Os in
 /// flight: deeper, the device's queue covers the issuer's wake-up, and
-/// polling would only cost CPU. On a target served by io-wq workers, at
-/// most two per CPU: deeper, the workers need every CPU, the poller's too
-/// (zram, 2 CPUs: polling at QD8 and QD16 took the ratio to fio's replay
-/// from 1.02 to 0.93 and from 1.10 to 0.96).
-const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
+/// polling would only cost CPU. On a target served by io-wq workers the
+/// same holds because up to this depth io-wq runs one worker
+/// (`CONCURRENT_WORK_FROM_INFLIGHT`), so the poller does not take the
+/// workers' CPU: zram, 2 CPUs, QD8 1.16 -> 1.49x fio's replay (8 of 8
+/// rounds), QD16 1.08 -> 1.35x (4 of 4). When every request was concurrent
+/// work (several workers), polling beyond two per CPU had cost 0.93x and
+/// 0.96x at QD8 and QD16.
+const COMPLETION_SPIN_MAX_INFLIGHT: u32 = CONCURRENT_WORK_FROM_INFLIGHT;
 /// Compressed mode, on a target without non-blocking I/O (`punted`): a
 /// request goes to io-wq as "concurrent" work (IOSQE_ASYNC: io-wq starts a
 /// worker for it when none is free) only with at least this many already in
@@ -258,11 +261,6 @@ impl<'t> Engine<'t> {
         };
         let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let poll_max_inflight = if punted.contains(&true) {
-            COMPLETION_SPIN_MAX_INFLIGHT.min(2 * cpus)
-        } else {
-            COMPLETION_SPIN_MAX_INFLIGHT
-        };
         if punted.contains(&true) {
             share_punted_work(&ring, !cooperative);
         }
@@ -296,7 +294,7 @@ impl<'t> Engine<'t> {
                 } else {
                     0
                 },
-                poll_max_inflight,
+                COMPLETION_SPIN_MAX_INFLIGHT,
             ),
         })
     }
