@@ -77,6 +77,18 @@ zram_add() {
     echo "$id"
 }
 
+# zram_reset ID: resets a zram device, retried for up to 5 s: right after a
+# program that used it exits, its io_uring teardown can still hold the
+# device open for a moment (fio's rings keep their files until then), and
+# the reset fails with EBUSY.
+zram_reset() {
+    for _ in $(seq 50); do
+        echo 1 2>/dev/null > "/sys/block/zram$1/reset" && return 0
+        sleep 0.1
+    done
+    die "cannot reset /dev/zram$1 (still busy after 5 s)"
+}
+
 # zram_remove ID: resets and removes a device made by zram_add (retried: a
 # device still being released refuses for a moment).
 zram_remove() {

@@ -70,7 +70,7 @@ head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
 # fresh: the device in its known state; sets DEV.
 fresh() {
     if [ "$KIND" = zram ]; then
-        echo 1 > "/sys/block/zram$ZRAM_ID/reset"
+        zram_reset "$ZRAM_ID"
         echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_ID/disksize"
         dd if="$SHM/random" of="/dev/zram$ZRAM_ID" bs=1M oflag=direct status=none
         DEV=/dev/zram$ZRAM_ID

@@ -97,7 +97,7 @@ echo "target $TARGET, $RUNS runs, results in $OUT"
 echo "load before: $(uptime)"
 for i in $(seq "$RUNS"); do
     if [ "$FRESH_EACH" = 1 ] && [ "$i" -gt 1 ]; then
-        echo 1 > "/sys/block/zram$ZRAM_ID/reset"
+        zram_reset "$ZRAM_ID"
         echo "$ZRAM_SIZE" > "/sys/block/zram$ZRAM_ID/disksize"
     fi
     "$TRACEMARK" suite --target "$TARGET" "${EXTRA[@]}" --json "$OUT/run-$i.json" "$@" \

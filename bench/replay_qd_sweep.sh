@@ -76,7 +76,7 @@ head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
 fresh() {
     case $1 in
     zram)
-        echo 1 > "/sys/block/zram$ZRAM_N/reset"
+        zram_reset "$ZRAM_N"
         echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_N/disksize"
         dd if="$SHM/random" of="$ZRAM" bs=1M oflag=direct status=none
         DEV=$ZRAM

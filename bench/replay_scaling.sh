@@ -51,7 +51,7 @@ head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
 fresh() { # reset and fill both devices
     local n
     for n in "${ZRAMS[@]}"; do
-        echo 1 > "/sys/block/zram$n/reset"
+        zram_reset "$n"
         echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$n/disksize"
         dd if="$SHM/random" of="/dev/zram$n" bs=1M oflag=direct status=none
     done

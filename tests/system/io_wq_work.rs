@@ -1,6 +1,7 @@
-//! On a target without non-blocking I/O (zram), which requests io-wq gets as
-//! "concurrent" work (IOSQE_ASYNC): in compressed mode only those issued
-//! with 16 or more already in flight, in realtime mode every one. Seen by
+//! On a target without non-blocking I/O (zram) every request goes to io-wq
+//! as "concurrent" work (IOSQE_ASYNC), in both modes and at any depth: io-wq
+//! then starts workers without waiting for one to sleep, which the deep
+//! compressed replays need (engine/ring.rs, `share_punted_work`). Seen by
 //! the kernel: the `io_uring_queue_async_work` event carries each punted
 //! request's flags.
 
@@ -77,7 +78,7 @@ fn punted_flags(t: &SystemTest, z: &Zram, mode: TimingMode, queue_depth: u32, n:
 }
 
 #[test]
-fn compressed_mode_asks_io_wq_for_more_workers_only_with_a_deep_queue() {
+fn every_request_to_io_wq_is_concurrent_work() {
     let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;
     };
@@ -95,22 +96,22 @@ fn compressed_mode_asks_io_wq_for_more_workers_only_with_a_deep_queue() {
     std::env::set_var("TRACEMARK_STATE_DIR", t.dir());
     let forced = |flags: &[u64]| flags.iter().filter(|f| *f & REQ_F_FORCE_ASYNC != 0).count();
 
-    // Every request goes to io-wq (one event each); shallow: none forced.
-    let shallow = punted_flags(&t, &z, TimingMode::Compressed, 4, 2000);
-    assert_eq!(shallow.len(), 2000, "requests handed to io-wq at QD4");
-    assert_eq!(forced(&shallow), 0, "concurrent work at QD4");
-
-    // Deep: the first 16 as ordinary work, the rest of a full queue forced.
-    let deep = punted_flags(&t, &z, TimingMode::Compressed, 32, 4000);
-    assert_eq!(deep.len(), 4000, "requests handed to io-wq at QD32");
-    let n = forced(&deep);
-    assert!(
-        (2000..=4000 - 16).contains(&n),
-        "{n} of 4000 requests forced at QD32 (expected most, not the first 16)"
-    );
-
-    // Realtime: every one (io-wq runs one worker there either way).
-    let realtime = punted_flags(&t, &z, TimingMode::Realtime, 4, 1000);
-    assert_eq!(realtime.len(), 1000);
-    assert_eq!(forced(&realtime), 1000, "realtime requests not forced");
+    // Every request goes to io-wq (one event each), every one forced.
+    for (mode, queue_depth, n) in [
+        (TimingMode::Compressed, 4, 2000),
+        (TimingMode::Compressed, 32, 4000),
+        (TimingMode::Realtime, 4, 1000),
+    ] {
+        let flags = punted_flags(&t, &z, mode, queue_depth, n);
+        assert_eq!(
+            flags.len() as u64,
+            n,
+            "{mode:?} QD{queue_depth}: requests on io-wq"
+        );
+        assert_eq!(
+            forced(&flags) as u64,
+            n,
+            "{mode:?} QD{queue_depth}: requests without IOSQE_ASYNC"
+        );
+    }
 }

@@ -81,27 +81,11 @@ const FIFO_SPIN_NS: u64 = 10_000;
 const COMPLETION_SPIN_NS: u64 = 50_000;
 /// A wait for a completion polls only with at most this many I/Os in
 /// flight: deeper, the device's queue covers the issuer's wake-up, and
-/// polling would only cost CPU. On a target served by io-wq workers the
-/// same holds because up to this depth io-wq runs one worker
-/// (`CONCURRENT_WORK_FROM_INFLIGHT`), so the poller does not take the
-/// workers' CPU: zram, 2 CPUs, QD8 1.16 -> 1.49x fio's replay (8 of 8
-/// rounds), QD16 1.08 -> 1.35x (4 of 4). When every request was concurrent
-/// work (several workers), polling beyond two per CPU had cost 0.93x and
-/// 0.96x at QD8 and QD16.
-const COMPLETION_SPIN_MAX_INFLIGHT: u32 = CONCURRENT_WORK_FROM_INFLIGHT;
-/// Compressed mode, on a target without non-blocking I/O (`punted`): a
-/// request goes to io-wq as "concurrent" work (IOSQE_ASYNC: io-wq starts a
-/// worker for it when none is free) only with at least this many already in
-/// flight. Shallower, it goes as ordinary work (the inline attempt fails at
-/// once and punts it), which one worker serves while it does not sleep, and
-/// the issuing thread keeps the other CPU: more workers only compete with it.
-/// Deeper, the issuer mostly waits and the workers use every CPU. Measured on
-/// zram, 2 CPUs, medians of 4-6 per-round ratios to fio's replay
-/// (`bench/qd_rounds.sh`; always concurrent -> from 16): QD2 5.71 -> 7.64,
-/// QD4 1.66-1.96 -> 2.79-2.87, QD8 1.05 -> 1.18, QD16 1.14 -> 1.29, QD32
-/// 1.27 -> 1.27 (never concurrent: 0.99), QD64 1.63 -> 1.58. Realtime mode
-/// flags every such request (its io-wq runs one worker either way).
-const CONCURRENT_WORK_FROM_INFLIGHT: u32 = 16;
+/// polling would only cost CPU. On a target served by io-wq workers, at
+/// most two per CPU: deeper, the workers need every CPU, the poller's too
+/// (zram, 2 CPUs: polling at QD8 and QD16 took the ratio to fio's replay
+/// from 1.02 to 0.93 and from 1.10 to 0.96).
+const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
 /// How long a ring waiting for another ring sleeps for its own completions.
 const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
@@ -261,6 +245,11 @@ impl<'t> Engine<'t> {
         };
         let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        let poll_max_inflight = if punted.contains(&true) {
+            COMPLETION_SPIN_MAX_INFLIGHT.min(2 * cpus)
+        } else {
+            COMPLETION_SPIN_MAX_INFLIGHT
+        };
         if punted.contains(&true) {
             share_punted_work(&ring, !cooperative);
         }
@@ -294,7 +283,7 @@ impl<'t> Engine<'t> {
                 } else {
                     0
                 },
-                COMPLETION_SPIN_MAX_INFLIGHT,
+                poll_max_inflight,
             ),
         })
     }
@@ -639,9 +628,7 @@ impl<'t> Engine<'t> {
             Op::WriteZeroes => return Ok(()),
         }
         .user_data(slot as u64);
-        let concurrent = self.punted.get(p.target as usize) == Some(&true)
-            && (!self.cooperative || pass.inflight >= CONCURRENT_WORK_FROM_INFLIGHT);
-        let entry = if concurrent {
+        let entry = if self.punted.get(p.target as usize) == Some(&true) {
             entry.flags(io_uring::squeue::Flags::ASYNC)
         } else {
             entry

@@ -88,9 +88,7 @@ impl CompletionWaits {
 /// IOSQE_ASYNC skip the inline attempt that is bound to fail and are
 /// "concurrent" work, for which io-wq starts more workers. Measured on zram,
 /// 70/30 random 4 KiB at QD32 (bench/README.md): median 1.05x -> 1.18x fio's
-/// replay. Compressed mode flags only requests beyond
-/// `CONCURRENT_WORK_FROM_INFLIGHT` in flight (shallower, one worker does
-/// better).
+/// replay.
 ///
 /// Compressed mode caps io-wq's *bounded* workers at one per online CPU.
 /// Block-device reads and writes turned out to be *unbounded* work on this
