@@ -454,13 +454,26 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
     // O_EXCL on a block device claims it: the kernel refuses if it is mounted.
     let flags = libc::O_DIRECT | if writes { libc::O_EXCL } else { 0 };
     o.custom_flags(flags);
-    let file = o.open(path).map_err(|e| {
-        if e.raw_os_error() == Some(libc::EBUSY) {
-            refuse("is in use (the kernel refused exclusive access)".into())
-        } else {
-            io_err(path, "cannot open")(e)
+    // A claim can outlive its holder's close by a moment: the kernel releases
+    // a file the last reference of which an io_uring's asynchronous teardown
+    // dropped (a replay just before, in this process or another) from a work
+    // queue. Two copies of the system tests at once saw it. So EBUSY is
+    // retried for up to a second; a device that stays claimed is refused.
+    let give_up = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    let file = loop {
+        match o.open(path) {
+            Ok(file) => break file,
+            Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
+                if std::time::Instant::now() >= give_up {
+                    return Err(refuse(
+                        "is in use (the kernel refused exclusive access)".into(),
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(io_err(path, "cannot open")(e)),
         }
-    })?;
+    };
     let mut read_only: libc::c_int = 0;
     // SAFETY: BLKROGET writes an int.
     let rc = unsafe { libc::ioctl(file.as_raw_fd(), BLKROGET as _, &mut read_only) };

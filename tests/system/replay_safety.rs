@@ -276,3 +276,50 @@ fn no_io_goes_beyond_the_target_in_any_mapping_mode() {
         assert!(i.offset + i.len <= size, "issued past the end: {i:?}");
     }
 }
+
+/// A device that another program holds exclusively is refused; a claim
+/// that ends within a moment (as one an io_uring's asynchronous teardown
+/// releases after the replay before) is waited for, not refused.
+#[test]
+fn an_exclusive_claim_is_refused_and_one_being_released_is_waited_for() {
+    let Some(t) = SystemTest::start(&["losetup"]) else {
+        return;
+    };
+    let dev = t.loop_device(8);
+    let writes: Vec<IoRecord> = (0..64u64)
+        .map(|i| rec(i * 10, Op::Write, (i % 16) * 64 * KIB, 4 * KIB))
+        .collect();
+    let src = MemorySource::new("w", writes);
+    let opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        passes: 1,
+        warmup: false,
+        allow_write: true,
+        ..Default::default()
+    };
+    let claim = || {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_EXCL)
+            .open(&dev.path)
+            .expect("an exclusive claim on the test's loop device")
+    };
+
+    let held = claim();
+    let err = replayer::run_suite(&[&src], Some(&dev.path), &opts, &mut IoLog::default())
+        .expect_err("a claimed device was replayed");
+    assert!(
+        err.to_string().contains("refused exclusive access"),
+        "{err}"
+    );
+
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        drop(held);
+    });
+    let r = replayer::run_suite(&[&src], Some(&dev.path), &opts, &mut IoLog::default());
+    release.join().expect("the releasing thread");
+    let r = r.expect("a claim released within 200 ms should be waited for");
+    assert_eq!(r.traces[0].ios, 64);
+}
