@@ -172,7 +172,7 @@ impl Engine<'_> {
     ///
     /// With few I/Os in flight (`CompletionWaits::max_inflight`) it first polls
     /// the ring for up to its budget (`polls_for_completions`,
-    /// `CompletionWaits`; the submission then goes alone, before the poll).
+    /// `CompletionWaits`; compressed mode only, which has nothing queued).
     /// A thread that sleeps is woken by the completing CPU, and on a virtual
     /// machine whose idle CPUs halt that wake-up took 25-40 µs while a
     /// shallow queue left the device idle (bench/README.md, issue 12). Deeper
@@ -188,13 +188,6 @@ impl Engine<'_> {
         // Read only when polling: the clock is not free on this hot path.
         let started = if spin { now_ns() } else { 0 };
         loop {
-            if !pass.queued.is_empty() {
-                if spin {
-                    self.submit(pass)?;
-                } else {
-                    pass.stamp_submitted(now_ns());
-                }
-            }
             if pass.queued.is_empty() {
                 if self.reap(pass, observer) > 0 || pass.inflight == 0 {
                     break;
@@ -202,6 +195,11 @@ impl Engine<'_> {
                 if spin {
                     self.poll_for_completion(started + self.completion_waits.budget_ns);
                 }
+            } else {
+                // Realtime mode only (compressed mode submits each request
+                // as it is queued, `Engine::issue`): the queued SQEs ride on
+                // the `io_uring_enter` below.
+                pass.stamp_submitted(now_ns());
             }
             self.enter_and_wait(50_000_000)?;
             if self.reap(pass, observer) > 0 {
