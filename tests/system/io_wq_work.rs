@@ -7,10 +7,11 @@
 
 use crate::support::devices::Zram;
 use crate::support::harness::SystemTest;
+use crate::support::replay::rec;
 use crate::support::skip;
 use replayer::{MemorySource, NoObserver, ReplayOptions, TimingMode};
 use std::fs;
-use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
+use trace_format::Op;
 
 /// The kernel's `REQ_F_FORCE_ASYNC`: the request carried IOSQE_ASYNC (the
 /// request flags' bit 4, shared with the SQE flag's bit).
@@ -20,16 +21,7 @@ const REQ_F_FORCE_ASYNC: u64 = 1 << 4;
 /// compressed mode keeps the queue full).
 fn reads(n: u64) -> MemorySource {
     let recs = (0..n)
-        .map(|i| IoRecord {
-            time: Nanos(i * 10_000),
-            op: Op::Read,
-            offset: Bytes((i * 7919 % 4096) * 4096),
-            len: Bytes(4096),
-            flags: Flags::NONE,
-            latency: None,
-            stream: None,
-            device: 0,
-        })
+        .map(|i| rec(i * 10, Op::Read, (i * 7919 % 4096) * 4096, 4096))
         .collect();
     MemorySource::new("reads", recs)
 }
