@@ -81,11 +81,28 @@ const FIFO_SPIN_NS: u64 = 10_000;
 const COMPLETION_SPIN_NS: u64 = 50_000;
 /// A wait for a completion polls only with at most this many I/Os in
 /// flight: deeper, the device's queue covers the issuer's wake-up, and
-/// polling would only cost CPU. On a target served by io-wq workers, at
-/// most two per CPU: deeper, the workers need every CPU, the poller's too
-/// (zram, 2 CPUs: polling at QD8 and QD16 took the ratio to fio's replay
-/// from 1.02 to 0.93 and from 1.10 to 0.96).
+/// polling would only cost CPU. The same on a target served by io-wq
+/// workers: up to this depth io-wq runs one worker there
+/// (`CONCURRENT_WORK_FROM_INFLIGHT`), so the poller does not take the
+/// workers' CPU. (When every request was concurrent work, several workers,
+/// polling beyond two per CPU had cost zram QD8 and QD16 0.93x and 0.96x.)
 const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
+/// Compressed mode, on a target without non-blocking I/O (`punted`): a
+/// request goes to io-wq as "concurrent" work (IOSQE_ASYNC: io-wq starts a
+/// worker for it when none is free) only with at least this many already in
+/// flight, or where the completion waits do not poll or polling stopped
+/// paying (`CompletionWaits::paying`). Otherwise it goes as ordinary work
+/// (the inline attempt fails at once and punts it), which one worker serves
+/// while it does not sleep, fed by the polling issuer: more workers only
+/// compete with the two for the CPUs. Deeper, the issuer sleeps and the
+/// workers use every CPU. Measured on zram, 2 CPUs, against fio's replay
+/// (bench/README.md, issue 12): full sweeps of 4 paired runs, always
+/// concurrent -> this rule, QD4 0.79 -> 1.20, QD8 1.12 -> 1.17, QD16 0.98 ->
+/// 1.27, QD32 1.32 -> 1.40. The fallback is for the runs where one worker
+/// went badly (a sweep on another day: QD2-4 at 18-23k IOPS against 150k+):
+/// completions then come later than the polling budget, and concurrent work
+/// brings back the workers that did not fail that way.
+const CONCURRENT_WORK_FROM_INFLIGHT: u32 = COMPLETION_SPIN_MAX_INFLIGHT;
 /// How long a ring waiting for another ring sleeps for its own completions.
 const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
@@ -245,11 +262,6 @@ impl<'t> Engine<'t> {
         };
         let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-        let poll_max_inflight = if punted.contains(&true) {
-            COMPLETION_SPIN_MAX_INFLIGHT.min(2 * cpus)
-        } else {
-            COMPLETION_SPIN_MAX_INFLIGHT
-        };
         if punted.contains(&true) {
             share_punted_work(&ring, !cooperative);
         }
@@ -283,7 +295,7 @@ impl<'t> Engine<'t> {
                 } else {
                     0
                 },
-                poll_max_inflight,
+                COMPLETION_SPIN_MAX_INFLIGHT,
             ),
         })
     }
@@ -628,7 +640,13 @@ impl<'t> Engine<'t> {
             Op::WriteZeroes => return Ok(()),
         }
         .user_data(slot as u64);
-        let entry = if self.punted.get(p.target as usize) == Some(&true) {
+        let concurrent = self.punted.get(p.target as usize) == Some(&true)
+            && concurrent_work(
+                self.cooperative,
+                pass.inflight,
+                self.polls_for_completions(pass) && self.completion_waits.paying(),
+            );
+        let entry = if concurrent {
             entry.flags(io_uring::squeue::Flags::ASYNC)
         } else {
             entry
@@ -668,6 +686,13 @@ impl<'t> Engine<'t> {
     }
 }
 
+/// Whether a request to io-wq goes as concurrent work (IOSQE_ASYNC), given
+/// the ring's kind, the requests already in flight and whether the issuer's
+/// completion waits poll and that pays (`CONCURRENT_WORK_FROM_INFLIGHT`).
+fn concurrent_work(cooperative: bool, inflight: u32, polling_pays: bool) -> bool {
+    !cooperative || inflight >= CONCURRENT_WORK_FROM_INFLIGHT || !polling_pays
+}
+
 impl Drop for Engine<'_> {
     /// Unregisters the targets first: a ring's teardown is asynchronous, and
     /// until it ends the kernel keeps the files open, so an exclusive open of
@@ -675,5 +700,23 @@ impl Drop for Engine<'_> {
     /// fail with EBUSY. Unregistering waits for the files to be released.
     fn drop(&mut self) {
         let _ = self.ring.submitter().unregister_files();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{concurrent_work, CONCURRENT_WORK_FROM_INFLIGHT};
+
+    /// One io-wq worker serves a shallow compressed queue while polling
+    /// pays; realtime mode, a deep queue, and waits that sleep (or whose
+    /// polling stopped paying) ask io-wq for more workers.
+    #[test]
+    fn io_wq_gets_concurrent_work_only_where_one_worker_would_not_do() {
+        let deep = CONCURRENT_WORK_FROM_INFLIGHT;
+        assert!(!concurrent_work(true, 0, true));
+        assert!(!concurrent_work(true, deep - 1, true));
+        assert!(concurrent_work(true, deep, true));
+        assert!(concurrent_work(true, 3, false), "polling stopped paying");
+        assert!(concurrent_work(false, 0, true), "realtime mode");
     }
 }

@@ -75,6 +75,12 @@ impl CompletionWaits {
             && (self.recent_ns <= self.budget_ns || self.waits.is_multiple_of(Self::PROBE_EVERY))
     }
 
+    /// Whether polling pays: it may poll, and the waits that polled lately
+    /// ended within the budget on average.
+    pub(super) fn paying(&self) -> bool {
+        self.budget_ns > 0 && self.recent_ns <= self.budget_ns
+    }
+
     /// A wait that polled took `ns` until its completion was reaped.
     pub(super) fn observe(&mut self, ns: u64) {
         self.recent_ns = (self.recent_ns * 7 + ns) / 8;
@@ -88,7 +94,9 @@ impl CompletionWaits {
 /// IOSQE_ASYNC skip the inline attempt that is bound to fail and are
 /// "concurrent" work, for which io-wq starts more workers. Measured on zram,
 /// 70/30 random 4 KiB at QD32 (bench/README.md): median 1.05x -> 1.18x fio's
-/// replay.
+/// replay. Compressed mode flags only the requests that need more workers
+/// (`CONCURRENT_WORK_FROM_INFLIGHT`): with a shallow queue and a polling
+/// issuer one worker does better.
 ///
 /// Compressed mode caps io-wq's *bounded* workers at one per online CPU.
 /// Block-device reads and writes turned out to be *unbounded* work on this
@@ -229,7 +237,7 @@ impl Engine<'_> {
     /// microseconds), not with several rings (one poller per CPU would
     /// starve the workers). `pinned` (realtime only) is checked as well: the
     /// thread then shares its CPU with the io-wq worker.
-    fn polls_for_completions(&self, pass: &Pass) -> bool {
+    pub(super) fn polls_for_completions(&self, pass: &Pass) -> bool {
         self.completion_waits.budget_ns > 0
             && !self.pinned
             && self.spin_ns != super::FIFO_SPIN_NS
