@@ -123,8 +123,23 @@ pub(super) fn share_punted_work(ring: &IoUring, in_order: bool) {
     let _ = ring.submitter().register_iowq_max_workers(&mut max);
 }
 
+/// `io_uring_enter` flag: run completions (and wait for `min_complete`).
+const IORING_ENTER_GETEVENTS: u32 = 1;
+
 impl Engine<'_> {
     /// Submits the queued SQEs in one call, stamping their submission time.
+    ///
+    /// On a cooperative ring (compressed mode) the call always carries
+    /// GETEVENTS, as fio's does: it then also runs the completions that came
+    /// in meanwhile (deferred task work), so the next wait finds them in the
+    /// CQ instead of entering the kernel, and often sleeping, for them. The
+    /// io-uring crate's `submit` adds GETEVENTS only when the ring's
+    /// `IORING_SQ_TASKRUN` flag is up as it reads it; with it always, a loop
+    /// device at QD32 took 52k waits instead of 23k for 262,144 I/Os
+    /// (`perf stat -e syscalls:sys_enter_io_uring_enter`), and compressed
+    /// replay went from 0.93x to 1.05x fio's replay there (6 of 6 rounds
+    /// ahead; loop QD8 0.97x -> 1.08x, zram QD8 1.11x -> 1.20x;
+    /// bench/README.md, issue 12).
     pub(super) fn submit(&mut self, pass: &mut Pass) -> Result<(), ReplayError> {
         if pass.queued.is_empty() {
             return Ok(());
@@ -132,7 +147,22 @@ impl Engine<'_> {
         let now = now_ns();
         pass.stamp_submitted(now);
         loop {
-            match self.ring.submit() {
+            let submitted = if self.cooperative {
+                let pending = self.ring.submission().len() as u32;
+                // SAFETY: no argument block is passed, and `pending` SQEs are
+                // in the ring (the queue handle synced its tail on drop).
+                unsafe {
+                    self.ring.submitter().enter::<libc::sigset_t>(
+                        pending,
+                        0,
+                        IORING_ENTER_GETEVENTS,
+                        None,
+                    )
+                }
+            } else {
+                self.ring.submit()
+            };
+            match submitted {
                 Ok(_) => break,
                 Err(e)
                     if matches!(
