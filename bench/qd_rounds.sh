@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Several tracemark builds against fio's replay at one queue depth, round by
 # round: the A/B tool for an engine change (issue 12). Each round replays one
-# fio-made trace with fio, then with every build in turn, each run on a
+# fio-made trace with fio, then with every build in turn (round r starting
+# with build r, so that no build always runs first or last), each run on a
 # freshly made device state; the figure per build is the median of its
 # per-round ratios to that round's fio run, which cancels most of a shared
 # machine's drift (fio alone moved 155k-227k IOPS within one series).
@@ -100,21 +101,26 @@ for r in $(seq 1 "$ROUNDS"); do
         --direct=1 --iodepth="$QD" --replay_no_stall=1 --output-format=json > "$WORK/fio.json"
     fio_iops=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$WORK/fio.json")
     line=$(printf 'round %d: fio %.0f' "$r" "$fio_iops")
-    i=0
-    first=
-    for bin in "$@"; do
-        i=$((i + 1))
+    # The builds take turns at going first (round r starts with build r):
+    # a fixed order gave the later build an edge in some series.
+    BINS=("$@")
+    n=${#BINS[@]}
+    declare -A IOPS=()
+    for k in $(seq 0 $((n - 1))); do
+        i=$(((k + r - 1) % n + 1))
         fresh
-        "$bin" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os \
+        "${BINS[$((i - 1))]}" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os \
             --target "$DEV" "$WORK/gen.tmt" --mode compressed --queue-depth "$QD" \
             --json "$WORK/tm.json" > /dev/null
-        tm_iops=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$WORK/tm.json")
+        IOPS[$i]=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$WORK/tm.json")
+    done
+    for i in $(seq 1 "$n"); do
+        tm_iops=${IOPS[$i]}
         RATIOS[$i]="${RATIOS[$i]:-} $(ratio "$tm_iops" "$fio_iops")"
-        [ -n "$first" ] || first=$tm_iops
-        if awk -v a="$tm_iops" -v b="$first" 'BEGIN { exit !(a > b) }'; then
+        if awk -v a="$tm_iops" -v b="${IOPS[1]}" 'BEGIN { exit !(a > b) }'; then
             WINS[i]=$((${WINS[i]:-0} + 1))
         fi
-        line="$line | $(basename "$bin") $(printf '%.0f' "$tm_iops")"
+        line="$line | $(basename "${BINS[$((i - 1))]}") $(printf '%.0f' "$tm_iops")"
     done
     echo "$line"
 done

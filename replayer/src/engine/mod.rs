@@ -97,11 +97,12 @@ const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
 /// compete with the two for the CPUs. Deeper, the issuer sleeps and the
 /// workers use every CPU. Measured on zram, 2 CPUs, against fio's replay
 /// (bench/README.md, issue 12): full sweeps of 4 paired runs, always
-/// concurrent -> this rule, QD4 0.79 -> 1.20, QD8 1.12 -> 1.17, QD16 0.98 ->
-/// 1.27, QD32 1.32 -> 1.40. The fallback is for the runs where one worker
-/// went badly (a sweep on another day: QD2-4 at 18-23k IOPS against 150k+):
-/// completions then come later than the polling budget, and concurrent work
-/// brings back the workers that did not fail that way.
+/// concurrent -> ordinary below 16, QD4 0.79 -> 1.20, QD16 0.98 -> 1.27;
+/// alternating rounds with the fallback below, QD4 0.80 -> 1.36, QD8 0.94 ->
+/// 1.09. The fallback is for the runs where one worker went badly (a sweep
+/// on another day: QD2-4 at 18-23k IOPS against 150k+): completions then
+/// come later than the polling budget, and concurrent work brings back the
+/// workers that did not fail that way.
 const CONCURRENT_WORK_FROM_INFLIGHT: u32 = COMPLETION_SPIN_MAX_INFLIGHT;
 /// How long a ring waiting for another ring sleeps for its own completions.
 const LANE_WAIT_NS: u32 = 20_000;
