@@ -290,14 +290,11 @@ impl<'t> Engine<'t> {
             pinned: false,
             // Polling needs a second CPU: on one, it would hold off the
             // worker (io-wq or the driver's) that completes the request.
-            completion_waits: CompletionWaits::new(
-                if cooperative && cpus >= 2 {
-                    COMPLETION_SPIN_NS
-                } else {
-                    0
-                },
-                COMPLETION_SPIN_MAX_INFLIGHT,
-            ),
+            completion_waits: CompletionWaits::new(if cooperative && cpus >= 2 {
+                COMPLETION_SPIN_NS
+            } else {
+                0
+            }),
         })
     }
 

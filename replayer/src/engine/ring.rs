@@ -49,8 +49,6 @@ pub(super) fn completion_ready(ring: &mut IoUring) -> bool {
 pub(super) struct CompletionWaits {
     /// The longest poll of one wait (0: never poll).
     pub budget_ns: u64,
-    /// Polls only with at most this many I/Os in flight.
-    pub max_inflight: u32,
     /// Moving average (1/8 weight) of the waits that polled.
     recent_ns: u64,
     waits: u32,
@@ -59,10 +57,9 @@ pub(super) struct CompletionWaits {
 impl CompletionWaits {
     const PROBE_EVERY: u32 = 64;
 
-    pub(super) fn new(budget_ns: u64, max_inflight: u32) -> CompletionWaits {
+    pub(super) fn new(budget_ns: u64) -> CompletionWaits {
         CompletionWaits {
             budget_ns,
-            max_inflight,
             recent_ns: 0,
             waits: 0,
         }
@@ -208,7 +205,7 @@ impl Engine<'_> {
     /// for the I/O timeout. A submission here rides on the wait's
     /// `io_uring_enter`: one system call where a separate submit makes two.
     ///
-    /// With few I/Os in flight (`CompletionWaits::max_inflight`) it first polls
+    /// With few I/Os in flight (`COMPLETION_SPIN_MAX_INFLIGHT`) it first polls
     /// the ring for up to its budget (`polls_for_completions`,
     /// `CompletionWaits`; compressed mode only, which has nothing queued).
     /// A thread that sleeps is woken by the completing CPU, and on a virtual
@@ -221,7 +218,7 @@ impl Engine<'_> {
         observer: &mut dyn Observer,
     ) -> Result<(), ReplayError> {
         let spin = self.polls_for_completions(pass)
-            && pass.inflight <= self.completion_waits.max_inflight
+            && pass.inflight <= super::COMPLETION_SPIN_MAX_INFLIGHT
             && self.completion_waits.worth_polling();
         // Read only when polling: the clock is not free on this hot path.
         let started = if spin { now_ns() } else { 0 };
@@ -399,7 +396,7 @@ mod tests {
     /// then, and resumes when the probes find completions fast again.
     #[test]
     fn completion_waits_poll_only_while_it_pays() {
-        let mut waits = CompletionWaits::new(50_000, 16);
+        let mut waits = CompletionWaits::new(50_000);
         assert!(waits.worth_polling(), "a fresh ring polls");
         // A slow device: every poll ran out and the wait slept on.
         for _ in 0..20 {
@@ -416,7 +413,7 @@ mod tests {
             waits.observe(8_000);
         }
         assert!((0..10).all(|_| waits.worth_polling()), "polling resumed");
-        let mut never = CompletionWaits::new(0, 16);
+        let mut never = CompletionWaits::new(0);
         assert!(
             (0..200).all(|_| !never.worth_polling()),
             "budget 0 never polls"
