@@ -39,6 +39,7 @@
 //! they are skipped and counted. Write-zeroes have no asynchronous form and
 //! are skipped and counted.
 
+mod idle_spin;
 mod lanes;
 mod pass;
 mod placement;
@@ -56,6 +57,7 @@ use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
 use crate::ReplayError;
+use idle_spin::IdleSpin;
 use io_uring::{opcode, types, IoUring};
 use lanes::LaneBoard;
 use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
@@ -184,6 +186,9 @@ pub struct Engine<'t> {
     discard_supported: Vec<bool>,
     /// How long before a deadline the wait spins instead of sleeping.
     spin_ns: u64,
+    /// The same with nothing in flight: shorter, as far as this thread's
+    /// measured wake-up lateness allows (idle_spin.rs).
+    idle_spin: IdleSpin,
     /// Per target: no non-blocking I/O, so every request goes to io-wq;
     /// its SQEs carry IOSQE_ASYNC (see `Engine::new`).
     punted: Vec<bool>,
@@ -284,6 +289,7 @@ impl<'t> Engine<'t> {
                 .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
                 .collect(),
             spin_ns: SPIN_NS,
+            idle_spin: IdleSpin::new(),
             punted,
             cooperative,
             worker_cpu: None,
@@ -336,6 +342,13 @@ impl<'t> Engine<'t> {
             };
             let pin = self.cpu_pin(plan.opts, priority.previous.is_some());
             self.pinned = pin.active();
+            // Here, where the thread has its priority and its CPU: both
+            // move its wake-up latency. Compressed mode has no gaps to
+            // sleep through, except those `--idle-cap` keeps, which are
+            // longer than the fixed spin and measure themselves.
+            if plan.opts.mode == TimingMode::Realtime {
+                self.idle_spin.calibrate();
+            }
             let replayed = self.replay_records(plan, &mut records, lane, observer);
             drop(pin);
             self.pinned = false;

@@ -308,7 +308,10 @@ impl Engine<'_> {
         }
     }
 
-    /// Waits until `deadline`, reaping completions meanwhile.
+    /// Waits until `deadline`, reaping completions meanwhile: sleeps, then
+    /// spins through the last stretch. With I/O in flight that stretch is
+    /// the fixed spin, so completions are reaped (and timed) as they come;
+    /// with none, it is as short as this thread's wake-ups allow (`IdleSpin`).
     pub(super) fn wait_until(
         &mut self,
         pass: &mut Pass,
@@ -325,8 +328,13 @@ impl Engine<'_> {
                 return Ok(());
             }
             let remain = deadline - now;
-            if remain > self.spin_ns {
-                let sleep = (remain - self.spin_ns).min(50_000_000);
+            let spin_ns = if pass.inflight == 0 {
+                self.idle_spin.spin_ns(self.spin_ns)
+            } else {
+                self.spin_ns
+            };
+            if remain > spin_ns {
+                let sleep = (remain - spin_ns).min(50_000_000);
                 if pass.inflight > 0 {
                     self.enter_and_wait(sleep as u32)?;
                     let idle = now_ns().saturating_sub(pass.last_activity_ns);
@@ -338,7 +346,12 @@ impl Engine<'_> {
                         });
                     }
                 } else {
+                    let asked_until = now + sleep;
                     sleep_ns(sleep);
+                    let woke = now_ns();
+                    if woke >= asked_until {
+                        self.idle_spin.observe(woke - asked_until);
+                    }
                 }
             } else if self.pinned && pass.inflight > 0 {
                 // The worker that serves the request in flight may be
