@@ -140,7 +140,9 @@ impl IssueSchedule {
     pub fn deadline(&mut self, virtual_ns: u64, now_ns: u64, waited: bool) -> u64 {
         let start = *self.start_ns.get_or_insert(now_ns);
         if !self.rules.realtime {
-            return now_ns;
+            // As soon as ready, but not before a shared start: rings set up
+            // sooner than others would otherwise run ahead of it.
+            return now_ns.max(start);
         }
         let offset = (virtual_ns as f64 / self.rules.time_scale) as u64;
         let due = start + self.shift_ns + offset;
@@ -305,6 +307,15 @@ mod tests {
         let v2 = s.admit(10_000, None);
         assert_eq!(s.deadline(v2, 1_010_000, false), 1_003_000);
         assert_eq!(s.shift_ns(), 0);
+    }
+
+    #[test]
+    fn compressed_mode_does_not_start_before_a_shared_start() {
+        let mut s = IssueSchedule::new(rules(false)).starting_at(5_000);
+        let v0 = s.admit(100, None);
+        assert_eq!(s.deadline(v0, 1_000, false), 5_000);
+        let v1 = s.admit(9_000_000, None);
+        assert_eq!(s.deadline(v1, 6_000, false), 6_000);
     }
 
     #[test]
