@@ -30,8 +30,8 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
         w.push(&IoRecord {
             time: Nanos(i * 10_000),
             op,
-            offset: Bytes((i * 7919 % 1000) * 65536),
-            len: Bytes(65536),
+            offset: Bytes((i * 7919 % 1000) * 262144),
+            len: Bytes(262144),
             flags: Flags::NONE,
             latency: None,
             stream: None,
@@ -42,7 +42,8 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
     w.finish(&TraceTail::default()).unwrap();
     std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(0o644)).unwrap();
     let json = dir.join("r.json");
-    // 64 KiB x 32 slots plus the 16 MiB write buffer is over 8 MiB of pinned memory.
+    // 256 KiB x 32 slots, once for reads and once for writes, is 16 MiB of
+    // buffers, over the 8 MiB that may be pinned.
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
         .arg("sh")
@@ -62,8 +63,8 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let t = &v["traces"][0];
     assert_eq!(t["ios"], 200);
-    assert_eq!(t["read_bytes"], 133 * 65536);
-    assert_eq!(t["write_bytes"], 67 * 65536);
+    assert_eq!(t["read_bytes"], 133 * 262144);
+    assert_eq!(t["write_bytes"], 67 * 262144);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("--cpu-idle poll") && stderr.contains("refused"),

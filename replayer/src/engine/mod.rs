@@ -45,6 +45,7 @@ mod pass;
 mod placement;
 mod priority;
 mod ring;
+mod write_data;
 
 pub use priority::realtime_priority_available;
 
@@ -66,6 +67,7 @@ use priority::PriorityGuard;
 use results::schema::{PassMetrics, Skipped};
 use ring::{cooperative_ring, share_punted_work, CompletionWaits};
 use trace_format::{IoRecord, Op};
+use write_data::WriteData;
 
 /// `_IO(0x12, 0)`: the block layer's asynchronous discard command.
 const BLOCK_URING_CMD_DISCARD: u32 = 0x1200;
@@ -177,8 +179,8 @@ pub struct Engine<'t> {
     queue_depth: u32,
     slot_len: u64,
     read_bufs: AlignedBuf,
-    write_buf: AlignedBuf,
-    write_cursor: u64,
+    /// Each slot's write buffer (write_data.rs).
+    write_data: WriteData,
     /// Whether the buffers are registered (READ_FIXED/WRITE_FIXED); false where
     /// the memory-lock limit refused pinning them.
     fixed_buffers: bool,
@@ -240,14 +242,12 @@ impl<'t> Engine<'t> {
         .map_err(ring_err("cannot create a ring (is io_uring disabled?)"))?;
         let mut read_bufs =
             AlignedBuf::new(read_total as usize).map_err(ring_err("cannot allocate buffers"))?;
-        let write_len = (2 * slot_len).max(16 << 20);
-        let mut write_buf =
-            AlignedBuf::new(write_len as usize).map_err(ring_err("cannot allocate buffers"))?;
-        // Writes carry incompressible data; reads land in separate buffers,
-        // so whatever the device returns never leaks into later writes.
-        let mut rng = crate::rng::WyRand::from_entropy();
-        rng.fill(write_buf.as_mut_slice());
-        rng.fill(read_bufs.as_mut_slice());
+        // Writes carry incompressible data from buffers of their own; reads
+        // land in separate ones, so whatever the device returns never leaks
+        // into later writes.
+        let write_data = WriteData::new(queue_depth as usize, slot_len as usize)
+            .map_err(ring_err("cannot allocate buffers"))?;
+        crate::rng::WyRand::from_entropy().fill(read_bufs.as_mut_slice());
         let mut iovecs: Vec<libc::iovec> = (0..queue_depth as usize)
             .map(|i| libc::iovec {
                 // SAFETY: each slot lies inside read_bufs.
@@ -255,7 +255,7 @@ impl<'t> Engine<'t> {
                 iov_len: slot_len as usize,
             })
             .collect();
-        iovecs.push(write_buf.iovec());
+        iovecs.push(write_data.iovec());
         // SAFETY: the buffers outlive the ring (both are fields of Engine and
         // the ring is dropped first, as declared before them).
         // Registering pins the buffers, which counts against RLIMIT_MEMLOCK
@@ -281,8 +281,7 @@ impl<'t> Engine<'t> {
             queue_depth,
             slot_len,
             read_bufs,
-            write_buf,
-            write_cursor: 0,
+            write_data,
             fixed_buffers,
             discard_supported: target
                 .all()
@@ -624,13 +623,9 @@ impl<'t> Engine<'t> {
                 }
             }
             Op::Write => {
-                let wlen = self.write_buf.len() as u64;
-                if self.write_cursor + p.len > wlen {
-                    self.write_cursor = 0;
-                }
-                // SAFETY: cursor + len <= the write buffer's length (len <= slot_len <= wlen / 2).
-                let buf = unsafe { self.write_buf.as_mut_ptr().add(self.write_cursor as usize) };
-                self.write_cursor += p.len.div_ceil(4096) * 4096;
+                // The slot is free, so nothing in flight uses its buffer;
+                // p.len <= slot_len.
+                let buf = self.write_data.prepare(slot as usize, p.len as usize);
                 if self.fixed_buffers {
                     opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
                         .offset(p.offset)
