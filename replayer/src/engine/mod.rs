@@ -712,6 +712,48 @@ impl Drop for Engine<'_> {
 #[cfg(test)]
 mod tests {
     use super::{concurrent_work, CONCURRENT_WORK_FROM_INFLIGHT};
+    use crate::options::{ReplayOptions, TimingMode};
+    use crate::{run_suite, IoLog, MemorySource};
+    use std::collections::HashSet;
+    use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
+
+    /// 24 MiB written through 4 slots (a slot's buffer goes out 1,536
+    /// times), then no 512-byte sector of the target repeats another: not
+    /// among the writes, nor between them and the scratch file's fill.
+    #[test]
+    fn no_written_sector_repeats_another() {
+        let writes = 6_144u64;
+        let recs: Vec<IoRecord> = (0..writes)
+            .map(|i| IoRecord {
+                time: Nanos(i * 1_000),
+                op: Op::Write,
+                offset: Bytes(i * 4096),
+                len: Bytes(4096),
+                flags: Flags::NONE,
+                latency: None,
+                stream: None,
+                device: 0,
+            })
+            .collect();
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let path = dir.path().join("target.bin");
+        let opts = ReplayOptions {
+            mode: TimingMode::Compressed,
+            queue_depth: 4,
+            passes: 1,
+            warmup: false,
+            ..ReplayOptions::default()
+        };
+        let src = MemorySource::new("writes", recs);
+        let r = run_suite(&[&src], Some(&path), &opts, &mut IoLog::default()).expect("replayed");
+        assert_eq!(r.traces[0].write_bytes, writes * 4096);
+        let data = std::fs::read(&path).expect("the target read back");
+        assert!(data.len() as u64 >= writes * 4096);
+        let mut seen = HashSet::new();
+        for (n, sector) in data.chunks(512).enumerate() {
+            assert!(seen.insert(sector), "sector {n} repeats an earlier one");
+        }
+    }
 
     /// One io-wq worker serves a shallow compressed queue while polling
     /// pays; realtime mode, a deep queue, and waits that sleep (or whose
