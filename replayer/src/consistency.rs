@@ -181,6 +181,7 @@ fn write_pass(
     opts: &ReplayOptions,
     period: Option<&mut WritePeriod>,
 ) -> Result<PassMetrics, ReplayError> {
+    let setup_started = Instant::now();
     let scan = TraceScan::scan(source.name, source.records())?;
     let (target, maps) = retry_busy(|| {
         crate::target::open_targets(
@@ -209,8 +210,10 @@ fn write_pass(
     };
     // The period's clock starts here, with the target open and the engine
     // ready, not before `open_targets`, which may wait seconds for a previous
-    // step to release the device.
-    let deadline = period.map(WritePeriod::deadline);
+    // step to release the device; for the same reason it stands still while
+    // a later pass of the period sets up (on a loaded machine that wait put
+    // half a second of no writing into a 0.25 s period).
+    let deadline = period.map(|p| p.resume_after(setup_started.elapsed()));
     let outcome = engine.run_pass(&plan, &mut Deadline(deadline))?;
     Ok(outcome.metrics())
 }
@@ -251,11 +254,16 @@ struct WritePeriod {
 }
 
 impl WritePeriod {
-    /// The end of the period, starting the clock on the first call.
-    fn deadline(&mut self) -> Instant {
-        *self
-            .deadline
-            .get_or_insert_with(|| Instant::now() + self.period)
+    /// The end of the period: the clock starts on the first call; later
+    /// calls move the end by `paused`, the time a pass took to set up.
+    fn resume_after(&mut self, paused: Duration) -> Instant {
+        match &mut self.deadline {
+            Some(end) => {
+                *end += paused;
+                *end
+            }
+            None => *self.deadline.insert(Instant::now() + self.period),
+        }
     }
 
     fn is_over(&self) -> bool {
@@ -480,6 +488,27 @@ pub fn write_json(result: &ConsistencyResult, path: &Path) -> Result<(), ReplayE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_write_period_stands_still_while_a_pass_sets_up() {
+        let mut window = WritePeriod {
+            period: Duration::from_secs(10),
+            deadline: None,
+        };
+        assert!(window.elapsed().is_zero());
+        // The first pass starts the clock; what it took to set up is not
+        // part of the period.
+        let first = window.resume_after(Duration::from_secs(3));
+        let started = Instant::now();
+        assert!(first >= started + Duration::from_secs(9));
+        assert!(first <= started + Duration::from_secs(10));
+        // A later pass that waited 2 s for the device moves the end by 2 s,
+        // and the elapsed writing time leaves those 2 s out.
+        let second = window.resume_after(Duration::from_secs(2));
+        assert_eq!(second, first + Duration::from_secs(2));
+        assert!(window.elapsed() < Duration::from_secs(1));
+        assert!(!window.is_over());
+    }
 
     #[test]
     fn random_writes_stay_inside_and_are_aligned() {
