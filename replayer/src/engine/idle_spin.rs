@@ -32,8 +32,8 @@ const MIN_SPIN_NS: u64 = 5_000;
 /// The length of one calibration sleep (`IdleSpin::calibrate`).
 const CALIBRATION_SLEEP_NS: u64 = 20_000;
 /// Calibration stops after this long (7 ms on a quiet machine; on a loaded
-/// one each sleep can take milliseconds, and 256 of them overran a pass's
-/// deadline by half a second).
+/// one each sleep can take milliseconds, and 256 of them would hold a
+/// pass's start back by as much as half a second).
 const CALIBRATION_BUDGET_NS: u64 = 20_000_000;
 /// Late sleeps (past the histogram) among `MIN_SAMPLES` beyond which the
 /// estimate can only say "the fixed spin": calibration stops there.
