@@ -624,8 +624,9 @@ impl<'t> Engine<'t> {
             }
             Op::Write => {
                 // The slot is free, so nothing in flight uses its buffer;
-                // p.len <= slot_len.
-                let buf = self.write_data.prepare(slot as usize, p.len as usize);
+                // p.len <= slot_len. Its stamps were renewed when the slot's
+                // last write completed (`Engine::reap`).
+                let buf = self.write_data.buffer(slot as usize);
                 if self.fixed_buffers {
                     opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
                         .offset(p.offset)

@@ -5,6 +5,7 @@ use super::{Engine, Observer};
 use crate::clock::{now_ns, sleep_ns};
 use crate::ReplayError;
 use io_uring::{types, IoUring};
+use trace_format::Op;
 
 /// A ring for a caller that issues as fast as it can (compressed mode) and
 /// never spins waiting for a time, so completions may wait for its next
@@ -192,7 +193,13 @@ impl Engine<'_> {
         let now = now_ns();
         let mut n = 0;
         for cqe in &mut cq {
-            pass.complete(cqe.user_data() as u32, cqe.result(), now, observer);
+            let slot = cqe.user_data() as u32;
+            if let Some(s) = pass.slots.get(slot as usize) {
+                if s.in_flight && s.op == Op::Write {
+                    self.write_data.renew(slot as usize, s.len as usize);
+                }
+            }
+            pass.complete(slot, cqe.result(), now, observer);
             n += 1;
         }
         drop(cq);
