@@ -98,3 +98,25 @@ zram_remove() {
         sleep 0.5
     done
 }
+
+# fresh_device zram|loop: a private device in a known state for an A/B
+# round (qd_rounds.sh, rate_rounds.sh): the zram device ZRAM_ID reset, sized
+# SPAN_MIB + 64 MiB and filled with $SHM/random; or a new loop device (LOOP,
+# the previous one detached) over a fresh copy of it in SHM, SPAN_MIB +
+# 200 MiB. Sets DEV.
+fresh_device() {
+    if [ "$1" = zram ]; then
+        zram_reset "$ZRAM_ID"
+        echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_ID/disksize"
+        dd if="$SHM/random" of="/dev/zram$ZRAM_ID" bs=1M oflag=direct status=none
+        DEV=/dev/zram$ZRAM_ID
+    else
+        [ -z "$LOOP" ] || losetup -d "$LOOP"
+        LOOP=
+        rm -f "$SHM/backing"
+        cp "$SHM/random" "$SHM/backing"
+        truncate -s $(((SPAN_MIB + 200) << 20)) "$SHM/backing"
+        LOOP=$(losetup -f --show "$SHM/backing")
+        DEV=$LOOP
+    fi
+}

@@ -79,23 +79,8 @@ trap 'exit 130' INT TERM
 head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
 [ "$KIND" = zram ] && ZRAM_ID=$(zram_add $(((SPAN_MIB + 64) << 20)))
 
-# fresh: the device in its known state; sets DEV.
-fresh() {
-    if [ "$KIND" = zram ]; then
-        zram_reset "$ZRAM_ID"
-        echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_ID/disksize"
-        dd if="$SHM/random" of="/dev/zram$ZRAM_ID" bs=1M oflag=direct status=none
-        DEV=/dev/zram$ZRAM_ID
-    else
-        [ -z "$LOOP" ] || losetup -d "$LOOP"
-        LOOP=
-        rm -f "$SHM/backing"
-        cp "$SHM/random" "$SHM/backing"
-        truncate -s $(((SPAN_MIB + 200) << 20)) "$SHM/backing"
-        LOOP=$(losetup -f --show "$SHM/backing")
-        DEV=$LOOP
-    fi
-}
+# fresh: the device in its known state (lib.sh); sets DEV.
+fresh() { fresh_device "$KIND"; }
 
 echo "# qd_rounds: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), $KIND, QD$QD, $IOS I/Os, $ROUNDS rounds, a fresh device per $FRESH, load $(cut -d' ' -f1 /proc/loadavg)"
 fresh
