@@ -15,6 +15,8 @@
 //!   time, idle cap, time scale, closed-loop shift, dependency gate), pure.
 //! - [`engine`]: the io_uring engine that runs one pass of a trace, asking
 //!   the schedule when each I/O may go.
+//! - [`prediction`]: the task time a replay predicts for the target, from
+//!   the trace's timing and the latencies measured there.
 //! - [`metrics`]: per-pass figures and their aggregation over passes, into
 //!   the result schema of the `results` crate.
 //! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
@@ -31,6 +33,7 @@ pub mod interrupt;
 pub mod mapping;
 pub mod metrics;
 pub mod precondition;
+pub mod prediction;
 pub mod rng;
 pub mod schedule;
 pub mod source;

@@ -1,10 +1,11 @@
 //! Measuring a pass (counters, histograms, timelines) and summarising it
 //! into the result schema of the `results` crate.
 
+use crate::prediction::{DependencyModel, TaskTimePrediction};
 use hdrhistogram::Histogram;
 use results::schema::{
     Dependencies, Fidelity, Lateness, OpMetrics, PassMetrics, Percentiles, Skipped, Spread,
-    Timeline, TraceResult,
+    TaskTime, Timeline, TraceResult,
 };
 use results::stats::{mean, mean_ci95, score};
 use std::collections::BTreeMap;
@@ -60,6 +61,49 @@ pub struct PassOutcome {
     pub playback_ns: u64,
     pub original_duration_ns: u64,
     pub skipped: Skipped,
+    /// The task time the pass predicts (realtime, one ring, original
+    /// completions known).
+    pub task: Option<TaskTimePrediction>,
+}
+
+/// A pass's prediction in the result schema.
+pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
+    let secs = |ns: u64| ns as f64 / 1e9;
+    TaskTime {
+        predicted_s: secs(p.predicted(DependencyModel::PRIMARY)),
+        model: DependencyModel::PRIMARY.name().to_string(),
+        models: DependencyModel::ALL
+            .iter()
+            .map(|m| (m.name().to_string(), secs(p.predicted(*m))))
+            .collect(),
+        captured_s: secs(p.captured_ns),
+        untraced_s: p.untraced_ns.map(secs),
+        span: if p.marked { "task marks" } else { "trace span" }.to_string(),
+        predicted_spread: None,
+    }
+}
+
+/// The mean of the passes' predictions, with the spread of the primary one.
+fn mean_task_time(passes: &[TaskTime]) -> Option<TaskTime> {
+    let first = passes.first()?;
+    let predicted: Vec<f64> = passes.iter().map(|t| t.predicted_s).collect();
+    let models = first
+        .models
+        .keys()
+        .map(|k| {
+            let v: Vec<f64> = passes
+                .iter()
+                .filter_map(|t| t.models.get(k).copied())
+                .collect();
+            (k.clone(), mean(&v))
+        })
+        .collect();
+    Some(TaskTime {
+        predicted_s: mean(&predicted),
+        models,
+        predicted_spread: Some(Spread::of(&predicted)),
+        ..first.clone()
+    })
 }
 
 impl PassOutcome {
@@ -132,6 +176,7 @@ impl PassOutcome {
                 original_s: self.original_duration_ns as f64 / 1e9,
                 achieved_s: self.playback_ns as f64 / 1e9,
             },
+            task: self.task.as_ref().map(task_time),
         }
     }
 }
@@ -445,6 +490,12 @@ pub fn trace_result(
         timeline: None,
         valid: true,
         invalid_reason: None,
+        task: if metrics.iter().all(|m| m.task.is_some()) {
+            let tasks: Vec<TaskTime> = metrics.iter().filter_map(|m| m.task.clone()).collect();
+            mean_task_time(&tasks)
+        } else {
+            None
+        },
     }
 }
 

@@ -21,6 +21,10 @@ pub trait TraceSource: Sync {
     fn devices(&self) -> Vec<trace_format::DeviceId> {
         Vec::new()
     }
+    /// Where the captured task starts and ends, from the trace's notes.
+    fn task_marks(&self) -> crate::prediction::TaskMarks {
+        crate::prediction::TaskMarks::default()
+    }
 }
 
 /// A `.tmt` trace file.
@@ -70,6 +74,10 @@ impl TraceSource for TmtSource {
             .iter()
             .map(|d| d.id)
             .collect()
+    }
+
+    fn task_marks(&self) -> crate::prediction::TaskMarks {
+        crate::prediction::TaskMarks::from_notes(&self.file.footer().tail.notes)
     }
 
     fn records(&self) -> RecordIter<'_> {

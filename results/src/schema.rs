@@ -87,6 +87,36 @@ pub struct PassMetrics {
     pub ops: BTreeMap<String, OpMetrics>,
     pub skipped: Skipped,
     pub fidelity: Fidelity,
+    /// The task time this pass predicts for the target (realtime passes of
+    /// traces with original completions; absent otherwise and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskTime>,
+}
+
+/// How long the captured task would take on the target: the trace's own
+/// timing (think time kept) with the latencies the replay measured, following
+/// the I/Os the task waited for (see the replayer's `prediction` module).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskTime {
+    /// The predicted task time, s, under `model`.
+    pub predicted_s: f64,
+    /// The dependency model of `predicted_s` (`blocking`: reads, flushes and
+    /// synchronous writes hold the task up; writeback does not).
+    pub model: String,
+    /// The prediction under every dependency model, s.
+    pub models: BTreeMap<String, f64>,
+    /// The task's time in the trace as captured (tracing overhead included), s.
+    pub captured_s: f64,
+    /// The task's untraced time on the capture drive, s, when the trace
+    /// records it: the prediction starts from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untraced_s: Option<f64>,
+    /// What the captured time spans: `task marks` (the capture's start and
+    /// "done" marks) or `trace span` (first issue to last completion).
+    pub span: String,
+    /// Over the scored passes (a trace's summary only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_spread: Option<Spread>,
 }
 
 /// A confidence interval `[low, high]`.
@@ -217,6 +247,10 @@ pub struct TraceResult {
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invalid_reason: Option<String>,
+    /// The predicted task time: the means over the scored passes (absent
+    /// where no pass predicted one, and in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskTime>,
 }
 
 fn yes() -> bool {

@@ -54,6 +54,7 @@ use crate::clock::now_ns;
 use crate::mapping::{AddressMap, TraceScan};
 use crate::metrics::PassOutcome;
 use crate::options::{IoWorkerCpu, ReplayOptions, TimingMode};
+use crate::prediction::TaskTimeModel;
 use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
@@ -402,6 +403,9 @@ impl<'t> Engine<'t> {
             lane,
         );
         pass.original_duration_ns = plan.scan.original_duration.0;
+        if rules.realtime && lane.is_none() {
+            pass.task_model = Some(TaskTimeModel::new(plan.source.task_marks()));
+        }
 
         let mut pending: Option<Pending> = None;
         let failure = loop {
@@ -469,7 +473,11 @@ impl<'t> Engine<'t> {
                     continue;
                 }
             }
-            if let Some(reason) = self.skip_reason(&rec, target, plan.opts) {
+            let skip = self.skip_reason(&rec, target, plan.opts);
+            if let Some(model) = &mut pass.task_model {
+                model.admit(index, &rec, skip.is_none());
+            }
+            if let Some(reason) = skip {
                 reason(&mut pass.skipped);
                 pass.progress(observer);
                 continue;

@@ -4,6 +4,7 @@ use super::lanes::{LaneBoard, Predecessors};
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::clock::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
+use crate::prediction::TaskTimeModel;
 use crate::schedule::{DependencyGate, IssueSchedule};
 use results::schema::Skipped;
 use trace_format::Op;
@@ -106,6 +107,8 @@ pub(super) struct Pass<'b> {
     pub lane: Option<(&'b LaneBoard, usize)>,
     /// With several rings: the other rings' records this ring waits for.
     pub predecessors: Predecessors,
+    /// Realtime passes on one ring: the task time they predict.
+    pub task_model: Option<TaskTimeModel>,
 }
 
 impl<'b> Pass<'b> {
@@ -158,6 +161,7 @@ impl<'b> Pass<'b> {
             log_events,
             lane,
             predecessors: Predecessors::default(),
+            task_model: None,
         }
     }
 
@@ -230,12 +234,18 @@ impl<'b> Pass<'b> {
                 libc::EOPNOTSUPP | libc::EINVAL | libc::ENOTTY | libc::ENXIO
             );
         if unsupported {
+            if let Some(model) = &mut self.task_model {
+                model.completed(slot.index, now.saturating_sub(slot.submit_ns));
+            }
             if let Some(s) = self.discard_supported.get_mut(slot.target as usize) {
                 *s = false;
             }
             self.skipped.discards += 1;
         } else if let Some(stats) = self.ops.get_mut(slot.op.code() as usize) {
             let latency = now.saturating_sub(slot.submit_ns);
+            if let Some(model) = &mut self.task_model {
+                model.completed(slot.index, latency);
+            }
             stats.count += 1;
             if result < 0 || (slot.op.carries_data() && (result as u64) < slot.len) {
                 stats.errors += 1;
@@ -307,6 +317,8 @@ impl<'b> Pass<'b> {
         self.last_complete_ns = self.last_complete_ns.max(other.last_complete_ns);
         self.completed += other.completed;
         self.interrupted |= other.interrupted;
+        // Each ring saw only its own records.
+        self.task_model = None;
     }
 
     pub fn finish(self) -> PassOutcome {
@@ -321,6 +333,11 @@ impl<'b> Pass<'b> {
                 .map_or(0, |f| self.last_complete_ns.saturating_sub(f)),
             original_duration_ns: self.original_duration_ns,
             skipped: self.skipped,
+            task: if self.interrupted {
+                None
+            } else {
+                self.task_model.and_then(|m| m.finish())
+            },
         }
     }
 }

@@ -80,13 +80,16 @@ pub fn format_table(r: &SuiteResult) -> String {
             let _ = writeln!(out, "note: precondition not done: {}", esc(why));
         }
     }
-    let _ = writeln!(
+    // The predicted task time, where any trace has one (realtime mode).
+    let task_column = r.traces.iter().any(|t| t.task.is_some());
+    let _ = write!(
         out,
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10} {:>10}",
         "trace", "score", "bandwidth MB/s", "access time µs", "playback s", "read MB", "write MB"
     );
+    let _ = writeln!(out, "{}", if task_column { "     task s" } else { "" });
     for t in &r.traces {
-        row(&mut out, t);
+        row(&mut out, t, task_column);
     }
     match &r.suite {
         Some(s) => {
@@ -109,10 +112,10 @@ pub fn format_table(r: &SuiteResult) -> String {
     out
 }
 
-fn row(out: &mut String, t: &TraceResult) {
+fn row(out: &mut String, t: &TraceResult, task_column: bool) {
     let n = t.passes.len();
     let name: String = esc(&t.name).chars().take(24).collect();
-    let _ = writeln!(
+    let _ = write!(
         out,
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10.1} {:>10.1}",
         name,
@@ -135,6 +138,12 @@ fn row(out: &mut String, t: &TraceResult) {
         t.read_bytes as f64 / 1e6,
         t.write_bytes as f64 / 1e6,
     );
+    let task = match (&t.task, task_column) {
+        (Some(task), true) => format!(" {:>10.3}", task.predicted_s),
+        (None, true) => format!(" {:>10}", "-"),
+        (_, false) => String::new(),
+    };
+    let _ = writeln!(out, "{task}");
 }
 
 fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
@@ -162,6 +171,17 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
             out,
             "{name}: issue lateness p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs; duration {:.3} s vs {:.3} s original",
             f.lateness_us.p50, f.lateness_us.p99, f.lateness_us.max, f.achieved_s, f.original_s
+        );
+    }
+    if let Some(task) = &t.task {
+        let untraced = task
+            .untraced_s
+            .map(|u| format!(", untraced {u:.3} s"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{name}: predicted task time {:.3} s on this target (as captured {:.3} s{untraced}; {}; dependencies: {})",
+            task.predicted_s, task.captured_s, task.span, task.model
         );
     }
 }

@@ -1,0 +1,639 @@
+//! The task time a replay predicts: how long the captured task would take on
+//! the target, from the trace's own timing and the latencies the replay
+//! measured there.
+//!
+//! The model is //TRACE's (Mesnier et al., FAST'07): the application's think
+//! time between an I/O it waited for and its next I/O is kept, and only the
+//! I/Os it waited for move its later work. An I/O `i` issued originally at
+//! `t_i` depends on the I/Os that completed before `t_i` in the original; on
+//! the target it is issued at `t_i + shift_i`, where `shift_i` is the largest
+//! completion shift among those dependencies, and it completes shifted by
+//! `delta_i = shift_i + (latency on the target - original latency)`. The task
+//! ends at its "done" mark plus the shift of the I/Os it waited for by then.
+//! Shifts may be negative: on a faster drive the task finishes sooner.
+//!
+//! Which earlier I/Os count as dependencies is the [`DependencyModel`]; all
+//! three are computed in one pass, so a study can compare them on the same
+//! replay. The computation streams: it keeps the I/Os that were in flight in
+//! the original at the current record, and the records admitted but not yet
+//! completed in the replay (both bounded by queue depths).
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use trace_format::{Flags, IoRecord, Op};
+
+/// Which earlier I/Os an I/O waits for in the prediction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum DependencyModel {
+    /// Every I/O that completed before it (the replay's own closed loop).
+    All,
+    /// Only I/Os an application waits for: reads, flushes and writes the
+    /// application made synchronous (sync, FUA or preflush). Plain writes are
+    /// the kernel's writeback, which no application I/O waits for.
+    Blocking,
+    /// Blocking I/Os of the same issuing process, and synchronous writes and
+    /// flushes of any process (a journal commit holds up every writer).
+    Stream,
+}
+
+impl DependencyModel {
+    pub const ALL: [DependencyModel; 3] = [
+        DependencyModel::All,
+        DependencyModel::Blocking,
+        DependencyModel::Stream,
+    ];
+
+    /// The model a result's predicted task time uses.
+    pub const PRIMARY: DependencyModel = DependencyModel::Blocking;
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DependencyModel::All => "all",
+            DependencyModel::Blocking => "blocking",
+            DependencyModel::Stream => "stream",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where the task starts and ends on the trace's clock, and how long it took
+/// untraced, as the capture recorded them in the trace's notes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TaskMarks {
+    /// ns after the first record at which the task ended ("done").
+    pub end_ns: Option<u64>,
+    /// ns before the first record at which the task started.
+    pub start_before_ns: Option<u64>,
+    /// The task's time in an untraced run on the capture drive, ns.
+    pub untraced_ns: Option<u64>,
+}
+
+/// The trace notes that carry [`TaskMarks`] (written by `tracemark capture`).
+pub mod note {
+    pub const TASK_START_BEFORE_NS: &str = "task: start, ns before the first record";
+    pub const TASK_END_NS: &str = "task: done, ns after the first record";
+    pub const TASK_UNTRACED_NS: &str = "task: untraced time, ns";
+}
+
+impl TaskMarks {
+    /// From a trace's notes (key, value).
+    pub fn from_notes<'a>(notes: impl IntoIterator<Item = &'a (String, u64)>) -> TaskMarks {
+        let mut marks = TaskMarks::default();
+        for (key, value) in notes {
+            match key.as_str() {
+                note::TASK_START_BEFORE_NS => marks.start_before_ns = Some(*value),
+                note::TASK_END_NS => marks.end_ns = Some(*value),
+                note::TASK_UNTRACED_NS => marks.untraced_ns = Some(*value),
+                _ => {}
+            }
+        }
+        marks
+    }
+}
+
+/// What one pass predicts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskTimePrediction {
+    /// The task's time in the trace as captured, ns (its marks, or the
+    /// trace's first issue to last completion).
+    pub captured_ns: u64,
+    /// The untraced time the prediction starts from, when the trace has it.
+    pub untraced_ns: Option<u64>,
+    /// Whether the span came from the capture's task marks.
+    pub marked: bool,
+    /// Predicted task time per model, ns, indexed like [`DependencyModel::ALL`].
+    pub predicted_ns: [u64; 3],
+}
+
+impl TaskTimePrediction {
+    pub fn predicted(&self, model: DependencyModel) -> u64 {
+        self.predicted_ns[model.index()]
+    }
+}
+
+/// A record admitted, waiting for its latency on the target.
+#[derive(Debug, Clone, Copy)]
+struct Admitted {
+    time: u64,
+    latency: u64,
+    blocking: bool,
+    shared: bool,
+    stream: Option<u32>,
+    /// Latency on the target, once known.
+    replayed: Option<u64>,
+}
+
+/// An I/O in flight in the original: its completion and shifts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct InFlight {
+    completion: u64,
+    order: u64,
+    deltas: [i64; 3],
+    blocking: bool,
+    shared: bool,
+    stream: Option<u32>,
+}
+
+impl Ord for InFlight {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.completion, self.order).cmp(&(other.completion, other.order))
+    }
+}
+
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// One model's shift: the shift of the latest I/O issued, and the largest
+/// completion shift among the dependencies that completed since (in the
+/// original). The next I/O takes the latter when there is one: its think
+/// time runs from those completions; otherwise it was issued together with
+/// the previous one and shares its shift. (Taking the largest shift of every
+/// earlier completion instead would let an old dependency, whose gap to the
+/// I/O spans other I/Os, hold a chain back when the drive speeds them up.)
+#[derive(Debug, Clone, Copy, Default)]
+struct Window {
+    current: i64,
+    fresh: Option<i64>,
+}
+
+impl Window {
+    fn starting_at(current: i64) -> Window {
+        Window {
+            current,
+            fresh: None,
+        }
+    }
+
+    fn saw(&mut self, delta: i64) {
+        self.fresh = Some(self.fresh.map_or(delta, |f| f.max(delta)));
+    }
+
+    /// The shift of an I/O issued now.
+    fn issue(&mut self) -> i64 {
+        if let Some(f) = self.fresh.take() {
+            self.current = f;
+        }
+        self.current
+    }
+
+    /// The shift of a point in time now, without issuing.
+    fn peek(&self) -> i64 {
+        self.fresh.unwrap_or(self.current)
+    }
+}
+
+/// The shifts of the three models; the stream model keeps one per stream
+/// (records without a stream share one).
+#[derive(Debug, Clone, Default)]
+struct Shifts {
+    all: Window,
+    blocking: Window,
+    per_stream: HashMap<u32, Window>,
+}
+
+const NO_STREAM: u32 = u32::MAX;
+
+impl Shifts {
+    /// An I/O completed (in the original) before the current one was issued.
+    fn absorb(&mut self, done: &InFlight) {
+        self.all.saw(done.deltas[DependencyModel::All.index()]);
+        if !done.blocking {
+            return;
+        }
+        self.blocking
+            .saw(done.deltas[DependencyModel::Blocking.index()]);
+        let d = done.deltas[DependencyModel::Stream.index()];
+        if done.shared {
+            for w in self.per_stream.values_mut() {
+                w.saw(d);
+            }
+        } else if let Some(w) = self.per_stream.get_mut(&done.stream.unwrap_or(NO_STREAM)) {
+            w.saw(d);
+        }
+    }
+
+    /// The shift of an I/O of `stream` issued now, per model. A stream seen
+    /// for the first time starts from the blocking model's shift (a thread
+    /// is started by work that was itself held up).
+    fn issue(&mut self, stream: Option<u32>) -> [i64; 3] {
+        let all = self.all.issue();
+        let blocking = self.blocking.issue();
+        let own = self
+            .per_stream
+            .entry(stream.unwrap_or(NO_STREAM))
+            .or_insert(Window::starting_at(blocking))
+            .issue();
+        [all, blocking, own]
+    }
+
+    /// The shift of the task's end: it waited for every stream.
+    fn at_end(&self) -> [i64; 3] {
+        let blocking = self.blocking.peek();
+        let streams = self.per_stream.values().map(Window::peek).max();
+        [self.all.peek(), blocking, streams.unwrap_or(blocking)]
+    }
+}
+
+/// Streams a pass's records and their latencies on the target into a
+/// [`TaskTimePrediction`].
+#[derive(Debug, Clone)]
+pub struct TaskTimeModel {
+    marks: TaskMarks,
+    /// Admitted records not yet processed, from index `next_index` on.
+    admitted: VecDeque<Admitted>,
+    next_index: u64,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
+    shifts: Shifts,
+    first_time: Option<u64>,
+    /// The end mark's shifts, once records past it were reached.
+    end_shifts: Option<[i64; 3]>,
+    /// Without marks: the latest original and predicted completions.
+    last_completion: u64,
+    last_predicted: [i64; 3],
+    /// A record without an original completion: no prediction.
+    incomplete: bool,
+    processed: u64,
+}
+
+impl TaskTimeModel {
+    pub fn new(marks: TaskMarks) -> TaskTimeModel {
+        TaskTimeModel {
+            marks,
+            admitted: VecDeque::new(),
+            next_index: 0,
+            in_flight: BinaryHeap::new(),
+            shifts: Shifts::default(),
+            first_time: None,
+            end_shifts: None,
+            last_completion: 0,
+            last_predicted: [i64::MIN; 3],
+            incomplete: false,
+            processed: 0,
+        }
+    }
+
+    /// Takes the next record of the trace (every record, in order, with its
+    /// index). `sent`: it goes to the target and its latency will follow;
+    /// otherwise (skipped) it keeps its original latency.
+    pub fn admit(&mut self, index: u64, rec: &IoRecord, sent: bool) {
+        let Some(latency) = rec.latency.map(|l| l.0) else {
+            self.incomplete = true;
+            return;
+        };
+        if index != self.next_index + self.admitted.len() as u64 {
+            // Out of order: the caller broke the contract; predict nothing.
+            self.incomplete = true;
+            return;
+        }
+        let sync_write = matches!(rec.op, Op::Write | Op::WriteZeroes)
+            && (rec.flags.contains(Flags::SYNC)
+                || rec.flags.contains(Flags::FUA)
+                || rec.flags.contains(Flags::PREFLUSH));
+        let flush = rec.op == Op::Flush;
+        self.admitted.push_back(Admitted {
+            time: rec.time.0,
+            latency,
+            blocking: rec.op == Op::Read || flush || sync_write,
+            shared: flush || sync_write,
+            stream: rec.stream,
+            replayed: (!sent).then_some(latency),
+        });
+        self.drain();
+    }
+
+    /// The record `index` completed on the target after `latency_ns`.
+    pub fn completed(&mut self, index: u64, latency_ns: u64) {
+        let Some(pos) = index.checked_sub(self.next_index) else {
+            return;
+        };
+        if let Some(a) = self.admitted.get_mut(pos as usize) {
+            a.replayed = Some(latency_ns);
+        }
+        self.drain();
+    }
+
+    fn drain(&mut self) {
+        while let Some(a) = self.admitted.front().copied() {
+            let Some(replayed) = a.replayed else { break };
+            self.admitted.pop_front();
+            self.next_index += 1;
+            self.process(a, replayed);
+        }
+    }
+
+    /// Moves every original completion at or before `t` into the shifts.
+    fn absorb_until(&mut self, t: u64) {
+        while let Some(Reverse(top)) = self.in_flight.peek() {
+            if top.completion > t {
+                break;
+            }
+            let done = *top;
+            self.in_flight.pop();
+            self.shifts.absorb(&done);
+        }
+    }
+
+    fn end_time(&self) -> Option<u64> {
+        let first = self.first_time?;
+        self.marks.end_ns.map(|e| first.saturating_add(e))
+    }
+
+    fn take_end_if_passed(&mut self, t: u64) {
+        if self.end_shifts.is_some() {
+            return;
+        }
+        if let Some(end) = self.end_time() {
+            if t > end {
+                self.absorb_until(end);
+                self.end_shifts = Some(self.shifts.at_end());
+            }
+        }
+    }
+
+    fn process(&mut self, a: Admitted, replayed: u64) {
+        self.first_time.get_or_insert(a.time);
+        self.take_end_if_passed(a.time);
+        self.absorb_until(a.time);
+        let shifts = self.shifts.issue(a.stream);
+        let change = replayed as i64 - a.latency as i64;
+        let deltas = shifts.map(|s| s + change);
+        let completion = a.time.saturating_add(a.latency);
+        self.last_completion = self.last_completion.max(completion);
+        for (p, d) in self.last_predicted.iter_mut().zip(deltas) {
+            *p = (*p).max(completion as i64 + d);
+        }
+        self.in_flight.push(Reverse(InFlight {
+            completion,
+            order: self.processed,
+            deltas,
+            blocking: a.blocking,
+            shared: a.shared,
+            stream: a.stream,
+        }));
+        self.processed += 1;
+    }
+
+    /// The prediction, or `None` when the trace lacks original completions,
+    /// nothing was replayed, or some record's latency never came.
+    pub fn finish(mut self) -> Option<TaskTimePrediction> {
+        if self.incomplete || !self.admitted.is_empty() {
+            return None;
+        }
+        let first = self.first_time?;
+        if let Some(end_rel) = self.marks.end_ns {
+            if self.end_shifts.is_none() {
+                self.absorb_until(first.saturating_add(end_rel));
+                self.end_shifts = Some(self.shifts.at_end());
+            }
+            let shifts = self.end_shifts.unwrap_or([0; 3]);
+            let captured = end_rel.saturating_add(self.marks.start_before_ns.unwrap_or(0));
+            let base = self.marks.untraced_ns.unwrap_or(captured);
+            Some(TaskTimePrediction {
+                captured_ns: captured,
+                untraced_ns: self.marks.untraced_ns,
+                marked: true,
+                predicted_ns: shifts.map(|s| (base as i64 + s).max(0) as u64),
+            })
+        } else {
+            let captured = self.last_completion.saturating_sub(first);
+            let base = self.marks.untraced_ns.unwrap_or(captured) as i64;
+            let predicted_ns = self
+                .last_predicted
+                .map(|p| (base + (p - self.last_completion as i64)).max(0) as u64);
+            Some(TaskTimePrediction {
+                captured_ns: captured,
+                untraced_ns: self.marks.untraced_ns,
+                marked: false,
+                predicted_ns,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use trace_format::{Bytes, Nanos};
+
+    fn rec(time: u64, op: Op, latency: u64, stream: u32) -> IoRecord {
+        IoRecord {
+            time: Nanos(time),
+            op,
+            offset: Bytes(0),
+            len: Bytes(4096),
+            flags: Flags::NONE,
+            latency: Some(Nanos(latency)),
+            stream: Some(stream),
+            device: 0,
+        }
+    }
+
+    /// Runs the model with each record's latency on the target given by
+    /// `on_target`, completions fed in reverse order within each window of
+    /// `window` records (as a deep queue would return them).
+    fn predict(
+        recs: &[IoRecord],
+        marks: TaskMarks,
+        on_target: impl Fn(usize, &IoRecord) -> u64,
+        window: usize,
+    ) -> TaskTimePrediction {
+        let mut m = TaskTimeModel::new(marks);
+        for (chunk_start, chunk) in recs.chunks(window).enumerate() {
+            let base = chunk_start * window;
+            for (i, r) in chunk.iter().enumerate() {
+                m.admit((base + i) as u64, r, true);
+            }
+            for (i, r) in chunk.iter().enumerate().rev() {
+                m.completed((base + i) as u64, on_target(base + i, r));
+            }
+        }
+        m.finish().expect("a prediction")
+    }
+
+    fn original(_: usize, r: &IoRecord) -> u64 {
+        r.latency.map_or(0, |l| l.0)
+    }
+
+    /// A task reading in a chain: each read 100 µs, 1 ms of think time after it.
+    fn chain(n: u64) -> Vec<IoRecord> {
+        (0..n)
+            .map(|i| rec(i * 1_100_000, Op::Read, 100_000, 7))
+            .collect()
+    }
+
+    #[test]
+    fn the_original_latencies_predict_the_captured_time() {
+        let recs = chain(10);
+        let p = predict(&recs, TaskMarks::default(), original, 3);
+        assert!(!p.marked);
+        assert_eq!(p.captured_ns, 9 * 1_100_000 + 100_000);
+        assert_eq!(p.predicted_ns, [p.captured_ns; 3]);
+    }
+
+    #[test]
+    fn a_slower_drive_delays_a_chain_by_every_latency_and_keeps_think_time() {
+        let recs = chain(10);
+        let p = predict(&recs, TaskMarks::default(), |_, _| 300_000, 1);
+        // Each of the ten reads 200 µs slower, every think gap kept.
+        assert_eq!(
+            p.predicted(DependencyModel::Blocking),
+            p.captured_ns + 10 * 200_000
+        );
+        assert_eq!(p.predicted(DependencyModel::All), p.captured_ns + 2_000_000);
+    }
+
+    #[test]
+    fn a_faster_drive_predicts_a_shorter_task() {
+        let recs = chain(10);
+        let p = predict(&recs, TaskMarks::default(), |_, _| 40_000, 4);
+        assert_eq!(
+            p.predicted(DependencyModel::Stream),
+            p.captured_ns - 10 * 60_000
+        );
+    }
+
+    #[test]
+    fn writeback_delays_only_the_all_model() {
+        // Reads in a chain; between them, plain (writeback) writes that
+        // complete before the next read was issued.
+        let mut recs = Vec::new();
+        for i in 0..5u64 {
+            recs.push(rec(i * 2_000_000, Op::Read, 100_000, 7));
+            recs.push(rec(i * 2_000_000 + 200_000, Op::Write, 500_000, 99));
+        }
+        let slow_writes = |_: usize, r: &IoRecord| {
+            if r.op == Op::Write {
+                5_000_000
+            } else {
+                100_000
+            }
+        };
+        let marks = TaskMarks {
+            end_ns: Some(9_000_000),
+            ..TaskMarks::default()
+        };
+        let p = predict(&recs, marks, slow_writes, 2);
+        assert!(p.marked);
+        assert_eq!(p.captured_ns, 9_000_000);
+        assert_eq!(p.predicted(DependencyModel::Blocking), 9_000_000);
+        assert_eq!(p.predicted(DependencyModel::Stream), 9_000_000);
+        assert!(
+            p.predicted(DependencyModel::All) > 9_000_000 + 4 * 4_500_000,
+            "the all model waits for each slow write: {:?}",
+            p.predicted_ns
+        );
+    }
+
+    #[test]
+    fn a_sync_write_holds_up_every_stream() {
+        // Stream 1 writes synchronously (an fsync); stream 2 reads after it.
+        let mut w = rec(0, Op::Write, 100_000, 1);
+        w.flags = Flags::SYNC;
+        let recs = vec![w, rec(200_000, Op::Read, 100_000, 2)];
+        let slow_sync = |i: usize, _: &IoRecord| if i == 0 { 1_100_000 } else { 100_000 };
+        let p = predict(&recs, TaskMarks::default(), slow_sync, 1);
+        // The read waited for the write's extra millisecond in every model.
+        assert_eq!(p.predicted_ns, [300_000 + 1_000_000; 3]);
+    }
+
+    #[test]
+    fn streams_wait_only_for_their_own_reads_in_the_stream_model() {
+        // Stream 1 reads at 0 (5 ms slower on the target); stream 2 reads at
+        // 1 ms, after stream 1's read had completed in the original.
+        // Stream 2 also read at 50 µs, before that completion.
+        let recs = vec![
+            rec(0, Op::Read, 100_000, 1),
+            rec(50_000, Op::Read, 100_000, 2),
+            rec(1_000_000, Op::Read, 100_000, 2),
+        ];
+        let slow_first = |i: usize, _: &IoRecord| if i == 0 { 5_100_000 } else { 100_000 };
+        let p = predict(&recs, TaskMarks::default(), slow_first, 1);
+        assert_eq!(p.captured_ns, 1_100_000);
+        // Blocking: stream 2's read waits for stream 1's, ending at 6.1 ms.
+        assert_eq!(p.predicted(DependencyModel::Blocking), 6_100_000);
+        // Stream: it does not; the task ends with stream 1's read at 5.1 ms.
+        assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
+        // With an end mark the task waits for every stream's reads.
+        let marks = TaskMarks {
+            end_ns: Some(1_200_000),
+            ..TaskMarks::default()
+        };
+        let p = predict(&recs, marks, slow_first, 1);
+        assert_eq!(p.predicted(DependencyModel::Stream), 6_200_000);
+    }
+
+    #[test]
+    fn the_end_mark_ignores_io_after_the_task_and_starts_from_the_untraced_time() {
+        let mut recs = chain(5);
+        // After the task was done: a slow read nobody waited for.
+        recs.push(rec(20_000_000, Op::Read, 100_000, 7));
+        let marks = TaskMarks {
+            end_ns: Some(5_000_000),
+            start_before_ns: Some(1_000_000),
+            untraced_ns: Some(3_000_000),
+        };
+        let slow = |i: usize, _: &IoRecord| if i == 5 { 90_000_000 } else { 150_000 };
+        let p = predict(&recs, marks, slow, 2);
+        assert_eq!(p.captured_ns, 6_000_000);
+        assert_eq!(p.untraced_ns, Some(3_000_000));
+        // Five reads 50 µs slower, from the untraced 3 ms.
+        assert_eq!(p.predicted_ns, [3_000_000 + 5 * 50_000; 3]);
+    }
+
+    #[test]
+    fn completion_order_does_not_change_the_prediction() {
+        let recs: Vec<IoRecord> = (0..40u64)
+            .map(|i| {
+                let op = if i % 3 == 0 { Op::Write } else { Op::Read };
+                rec(i * 50_000, op, 30_000 + (i % 7) * 20_000, (i % 4) as u32)
+            })
+            .collect();
+        let lat = |i: usize, _: &IoRecord| 20_000 + (i as u64 * 7919) % 90_000;
+        let a = predict(&recs, TaskMarks::default(), lat, 1);
+        let b = predict(&recs, TaskMarks::default(), lat, 8);
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn skipped_records_keep_their_original_latency_and_missing_ones_predict_nothing() {
+        let recs = chain(3);
+        let mut m = TaskTimeModel::new(TaskMarks::default());
+        m.admit(0, &recs[0], true);
+        m.admit(1, &recs[1], false);
+        m.admit(2, &recs[2], true);
+        m.completed(0, 100_000);
+        m.completed(2, 100_000);
+        let p = m.finish().expect("a prediction");
+        assert_eq!(p.predicted_ns, [p.captured_ns; 3]);
+
+        let mut m = TaskTimeModel::new(TaskMarks::default());
+        m.admit(0, &recs[0], true);
+        assert_eq!(m.finish(), None, "a latency never came");
+
+        let mut no_latency = recs[0];
+        no_latency.latency = None;
+        let mut m = TaskTimeModel::new(TaskMarks::default());
+        m.admit(0, &no_latency, true);
+        m.completed(0, 5);
+        assert_eq!(m.finish(), None, "no original completion");
+    }
+
+    #[test]
+    fn marks_are_read_from_the_notes() {
+        let notes = vec![
+            (note::TASK_END_NS.to_string(), 7),
+            ("something else".to_string(), 1),
+            (note::TASK_UNTRACED_NS.to_string(), 5),
+        ];
+        let m = TaskMarks::from_notes(&notes);
+        assert_eq!(m.end_ns, Some(7));
+        assert_eq!(m.untraced_ns, Some(5));
+        assert_eq!(m.start_before_ns, None);
+    }
+}
