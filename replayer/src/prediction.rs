@@ -20,6 +20,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
+pub use trace_format::TaskMarks;
 use trace_format::{Flags, IoRecord, Op};
 
 /// Which earlier I/Os an I/O waits for in the prediction.
@@ -56,41 +57,6 @@ impl DependencyModel {
 
     fn index(self) -> usize {
         self as usize
-    }
-}
-
-/// Where the task starts and ends on the trace's clock, and how long it took
-/// untraced, as the capture recorded them in the trace's notes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TaskMarks {
-    /// ns after the first record at which the task ended ("done").
-    pub end_ns: Option<u64>,
-    /// ns before the first record at which the task started.
-    pub start_before_ns: Option<u64>,
-    /// The task's time in an untraced run on the capture drive, ns.
-    pub untraced_ns: Option<u64>,
-}
-
-/// The trace notes that carry [`TaskMarks`] (written by `tracemark capture`).
-pub mod note {
-    pub const TASK_START_BEFORE_NS: &str = "task: start, ns before the first record";
-    pub const TASK_END_NS: &str = "task: done, ns after the first record";
-    pub const TASK_UNTRACED_NS: &str = "task: untraced time, ns";
-}
-
-impl TaskMarks {
-    /// From a trace's notes (key, value).
-    pub fn from_notes<'a>(notes: impl IntoIterator<Item = &'a (String, u64)>) -> TaskMarks {
-        let mut marks = TaskMarks::default();
-        for (key, value) in notes {
-            match key.as_str() {
-                note::TASK_START_BEFORE_NS => marks.start_before_ns = Some(*value),
-                note::TASK_END_NS => marks.end_ns = Some(*value),
-                note::TASK_UNTRACED_NS => marks.untraced_ns = Some(*value),
-                _ => {}
-            }
-        }
-        marks
     }
 }
 
@@ -339,9 +305,9 @@ impl TaskTimeModel {
         }
     }
 
+    /// The "done" mark, on the records' clock.
     fn end_time(&self) -> Option<u64> {
-        let first = self.first_time?;
-        self.marks.end_ns.map(|e| first.saturating_add(e))
+        self.marks.end_ns
     }
 
     fn take_end_if_passed(&mut self, t: u64) {
@@ -388,11 +354,11 @@ impl TaskTimeModel {
         let first = self.first_time?;
         if let Some(end_rel) = self.marks.end_ns {
             if self.end_shifts.is_none() {
-                self.absorb_until(first.saturating_add(end_rel));
+                self.absorb_until(end_rel);
                 self.end_shifts = Some(self.shifts.at_end());
             }
             let shifts = self.end_shifts.unwrap_or([0; 3]);
-            let captured = end_rel.saturating_add(self.marks.start_before_ns.unwrap_or(0));
+            let captured = self.marks.captured_ns().unwrap_or(end_rel);
             let base = self.marks.untraced_ns.unwrap_or(captured);
             Some(TaskTimePrediction {
                 captured_ns: captured,
@@ -577,6 +543,7 @@ mod tests {
             end_ns: Some(5_000_000),
             start_before_ns: Some(1_000_000),
             untraced_ns: Some(3_000_000),
+            ..TaskMarks::default()
         };
         let slow = |i: usize, _: &IoRecord| if i == 5 { 90_000_000 } else { 150_000 };
         let p = predict(&recs, marks, slow, 2);
@@ -626,14 +593,19 @@ mod tests {
 
     #[test]
     fn marks_are_read_from_the_notes() {
-        let notes = vec![
-            (note::TASK_END_NS.to_string(), 7),
-            ("something else".to_string(), 1),
-            (note::TASK_UNTRACED_NS.to_string(), 5),
-        ];
-        let m = TaskMarks::from_notes(&notes);
-        assert_eq!(m.end_ns, Some(7));
-        assert_eq!(m.untraced_ns, Some(5));
-        assert_eq!(m.start_before_ns, None);
+        let marks = TaskMarks {
+            end_ns: Some(7),
+            untraced_ns: Some(5),
+            ..TaskMarks::default()
+        };
+        let mut notes = marks.to_notes();
+        notes.push(("something else".to_string(), 1));
+        assert_eq!(notes.len(), 3);
+        assert_eq!(TaskMarks::from_notes(&notes), marks);
+        let late_start = TaskMarks {
+            start_after_ns: Some(2),
+            ..marks
+        };
+        assert_eq!(late_start.captured_ns(), Some(5));
     }
 }

@@ -77,7 +77,7 @@ impl TraceSource for TmtSource {
     }
 
     fn task_marks(&self) -> crate::prediction::TaskMarks {
-        crate::prediction::TaskMarks::from_notes(&self.file.footer().tail.notes)
+        trace_format::TaskMarks::from_notes(&self.file.footer().tail.notes)
     }
 
     fn records(&self) -> RecordIter<'_> {

@@ -32,6 +32,8 @@ each bio was submitted, latency runs to the bio's completion, and the capture sa
 `--events bio` traces the bios of a request-based disk too (what the application submitted, \
 before merging). The summary line names the events used.
 
+Task marks: with COMMAND, the trace records where the task started and ended on its clock, for the predicted task time of a replay: the command's start and exit, or, where the command says so itself, `kill -USR2 $TRACEMARK_CAPTURE_PID` (the task starts) and `kill -USR1 $TRACEMARK_CAPTURE_PID` (the task is done, e.g. its window is up; the I/O after it is still traced). `--untraced DUR` stores the task's time measured in an untraced run on the same drive.
+
 Examples:
   sudo tracemark capture --device /dev/nvme0n1 --duration 60s -o boot.tmt
   sudo tracemark capture --device /dev/sdb -o build.tmt --name build -- make -j8
@@ -54,6 +56,10 @@ pub struct CaptureArgs {
     /// bio-based device (zram, device-mapper, md), request events otherwise.
     #[arg(long, default_value = "auto", value_parser = ["auto", "request", "bio"])]
     pub events: String,
+    /// The task's time in an untraced run on this drive (`1.52s`), kept with
+    /// the task's marks: a replay's predicted task time starts from it.
+    #[arg(long, value_parser = parse_duration)]
+    pub untraced: Option<std::time::Duration>,
     /// Per-CPU trace buffer in MiB; larger loses fewer events under bursts.
     #[arg(long, default_value_t = DEFAULT_BUFFER_MIB)]
     pub buffer_mb: u64,
@@ -97,6 +103,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.category = args.meta.category.clone();
     opts.use_instance = !args.no_instance;
     opts.text_pipe = args.text_pipe;
+    opts.untraced = args.untraced;
     opts.events = match args.events.as_str() {
         "auto" => None,
         name => match EventSet::from_name(name) {

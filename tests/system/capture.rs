@@ -893,3 +893,102 @@ fn an_unexpanded_buffer_expanded_by_the_kernel_counts_as_restored() {
         s("1\n").as_ref()
     ));
 }
+
+#[test]
+fn a_capture_marks_the_task_the_command_signals_and_its_untraced_time() {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
+        return;
+    };
+    let dev = t.loop_device(64);
+    let out = t.dir().join("marked.tmt");
+    // Reads, then "done" (SIGUSR1), 300 ms of nothing, then writes after
+    // the task (writeback, say).
+    let script = format!(
+        "sleep 0.1; kill -USR2 $TRACEMARK_CAPTURE_PID; sleep 0.05; {}; kill -USR1 $TRACEMARK_CAPTURE_PID; sleep 0.3; {}",
+        dd(&dev.path, Op::Read, 0, 64 * KIB, 8),
+        dd(&dev.path, Op::Write, 4 * MIB, 64 * KIB, 4),
+    );
+    capture_script(&dev.path, &out, &["--untraced", "1.5s"], &script);
+    let recs = records(&out);
+    let marks =
+        trace_format::TaskMarks::from_notes(&TraceFile::open(&out).unwrap().footer().tail.notes);
+    assert_eq!(marks.untraced_ns, Some(1_500_000_000));
+    let end = marks.end_ns.expect("a done mark");
+    let first_write = recs.iter().find(|r| r.op == Op::Write).unwrap().time.0;
+    let last_read = recs
+        .iter()
+        .filter(|r| r.op == Op::Read)
+        .map(|r| r.completion().unwrap().0)
+        .max()
+        .unwrap();
+    assert!(
+        last_read <= end && end < first_write,
+        "done mark {end} ns between the last read's completion {last_read} and the first write {first_write}"
+    );
+    assert!(
+        first_write - end > 200_000_000,
+        "the 300 ms pause lies after the mark"
+    );
+    // The start mark came about 50 ms before the first read.
+    let before = marks.start_before_ns.expect("a start mark before time 0");
+    assert!(
+        (20_000_000..2_000_000_000).contains(&before),
+        "start {before} ns before time 0"
+    );
+    // A replay's predicted task time spans the marks.
+    let replay = tracemark()
+        .args(["replay", "--passes", "1", "--no-warmup", "--json"])
+        .arg(t.dir().join("r.json"))
+        .arg("--target")
+        .arg(t.dir().join("scratch.bin"))
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        replay.status.success(),
+        "{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.dir().join("r.json")).unwrap()).unwrap();
+    let task = &json["traces"][0]["task"];
+    assert_eq!(task["span"], "task marks");
+    assert_eq!(task["untraced_s"], 1.5);
+    let captured = task["captured_s"].as_f64().unwrap();
+    assert!((captured - (end + before) as f64 / 1e9).abs() < 1e-6);
+    let predicted = task["predicted_s"].as_f64().unwrap();
+    assert!(
+        (0.5..5.0).contains(&predicted),
+        "predicted {predicted} s starts from the untraced 1.5 s"
+    );
+}
+
+#[test]
+fn a_capture_without_marks_signalled_marks_the_command_start_and_exit() {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
+        return;
+    };
+    let dev = t.loop_device(64);
+    let out = t.dir().join("plain.tmt");
+    let script = format!("sleep 0.2; {}", dd(&dev.path, Op::Read, 0, 64 * KIB, 4));
+    capture_script(&dev.path, &out, &[], &script);
+    let recs = records(&out);
+    let marks =
+        trace_format::TaskMarks::from_notes(&TraceFile::open(&out).unwrap().footer().tail.notes);
+    assert_eq!(marks.untraced_ns, None);
+    let before = marks.start_before_ns.expect("the command's start");
+    assert!(
+        before >= 150_000_000,
+        "the 200 ms sleep came before the first I/O: {before}"
+    );
+    let end = marks.end_ns.expect("the command's exit");
+    let last = recs
+        .iter()
+        .map(|r| r.completion().unwrap().0)
+        .max()
+        .unwrap();
+    assert!(
+        end >= last && end < last + 1_000_000_000,
+        "exit {end} after the last I/O {last}"
+    );
+}

@@ -20,8 +20,8 @@ mod writer;
 
 pub use error::FormatError;
 pub use meta::{
-    DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary, TraceHeader,
-    TraceTail,
+    task_note, DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary,
+    TaskMarks, TraceHeader, TraceTail,
 };
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};

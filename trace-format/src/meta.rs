@@ -127,6 +127,72 @@ pub struct TraceTail {
     pub capture_start_unix_ns: Option<i64>,
 }
 
+/// Where the captured task starts and ends on the trace's clock, and how long
+/// it took untraced, kept as notes of the tail (so older readers still read
+/// the file). `tracemark capture` writes them; a replay's predicted task time
+/// spans them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TaskMarks {
+    /// The task's start, ns before the trace's time 0 (a task starts before
+    /// its first I/O).
+    pub start_before_ns: Option<u64>,
+    /// The task's start, ns after the trace's time 0 (I/O before it belonged
+    /// to something else).
+    pub start_after_ns: Option<u64>,
+    /// The task's "done" point, ns after the trace's time 0.
+    pub end_ns: Option<u64>,
+    /// The task's time in an untraced run on the capture drive, ns.
+    pub untraced_ns: Option<u64>,
+}
+
+/// The note keys of [`TaskMarks`].
+pub mod task_note {
+    pub const START_BEFORE_NS: &str = "task: start, ns before time 0";
+    pub const START_AFTER_NS: &str = "task: start, ns after time 0";
+    pub const END_NS: &str = "task: done, ns after time 0";
+    pub const UNTRACED_NS: &str = "task: untraced time, ns";
+}
+
+impl TaskMarks {
+    /// From a trace's notes.
+    pub fn from_notes<'a>(notes: impl IntoIterator<Item = &'a (String, u64)>) -> TaskMarks {
+        let mut marks = TaskMarks::default();
+        for (key, value) in notes {
+            let slot = match key.as_str() {
+                task_note::START_BEFORE_NS => &mut marks.start_before_ns,
+                task_note::START_AFTER_NS => &mut marks.start_after_ns,
+                task_note::END_NS => &mut marks.end_ns,
+                task_note::UNTRACED_NS => &mut marks.untraced_ns,
+                _ => continue,
+            };
+            *slot = Some(*value);
+        }
+        marks
+    }
+
+    /// As notes (only the marks that are set).
+    pub fn to_notes(&self) -> Vec<(String, u64)> {
+        [
+            (task_note::START_BEFORE_NS, self.start_before_ns),
+            (task_note::START_AFTER_NS, self.start_after_ns),
+            (task_note::END_NS, self.end_ns),
+            (task_note::UNTRACED_NS, self.untraced_ns),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect()
+    }
+
+    /// The task's span in the trace as captured, ns: start to "done".
+    pub fn captured_ns(&self) -> Option<u64> {
+        let end = self.end_ns?;
+        Some(
+            end.saturating_add(self.start_before_ns.unwrap_or(0))
+                .saturating_sub(self.start_after_ns.unwrap_or(0)),
+        )
+    }
+}
+
 /// Per-trace totals, computed by the writer and stored in the footer so `info`
 /// need not decode records.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

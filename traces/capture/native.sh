@@ -46,8 +46,21 @@
 #       own untraced loop device at /mnt/data), from a dropped page cache;
 #   install-krita  `apt-get install krita` as root from the local repository
 #       on data.img (dpkg's fsyncs included), purged again afterwards.
+# Task marks: each job's task starts when its command starts and is "done"
+# when the command returns (a launch: when its window is mapped, before the
+# LAUNCH_TAIL_S tail); the capture records both (kill -USR2 / -USR1 to
+# tracemark capture), and a replay's predicted task time spans them.
+#
 # Usage: traces/capture/native.sh [JOB]...   (as root; the guest must not be
 #        running; build-guest.sh makes guest.img and data.img)
+# Environment for the validity study (bench/validity.sh):
+#   TM_DEVICE=/dev/loopN  run on this block device (the guest's partition,
+#                         already attached, queue limits set) instead of
+#                         attaching guest.img;
+#   TM_MODE=time          run each task untraced and append "NAME SECONDS"
+#                         (start to done) to $TM_TIMES instead of capturing;
+#   TM_UNTRACED_S=NAME=S,...  capture mode: the tasks' untraced times, stored
+#                         in their traces (capture --untraced).
 set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,7 +70,7 @@ IMG=$WORK/guest.img
 MNT=$WORK/native-mnt
 TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
 OUT_DIR=${TRACEMARK_TRACE_DIR:-$REPO/traces}
-PROVENANCE=$WORK/provenance.txt
+PROVENANCE=${TM_PROVENANCE:-$WORK/provenance.txt}
 MEM_LIMIT=${TM_NATIVE_MEM:-5G}
 DIRTY_BACKGROUND_BYTES=$((512 << 20))
 DIRTY_BYTES=$((1024 << 20))
@@ -115,17 +128,30 @@ for p in sys.argv[1:]:
   echo "evict: $(find "$MNT$1" -type f | wc -l) files under $1 dropped from the page cache"
 }
 
+# mark start|done: the task's marks, to the capture (signals) and to
+# $TM_MARKS (wall-clock seconds) when set.
+mark() {
+  if [ -n "${TRACEMARK_CAPTURE_PID:-}" ]; then
+    if [ "$1" = start ]; then kill -USR2 "$TRACEMARK_CAPTURE_PID"; else kill -USR1 "$TRACEMARK_CAPTURE_PID"; fi
+  fi
+  if [ -n "${TM_MARKS:-}" ]; then echo "$1 $EPOCHREALTIME" >> "$TM_MARKS"; fi
+}
+
 # Inside the capture (`native.sh --traced CMD`): joins the cgroup, runs CMD
-# as bench, then waits for writeback.
+# as bench (the task, between its marks), sleeps $TM_TAIL_S (a launch's
+# tail), then waits for writeback.
 if [ "${1:-}" = --traced ]; then
   echo $$ > "$CG/cgroup.procs"
+  mark start
   if [ "${3:-}" = root ]; then as_root "$2"; else as_bench "$2"; fi
+  mark done
+  [ -n "${TM_TAIL_S:-}" ] && sleep "$TM_TAIL_S"
   [ "${3:-}" = no-settle ] || settle 3 900
   exit 0
 fi
 
 [ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
-[ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
+[ -n "${TM_DEVICE:-}" ] || [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
 [ -x "$TRACEMARK" ] || die "$TRACEMARK missing; build it with cargo build --release"
 pgrep -f 'qemu-system.*tracemark-guest' >/dev/null && die "the capture guest is running; stop it first"
 mountpoint -q "$MNT" 2>/dev/null && die "$MNT is already mounted (another capture running?)"
@@ -162,7 +188,7 @@ cleanup() {
   for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
     umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
   done
-  [ -n "$LOOP" ] && losetup -d "$LOOP"
+  [ -n "$LOOP" ] && [ -n "$OWN_LOOP" ] && losetup -d "$LOOP"
   [ -n "$DATA_LOOP" ] && losetup -d "$DATA_LOOP"
   # (a process killed while its pages are written back leaves the cgroup late)
   if [ -n "$CG" ] && [ -d "$CG" ]; then
@@ -175,9 +201,17 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# The partition as its own loop device: the trace's offsets are within it.
-size=$(( $(stat -c %s "$IMG") - PART_OFFSET ))
-LOOP=$(losetup --find --show --direct-io=on --offset $PART_OFFSET --sizelimit $size "$IMG")
+# The partition as its own loop device: the trace's offsets are within it
+# (or the device given in TM_DEVICE, attached and set up by its owner).
+OWN_LOOP=
+if [ -n "${TM_DEVICE:-}" ]; then
+  [ -b "$TM_DEVICE" ] || die "TM_DEVICE=$TM_DEVICE is not a block device"
+  LOOP=$TM_DEVICE
+else
+  size=$(( $(stat -c %s "$IMG") - PART_OFFSET ))
+  LOOP=$(losetup --find --show --direct-io=on --offset $PART_OFFSET --sizelimit $size "$IMG")
+  OWN_LOOP=1
+fi
 q=/sys/block/${LOOP#/dev/}/queue
 # max_sectors_kb first: on recent kernels a change of the queue limits resets
 # read_ahead_kb (to twice the optimal I/O size: 1024 on a loop device).
@@ -216,6 +250,14 @@ echo 500 > /proc/sys/vm/dirty_writeback_centisecs
 # (or root) in the cgroup, traced until writeback is done (unless no-settle).
 native_capture() {
   local name=$1 category=$2 description=$3 cmd=$4 how=${5:-}
+  if [ "${TM_MODE:-capture}" = time ]; then
+    native_time "$@"
+    return
+  fi
+  local untraced=() kv
+  for kv in ${TM_UNTRACED_S//,/ }; do
+    [ "${kv%%=*}" = "$name" ] && untraced=(--untraced "${kv#*=}s")
+  done
   mkdir -p "$OUT_DIR"
   local out=$OUT_DIR/$name.tmt
   rm -f "$out"
@@ -223,7 +265,7 @@ native_capture() {
   echo "capture: $name"
   local load_before; load_before=$(uptime | sed 's/.*load average: //')
   if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" --name "$name" --category "$category" \
-    --description "$description" -- "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
+    --description "$description" "${untraced[@]}" -- "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
     rm -f "$out"
     die "$name: the capture or the workload failed; no trace kept"
   fi
@@ -233,6 +275,25 @@ native_capture() {
     echo "   chroot on guest.img, memory cgroup $MEM_LIMIT, dirty background $DIRTY_BACKGROUND_BYTES / limit $DIRTY_BYTES bytes"
   } >> "$PROVENANCE"
   "$TRACEMARK" info "$out"
+}
+
+# native_time NAME CATEGORY DESCRIPTION CMD [HOW]: the same task untraced;
+# appends "NAME SECONDS" (start mark to done mark) to $TM_TIMES.
+native_time() {
+  local name=$1 cmd=$4 how=${5:-} marks
+  [ -n "${TM_TIMES:-}" ] || die "TM_MODE=time needs TM_TIMES (the file the times go to)"
+  [ "$how" = no-settle ] || settle 3 600
+  marks=$(mktemp)
+  echo "time: $name"
+  if ! TM_MARKS=$marks "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
+    rm -f "$marks"
+    die "$name: the workload failed"
+  fi
+  awk -v name="$name" '$1 == "start" && !s { s = $2 } $1 == "done" && !d { d = $2 }
+    END { if (s && d) printf "%s %.6f\n", name, d - s; else exit 1 }' "$marks" >> "$TM_TIMES" ||
+    die "$name: no start and done marks"
+  rm -f "$marks"
+  tail -n 1 "$TM_TIMES"
 }
 
 # The untraced preparation runs in the cgroup too.
@@ -403,9 +464,9 @@ launch_job() {
   session_cold
   sleep 5
   local category="app launch"; [[ $name == game-* ]] && category="game launch"
-  native_capture "$name" "$category" \
+  TM_TAIL_S=$LAUNCH_TAIL_S native_capture "$name" "$category" \
     "$what launch at native speed on the guest's disk (chroot, the guest's Xfce session on Xvfb, llvmpipe), application files cold, desktop warm: until $LAUNCH_TAIL_S s after its window is mapped" \
-    "$(launch_cmd "$pattern" "$cmd" "$LAUNCH_TAIL_S")" no-settle
+    "$(launch_cmd "$pattern" "$cmd" 0)" no-settle
   # what the screen showed at the trace's end (ImageMagick's import)
   prepared "import -window root /tmp/$name.png" && mv "$MNT/tmp/$name.png" "$WORK/$name-native.png" || true
   desktop_stop   # the application with the session

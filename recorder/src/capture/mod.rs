@@ -209,6 +209,9 @@ pub struct CaptureOptions {
     /// Which events to trace; `None` picks by the device (bio events for a
     /// bio-based device, request events otherwise).
     pub events: Option<EventSet>,
+    /// The task's untraced time on this drive, stored with the task's marks
+    /// (a replay's predicted task time starts from it).
+    pub untraced: Option<Duration>,
 }
 
 impl CaptureOptions {
@@ -225,6 +228,7 @@ impl CaptureOptions {
             writer: WriterOptions::default(),
             use_instance: true,
             text_pipe: false,
+            untraced: None,
             events: None,
         }
     }
@@ -441,6 +445,13 @@ pub fn capture(
     messages.extend(lost_and_missing_messages(&lost, &tracing.missing));
 
     let mut outcome = normaliser.finish()?;
+    let marks = task_marks(
+        &command,
+        stop,
+        outcome.origin.filter(|_| tracing.mono),
+        opts.untraced,
+    );
+    outcome.tail.notes.extend(marks.to_notes());
     // Never silently: a bio capture whose completions the kernel did not
     // trace has no latencies, and the trace says so.
     if let Some(message) = no_completions(events, &device, starts, completions, &tracing.missing) {
@@ -528,11 +539,54 @@ fn lost_and_missing_messages(lost: &LostEvents, missing: &[&str]) -> Vec<String>
     messages
 }
 
+/// The environment variable that gives a traced command the capture's process
+/// id, for `kill -USR2` (its task started) and `kill -USR1` (its task is done).
+pub const TASK_MARK_PID_ENV: &str = "TRACEMARK_CAPTURE_PID";
+
+/// The task's marks on the trace's clock: its start (a SIGUSR2 from the
+/// command, else the command's start) and "done" point (a SIGUSR1, else the
+/// command's exit, when that ended the capture). `origin`: the trace clock's
+/// time 0 in CLOCK_MONOTONIC ns (`None` when the trace clock is not that, so
+/// no mark can be placed).
+fn task_marks(
+    command: &RunningCommand,
+    stop: StopReason,
+    origin: Option<trace_format::Nanos>,
+    untraced: Option<Duration>,
+) -> trace_format::TaskMarks {
+    let mut marks = trace_format::TaskMarks {
+        untraced_ns: untraced.map(|d| d.as_nanos().min(u64::MAX as u128) as u64),
+        ..trace_format::TaskMarks::default()
+    };
+    let (Some(origin), Some(spawned)) = (origin, command.spawned_mono) else {
+        return marks;
+    };
+    let (start_sent, done_sent) = signals::task_marks_sent();
+    let start = start_sent.unwrap_or(spawned);
+    let done = done_sent.or(match stop {
+        StopReason::CommandExited => command.exited_mono,
+        _ => None,
+    });
+    let Some(done) = done.filter(|&d| d >= start) else {
+        return marks;
+    };
+    if start <= origin.0 {
+        marks.start_before_ns = Some(origin.0 - start);
+    } else {
+        marks.start_after_ns = Some(start - origin.0);
+    }
+    marks.end_ns = Some(done.saturating_sub(origin.0));
+    marks
+}
+
 /// The command a capture runs while tracing (if any).
 struct RunningCommand {
     name: String,
     child: Option<Child>,
     status: Option<i32>,
+    /// CLOCK_MONOTONIC ns when it was started and when its exit was seen.
+    spawned_mono: Option<u64>,
+    exited_mono: Option<u64>,
 }
 
 impl RunningCommand {
@@ -542,21 +596,26 @@ impl RunningCommand {
                 name: String::new(),
                 child: None,
                 status: None,
+                spawned_mono: None,
+                exited_mono: None,
             });
         };
         let name = program.to_string_lossy().to_string();
-        let child =
-            Command::new(program)
-                .args(args)
-                .spawn()
-                .map_err(|source| CaptureError::Command {
-                    command: name.clone(),
-                    source,
-                })?;
+        let spawned_mono = Some(clock::mono_now_ns());
+        let child = Command::new(program)
+            .args(args)
+            .env(TASK_MARK_PID_ENV, std::process::id().to_string())
+            .spawn()
+            .map_err(|source| CaptureError::Command {
+                command: name.clone(),
+                source,
+            })?;
         Ok(RunningCommand {
             name,
             child: Some(child),
             status: None,
+            spawned_mono,
+            exited_mono: None,
         })
     }
 
@@ -568,6 +627,7 @@ impl RunningCommand {
         match child.try_wait() {
             Ok(Some(status)) => {
                 self.status = Some(exit_code(status));
+                self.exited_mono = Some(clock::mono_now_ns());
                 self.child = None;
                 Ok(true)
             }

@@ -3,9 +3,35 @@
 
 use super::CaptureError;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 pub(super) static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// CLOCK_MONOTONIC ns of the first SIGUSR2 (the task's start) and SIGUSR1
+/// (its "done" point) the command sent; 0: none yet.
+static TASK_START_MONO: AtomicU64 = AtomicU64::new(0);
+static TASK_DONE_MONO: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn mark_task(signal: libc::c_int) {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime is async-signal-safe; a valid timespec pointer.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
+    }
+    let now = (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+        .max(1);
+    let slot = if signal == libc::SIGUSR2 {
+        &TASK_START_MONO
+    } else {
+        &TASK_DONE_MONO
+    };
+    let _ = slot.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst);
+}
 
 extern "C" fn request_stop(_signal: libc::c_int) {
     STOP_REQUESTED.store(true, Ordering::SeqCst);
@@ -18,6 +44,10 @@ extern "C" fn request_stop(_signal: libc::c_int) {
 pub(super) const STOP_SIGNALS: [libc::c_int; 4] =
     [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// The signals a traced command sends to mark its task: SIGUSR2 its start,
+/// SIGUSR1 its "done" point (the first of each counts).
+pub(super) const TASK_MARK_SIGNALS: [libc::c_int; 2] = [libc::SIGUSR2, libc::SIGUSR1];
+
 /// Each of [`STOP_SIGNALS`] sets a flag (the main loop then stops, drains and
 /// restores) instead of killing the process; the old handlers come back on drop.
 /// A SIGHUP the process was started with ignored stays ignored: `nohup` asked
@@ -27,11 +57,27 @@ pub(super) struct StopSignals {
     old: Vec<(libc::c_int, libc::sigaction)>,
 }
 
+/// The marks the command sent, CLOCK_MONOTONIC ns: (start, done).
+pub(super) fn task_marks_sent() -> (Option<u64>, Option<u64>) {
+    let get = |a: &AtomicU64| Some(a.load(Ordering::SeqCst)).filter(|&t| t != 0);
+    (get(&TASK_START_MONO), get(&TASK_DONE_MONO))
+}
+
 impl StopSignals {
     pub(super) fn install() -> Result<StopSignals, CaptureError> {
         STOP_REQUESTED.store(false, Ordering::SeqCst);
+        TASK_START_MONO.store(0, Ordering::SeqCst);
+        TASK_DONE_MONO.store(0, Ordering::SeqCst);
         let mut guard = StopSignals { old: Vec::new() };
-        for signal in STOP_SIGNALS {
+        let handlers = STOP_SIGNALS
+            .into_iter()
+            .map(|s| (s, request_stop as extern "C" fn(libc::c_int) as usize))
+            .chain(
+                TASK_MARK_SIGNALS
+                    .into_iter()
+                    .map(|s| (s, mark_task as extern "C" fn(libc::c_int) as usize)),
+            );
+        for (signal, handler) in handlers {
             // SAFETY: a zeroed sigaction is valid; the handler only stores an atomic.
             unsafe {
                 let mut current: libc::sigaction = std::mem::zeroed();
@@ -42,10 +88,15 @@ impl StopSignals {
                     continue;
                 }
                 let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = request_stop as extern "C" fn(libc::c_int) as usize;
+                action.sa_sigaction = handler;
                 libc::sigemptyset(&mut action.sa_mask);
-                // No SA_RESTART: a signal wakes the poll at once.
-                action.sa_flags = 0;
+                // No SA_RESTART for a stop: it wakes the poll at once. A mark
+                // restarts whatever it interrupted.
+                action.sa_flags = if TASK_MARK_SIGNALS.contains(&signal) {
+                    libc::SA_RESTART
+                } else {
+                    0
+                };
                 let mut old: libc::sigaction = std::mem::zeroed();
                 if libc::sigaction(signal, &action, &mut old) != 0 {
                     return Err(CaptureError::Usage(format!(

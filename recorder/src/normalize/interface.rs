@@ -112,6 +112,8 @@ pub struct NormaliseOutcome {
     pub warnings: Vec<String>,
     /// With a device filter: every device of the input, kept or not.
     pub devices_seen: Vec<DeviceSeen>,
+    /// The source time of the trace's time 0 (none without events).
+    pub origin: Option<trace_format::Nanos>,
 }
 
 /// A device of the input and about how many I/Os it has.

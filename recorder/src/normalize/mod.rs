@@ -253,6 +253,7 @@ impl<'o> Normaliser<'o> {
             messages: self.messages,
             warnings: self.warnings,
             devices_seen: self.census.map(|c| c.into_list()).unwrap_or_default(),
+            origin: self.origin,
         })
     }
 

@@ -1,0 +1,141 @@
+#!/bin/bash
+# Does the score predict what a user feels? The reference tasks run for real
+# on drives of different classes (bench/validity/drives.sh), each from the
+# same pristine copy of the aged filesystem the traces were captured on,
+# timed from their start to their own "done" point (traces/capture/native.sh
+# in TM_MODE=time: page cache dropped, 5 GiB memory cgroup, the capture's
+# writeback settings); the tasks are captured once on the capture drive (V),
+# with their untraced time there; each trace is replayed on every drive
+# (realtime, idle kept, identity mapping onto the drive itself); the report
+# (bench/validity/report.py) sets the measured time ratios between drives
+# against the predicted task-time ratios and the score ratios.
+#
+# Usage: bench/validity.sh [--reps N] [--drives "V F S U H L"]
+#                          [--jobs "copy-photos install-krita ..."]
+#                          [--passes N] [--out DIR] [--report-only]
+#   (as root, after traces/capture/build-guest.sh and cargo build --release)
+# Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
+# Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/traces/*.tmt,
+# DIR/replay-<drive>-<task>.json, DIR/validity.txt and DIR/validity.html.
+set -euo pipefail
+
+BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$BENCH/.." && pwd)
+TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
+DRIVES_SH=$BENCH/validity/drives.sh
+NATIVE=$REPO/traces/capture/native.sh
+REPS=5
+DRIVES="V F S U H L"
+CAPTURE_DRIVE=V
+JOBS="copy-photos install-krita game-supertuxkart photo-light launch-gimp launch-inkscape launch-darktable launch-firefox"
+PASSES=3
+OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
+REPORT_ONLY=
+
+die() { echo "validity.sh: $*" >&2; exit 1; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --reps) REPS=$2; shift 2 ;;
+    --drives) DRIVES=$2; shift 2 ;;
+    --jobs) JOBS=$2; shift 2 ;;
+    --passes) PASSES=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --report-only) REPORT_ONLY=1; shift ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) die "unknown argument $1 (see --help)" ;;
+  esac
+done
+mkdir -p "$OUT/traces"
+
+report() {
+  python3 "$BENCH/validity/report.py" "$OUT" --capture-drive "$CAPTURE_DRIVE"
+}
+if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
+
+[ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
+[ -x "$TRACEMARK" ] || die "$TRACEMARK missing; cargo build --release first"
+[ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
+[[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
+
+UP=
+cleanup() {
+  set +e
+  [ -n "$UP" ] && "$DRIVES_SH" down "$UP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+drive_up() {
+  UP=$1
+  DEV=$("$DRIVES_SH" up "$1")
+  [ -b "$DEV" ] || die "drives.sh up $1 gave no block device ($DEV)"
+}
+drive_down() {
+  "$DRIVES_SH" down "$UP"
+  UP=
+}
+
+# One run of a job on the drive that is up, from pristine.
+time_job() {
+  local drive=$1 job=$2
+  "$DRIVES_SH" restore "$drive"
+  TM_DEVICE=$DEV TM_MODE=time TM_TIMES="$OUT/times-$drive.txt" TRACEMARK="$TRACEMARK" \
+    "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1 ||
+    die "$job on $drive failed (see $OUT/log-$drive-$job.txt)"
+  tail -n 3 "$OUT/times-$drive.txt" | sed "s/^/$drive /"
+}
+
+"$DRIVES_SH" prepare
+read -r -a jobs <<< "$JOBS"
+read -r -a drives <<< "$DRIVES"
+echo "== $(date -u +%FT%TZ) validity study: drives ${drives[*]}, jobs ${jobs[*]}, $REPS repetitions; load $(cut -d' ' -f1-3 /proc/loadavg)"
+
+# Ground truth: every job on every drive, REPS times; drives and jobs in an
+# order rotated each repetition, so drift in the machine's load spreads over
+# all of them.
+for ((rep = 0; rep < REPS; rep++)); do
+  for ((d = 0; d < ${#drives[@]}; d++)); do
+    drive=${drives[$(((d + rep) % ${#drives[@]}))]}
+    drive_up "$drive"
+    for ((j = 0; j < ${#jobs[@]}; j++)); do
+      time_job "$drive" "${jobs[$(((j + rep) % ${#jobs[@]}))]}"
+    done
+    drive_down
+  done
+done
+
+# The traces: each job captured once on the capture drive, with the tasks'
+# median untraced time there.
+untraced=$(python3 -c '
+import collections, statistics, sys
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, secs = line.split()
+    t[name].append(float(secs))
+print(",".join(f"{k}={statistics.median(v):.6f}" for k, v in t.items()))' "$OUT/times-$CAPTURE_DRIVE.txt")
+drive_up "$CAPTURE_DRIVE"
+for job in "${jobs[@]}"; do
+  "$DRIVES_SH" restore "$CAPTURE_DRIVE"
+  TM_DEVICE=$DEV TM_UNTRACED_S=$untraced TRACEMARK_TRACE_DIR="$OUT/traces" TRACEMARK="$TRACEMARK" \
+    TM_PROVENANCE="$OUT/provenance.txt" \
+    TRACEMARK_GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest} \
+    "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
+done
+drive_down
+
+# Predictions and scores: each trace replayed on each drive.
+for drive in "${drives[@]}"; do
+  drive_up "$drive"
+  for trace in "$OUT"/traces/*.tmt; do
+    task=$(basename "$trace" .tmt)
+    "$DRIVES_SH" restore "$drive"
+    "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
+      --precondition skip --queue-depth 128 --passes "$PASSES" \
+      --json "$OUT/replay-$drive-$task.json" > "$OUT/log-replay-$drive-$task.txt" 2>&1 ||
+      echo "note: replay of $task on $drive exited $? (see $OUT/log-replay-$drive-$task.txt)" >&2
+    grep -E "predicted task time" "$OUT/log-replay-$drive-$task.txt" | sed "s/^/$drive /" || true
+  done
+  "$DRIVES_SH" restore "$drive"
+  drive_down
+done
+report
