@@ -1,0 +1,251 @@
+#!/usr/bin/env python3
+"""The validity study's report: measured task times on each drive against the
+replay's predicted task times and scores (bench/validity.sh writes the inputs).
+
+Reads from DIR:
+  times-<drive>.txt           "task seconds" per real run (untraced, start to done)
+  replay-<drive>-<task>.json  tracemark's result of the task's trace on the drive
+  drives.json (optional)      the drive classes' fio figures (drives.sh characterise)
+Writes DIR/validity.txt (also printed) and DIR/validity.html (a scatter plot).
+
+Per task and drive pair (A, B): the measured time ratio T(B)/T(A) (medians of
+the runs), the predicted ratio P(B)/P(A) (predicted task times), the score
+ratio S(A)/S(B) (a score is a speed: its inverse ratio is comparable to a time
+ratio), the prediction's error |predicted / measured - 1|; over all of them
+the median, p90 and largest error (and per dependency model); the score's
+dilution: median of ln(score ratio) / ln(measured ratio) over the pairs whose
+tasks differ by more than their spread; the rank agreement (Spearman) of the
+suite score (geometric mean over the tasks) with the tasks' geometric-mean
+speed across drives; every pair the score orders differently from the
+measured times where those differ by more than max(3 %, 2 sigma).
+
+Usage: report.py DIR [--capture-drive V]
+"""
+import argparse
+import html
+import json
+import math
+import os
+import statistics
+import sys
+from collections import defaultdict
+
+ORDER = ["F", "V", "S", "L", "U", "H"]
+
+
+def percentile(values, q):
+    if not values:
+        return float("nan")
+    v = sorted(values)
+    k = (len(v) - 1) * q
+    lo, hi = math.floor(k), math.ceil(k)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def spearman(xs, ys):
+    def ranks(v):
+        order = sorted(range(len(v)), key=lambda i: v[i])
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2 + 1
+            i = j + 1
+        return r
+
+    if len(xs) < 2:
+        return float("nan")
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = statistics.mean(rx), statistics.mean(ry)
+    num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
+    den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    return num / den if den else float("nan")
+
+
+def geomean(values):
+    values = [v for v in values if v > 0]
+    return math.exp(statistics.mean(math.log(v) for v in values)) if values else float("nan")
+
+
+def load(out):
+    times = defaultdict(lambda: defaultdict(list))  # task -> drive -> [s]
+    replays = defaultdict(dict)  # task -> drive -> trace result
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if name.startswith("times-") and name.endswith(".txt"):
+            drive = name[len("times-"):-len(".txt")]
+            with open(path) as f:
+                for n, line in enumerate(f, 1):
+                    parts = line.split()
+                    if len(parts) != 2:
+                        sys.exit(f"{path}:{n}: expected 'task seconds', got {line.strip()!r}")
+                    times[parts[0]][drive].append(float(parts[1]))
+        elif name.startswith("replay-") and name.endswith(".json"):
+            drive, task = name[len("replay-"):-len(".json")].split("-", 1)
+            try:
+                with open(path) as f:
+                    result = json.load(f)
+            except (OSError, ValueError) as e:
+                sys.exit(f"{path}: {e}")
+            traces = result.get("traces") or []
+            if traces:
+                replays[task][drive] = traces[0]
+    return times, replays
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("dir")
+    ap.add_argument("--capture-drive", default="V")
+    args = ap.parse_args()
+    times, replays = load(args.dir)
+    drives_info = {}
+    dj = os.path.join(args.dir, "drives.json")
+    if os.path.exists(dj):
+        with open(dj) as f:
+            drives_info = json.load(f)
+
+    drives = sorted({d for t in times.values() for d in t} | {d for r in replays.values() for d in r},
+                    key=lambda d: (ORDER.index(d) if d in ORDER else 99, d))
+    tasks = sorted(set(times) & set(replays))
+    lines = []
+    p = lines.append
+    p(f"validity study: {len(tasks)} tasks on drives {' '.join(drives)} (capture drive {args.capture_drive})")
+    if drives_info:
+        p("")
+        p("drive classes (fio):")
+        for d in drives:
+            info = drives_info.get(d) if isinstance(drives_info, dict) else None
+            if info:
+                p(f"  {d}: {json.dumps(info, sort_keys=True)}")
+
+    # Per task and drive: measured median and spread, predicted, score.
+    p("")
+    p(f"{'task':<26} {'drive':>5} {'runs':>4} {'measured s':>11} {'spread %':>9} {'predicted s':>12} {'score':>8}")
+    med = {}
+    for task in tasks:
+        for d in drives:
+            runs = times[task].get(d, [])
+            r = replays[task].get(d)
+            pred = (r or {}).get("task", {}) or {}
+            score = (r or {}).get("score")
+            if runs:
+                m = statistics.median(runs)
+                spread = (max(runs) - min(runs)) / 2 / m * 100 if m > 0 else float("nan")
+                sd = statistics.stdev(runs) if len(runs) > 1 else 0.0
+            else:
+                m = spread = sd = float("nan")
+            med[(task, d)] = (m, sd, pred.get("predicted_s"), pred.get("models", {}), score)
+            p(f"{task:<26} {d:>5} {len(runs):>4} {m:>11.3f} {spread:>9.1f} "
+              f"{(pred.get('predicted_s') or float('nan')):>12.3f} {(score or float('nan')):>8.0f}")
+
+    # Pairs.
+    p("")
+    p(f"{'task':<26} {'pair':>5} {'measured':>9} {'predicted':>10} {'score':>8} {'error %':>8}")
+    errors, model_errors, points, inversions, dilution = [], defaultdict(list), [], [], []
+    for task in tasks:
+        for i, a in enumerate(drives):
+            for b in drives[i + 1:]:
+                ma, sda, pa, mods_a, sa = med[(task, a)]
+                mb, sdb, pb, mods_b, sb = med[(task, b)]
+                if not all(isinstance(x, float) and x > 0 for x in (ma, mb)) or not (pa and pb and sa and sb):
+                    continue
+                measured = mb / ma
+                predicted = pb / pa
+                score_ratio = sa / sb
+                err = abs(predicted / measured - 1)
+                errors.append(err)
+                for m in mods_a:
+                    if m in mods_b and mods_a[m] > 0:
+                        model_errors[m].append(abs((mods_b[m] / mods_a[m]) / measured - 1))
+                points.append((task, a, b, measured, predicted, score_ratio))
+                p(f"{task:<26} {a + '/' + b:>5} {measured:>9.3f} {predicted:>10.3f} {score_ratio:>8.2f} {err * 100:>8.1f}")
+                # Do the tasks differ by more than their own spread?
+                noise = max(0.03 * max(ma, mb), 2 * math.hypot(sda, sdb))
+                if abs(mb - ma) > noise:
+                    if (mb > ma) != (sa > sb):
+                        inversions.append((task, a, b, ma, mb, sa, sb))
+                    if abs(math.log(measured)) > 0:
+                        dilution.append(math.log(score_ratio) / math.log(measured))
+
+    p("")
+    if errors:
+        p(f"prediction error over {len(errors)} task x pair points: median {percentile(errors, .5) * 100:.1f} %, "
+          f"p90 {percentile(errors, .9) * 100:.1f} %, largest {max(errors) * 100:.1f} %")
+        for m, e in sorted(model_errors.items()):
+            p(f"  dependency model {m:<9} median {percentile(e, .5) * 100:.1f} %, p90 {percentile(e, .9) * 100:.1f} %, "
+              f"largest {max(e) * 100:.1f} %")
+    if dilution:
+        p(f"score dilution: median ln(score ratio) / ln(measured ratio) = {statistics.median(dilution):.2f} "
+          f"over {len(dilution)} pairs (1: the score moves as the task time does)")
+
+    # Rank agreement across drives.
+    suite_scores, speeds = [], []
+    for d in drives:
+        s = [med[(t, d)][4] for t in tasks if med[(t, d)][4]]
+        m = [med[(t, d)][0] for t in tasks if med[(t, d)][0] == med[(t, d)][0]]
+        if len(s) == len(tasks) and len(m) == len(tasks):
+            suite_scores.append(geomean(s))
+            speeds.append(1 / geomean(m))
+    if len(suite_scores) >= 2:
+        p(f"Spearman of the suite score vs the tasks' geometric-mean speed over {len(speeds)} drives: "
+          f"{spearman(suite_scores, speeds):.3f}")
+    p(f"pairs the score orders differently from the tasks (where they differ beyond their spread): {len(inversions)}")
+    for task, a, b, ma, mb, sa, sb in inversions:
+        p(f"  {task} {a}/{b}: measured {ma:.3f} s vs {mb:.3f} s, score {sa:.0f} vs {sb:.0f}")
+
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    with open(os.path.join(args.dir, "validity.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(args.dir, "validity.html"), "w") as f:
+        f.write(page(points, text))
+
+
+def page(points, text):
+    """A self-contained page: log-log scatter of predicted and score ratios
+    against measured ratios, the y = x line, and the text report."""
+    w, h, m = 640, 520, 60
+    vals = [v for pt in points for v in pt[3:6] if v > 0] or [1.0]
+    lo, hi = min(vals + [1.0]) / 1.2, max(vals + [1.0]) * 1.2
+    span = math.log(hi) - math.log(lo)
+
+    def x(v):
+        return m + (math.log(v) - math.log(lo)) / span * (w - 2 * m)
+
+    def y(v):
+        return h - m - (math.log(v) - math.log(lo)) / span * (h - 2 * m)
+
+    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img">',
+           f'<rect x="{m}" y="{m}" width="{w - 2 * m}" height="{h - 2 * m}" fill="none" stroke="#999"/>',
+           f'<line x1="{x(lo)}" y1="{y(lo)}" x2="{x(hi)}" y2="{y(hi)}" stroke="#bbb" stroke-dasharray="4 3"/>']
+    tick = 10 ** math.floor(math.log10(lo))
+    while tick <= hi:
+        for k in (1, 2, 5):
+            t = tick * k
+            if lo <= t <= hi:
+                svg.append(f'<text x="{x(t)}" y="{h - m + 16}" font-size="11" text-anchor="middle">{t:g}</text>')
+                svg.append(f'<text x="{m - 6}" y="{y(t) + 4}" font-size="11" text-anchor="end">{t:g}</text>')
+        tick *= 10
+    svg.append(f'<text x="{w / 2}" y="{h - 12}" font-size="13" text-anchor="middle">measured task-time ratio (drive B / drive A)</text>')
+    svg.append(f'<text x="16" y="{h / 2}" font-size="13" text-anchor="middle" transform="rotate(-90 16 {h / 2})">predicted ratio / score ratio</text>')
+    for task, a, b, measured, predicted, score in points:
+        label = html.escape(f"{task} {a}/{b}: measured {measured:.3f}, predicted {predicted:.3f}, score {score:.2f}")
+        svg.append(f'<circle cx="{x(measured):.1f}" cy="{y(predicted):.1f}" r="4" fill="#1f77b4"><title>{label}</title></circle>')
+        svg.append(f'<rect x="{x(measured) - 3.5:.1f}" y="{y(score) - 3.5:.1f}" width="7" height="7" fill="#d62728"><title>{label}</title></rect>')
+    svg.append(f'<circle cx="{m + 14}" cy="{m + 14}" r="4" fill="#1f77b4"/><text x="{m + 24}" y="{m + 18}" font-size="12">predicted task-time ratio</text>')
+    svg.append(f'<rect x="{m + 10.5}" y="{m + 26.5}" width="7" height="7" fill="#d62728"/><text x="{m + 24}" y="{m + 34}" font-size="12">score ratio (A / B)</text>')
+    svg.append("</svg>")
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>tracemark validity study</title></head>"
+            "<body style='font-family:sans-serif'><h1>Does the score predict what a user feels?</h1>"
+            "<p>One point per task and drive pair: the real task's time ratio between two drives against "
+            "the ratio tracemark predicts (circles) and the ratio of its scores (squares). "
+            "On the dashed line a prediction is exact.</p>"
+            + "\n".join(svg) + "<pre>" + html.escape(text) + "</pre></body></html>\n")
+
+
+if __name__ == "__main__":
+    main()
