@@ -60,7 +60,8 @@
 #   TM_MODE=time          run each task untraced and append "NAME SECONDS"
 #                         (start to done) to $TM_TIMES instead of capturing;
 #   TM_UNTRACED_S=NAME=S,...  capture mode: the tasks' untraced times, stored
-#                         in their traces (capture --untraced).
+#                         in their traces (capture --untraced);
+#   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img).
 set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -255,7 +256,7 @@ native_capture() {
     return
   fi
   local untraced=() kv
-  for kv in ${TM_UNTRACED_S//,/ }; do
+  for kv in ${TM_UNTRACED_S:+${TM_UNTRACED_S//,/ }}; do
     [ "${kv%%=*}" = "$name" ] && untraced=(--untraced "${kv#*=}s")
   done
   mkdir -p "$OUT_DIR"
@@ -374,8 +375,9 @@ sleep %s' "$cmd" "$pattern" "$pattern" "$tail"
 # The guest's second disk at /mnt/data in the chroot (untraced).
 data_disk() {
   [ -n "$DATA_LOOP" ] && return 0
-  [ -f "$WORK/data.img" ] || die "$WORK/data.img missing; build it with traces/capture/build-guest.sh"
-  DATA_LOOP=$(losetup --find --show --direct-io=on "$WORK/data.img")
+  local data=${TM_DATA_IMG:-$WORK/data.img}
+  [ -f "$data" ] || die "$data missing; build it with traces/capture/build-guest.sh"
+  DATA_LOOP=$(losetup --find --show --direct-io=on "$data")
   mkdir -p "$MNT/mnt/data"
   mount "$DATA_LOOP" "$MNT/mnt/data"; MOUNTS+=("$MNT/mnt/data")
   mkdir -p "$MNT/mnt/data/out"; chown 1000:1000 "$MNT/mnt/data/out"
