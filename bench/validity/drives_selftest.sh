@@ -90,6 +90,7 @@ exercise() {
 }
 
 for class in F V S U H L; do
+  fails_before=$FAILS
   dev_path=$("$DRIVES" up "$class" 2>"$LOG") || { cat "$LOG"; fail "$class: up"; continue; }
   [ -b "$dev_path" ] && [ "$(echo "$dev_path" | wc -l)" = 1 ] || fail "$class: up printed '$dev_path', not one device path"
   dev=$(cat "/sys/block/${dev_path#/dev/}/dev")
@@ -100,6 +101,10 @@ for class in F V S U H L; do
   case $class in S|U|H) [ "$rules" = 4 ] || fail "$class: $rules throttle rules on $dev, expected 4" ;;
                  *) [ "$rules" = 0 ] || fail "$class: $rules throttle rules on $dev, expected none" ;; esac
   cmp -s "$dev_path" "$PRISTINE" || fail "$class: the fresh drive's bytes differ from pristine"
+  # The device held open throughout (as a replayer or prober might): the
+  # kernel then keeps its page cache across closes, dirty and clean pages,
+  # which restore must write out first and drop afterwards.
+  exec 7<"$dev_path"
   exercise "$dev_path"
   cmp -s "$dev_path" "$PRISTINE" && fail "$class: the writes changed nothing"
   "$DRIVES" restore "$class" 2>"$LOG" || { cat "$LOG"; fail "$class: restore"; }
@@ -108,6 +113,7 @@ for class in F V S U H L; do
   tracked=$(grep -o '[0-9]* write/discard requests traced, [0-9]* ranges' "$LOG" || true)
   "$DRIVES" verify "$class" 2>"$LOG" || { cat "$LOG"; fail "$class: verify after restore"; }
   cmp -s "$dev_path" "$PRISTINE" || fail "$class: the device reads differently from pristine after restore (stale cache?)"
+  exec 7<&-
   # a second round on the same drive: the ext4 mounts and changes again
   exercise "$dev_path"
   "$DRIVES" restore "$class" 2>"$LOG" && "$DRIVES" verify "$class" 2>>"$LOG" || { cat "$LOG"; fail "$class: second round"; }
@@ -118,7 +124,7 @@ for class in F V S U H L; do
   fi
   "$DRIVES" down "$class" 2>"$LOG" || { cat "$LOG"; fail "$class: down"; }
   nothing_left "$class" "$dev"
-  ok "$class: up, writes, restore ($tracked), verify, down"
+  [ "$FAILS" = "$fails_before" ] && ok "$class: up, writes, restore ($tracked), verify, down"
 done
 
 # Lost events: a 1 MiB per-CPU buffer cannot hold these writes' events.

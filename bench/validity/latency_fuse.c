@@ -104,6 +104,13 @@ static int64_t admit(off_t off, size_t size, int is_write)
 
 static void complete_at(int64_t done)
 {
+	/* nanosleep's default 50 us slack would be most of an SSD's access
+	 * time; the slack is per thread, and libfuse makes threads as it needs */
+	static __thread int slack_set;
+	if (!slack_set) {
+		prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+		slack_set = 1;
+	}
 	struct timespec ts = { .tv_sec = done / 1000000000, .tv_nsec = done % 1000000000 };
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 		;
@@ -237,8 +244,6 @@ static void *lf_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->direct_io = 1;
 	cfg->kernel_cache = 0;
 	cfg->attr_timeout = 0;
-	/* nanosleep's default 50 µs slack would be most of an SSD's access time */
-	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 	return NULL;
 }
 
