@@ -235,6 +235,12 @@ start_tracking() {
   log "$class: tracking writes and discards of $dev in $inst (${TRACK_BUFFER_KB} KiB per CPU)"
 }
 
+tracking_intact() {
+  local inst=$1 ev=$1/events/block/block_rq_issue
+  [ -d "$ev" ] && [ "$(cat "$inst/tracing_on")" = 1 ] && [ "$(cat "$ev/enable")" = 1 ] &&
+    [ "$(cat "$ev/filter")" = "$(track_filter "$2")" ]
+}
+
 # The capture's queue limits (traces/capture/native.sh).
 set_queue_limits() {
   local q=/sys/block/${1#/dev/}/queue
@@ -343,6 +349,7 @@ cmd_up() {
     [ -z "$other" ] || die "$class: class $other is up and holds the one tmpfs working copy (F, S, U, H and L share it; memory allows one); drives.sh down $other first"
   fi
   mkdir -p "$RUN"
+  local started=$SECONDS
   echo "CLASS=$class" > "$(state_file "$class")"
   UP_CLASS=$class
   trap 'up_failed' EXIT
@@ -375,7 +382,7 @@ cmd_up() {
   [ -z "$(class_rates "$class")" ] || set_throttle "$class" "$dev"
   state_set "$class" CLEAN 1
   trap - EXIT
-  log "$class: up on $loop ($dev): $(class_description "$class")"
+  log "$class: up on $loop ($dev) in $((SECONDS - started)) s: $(class_description "$class")"
   echo "$loop"
 }
 
@@ -408,6 +415,9 @@ cmd_restore() {
     --dev "$dev" --filter "$(track_filter "$dev")"
   # The device's cached pages are now stale.
   blockdev --flushbufs "$loop"
+  # Tracking switched off or changed behind our back: a new instance, so the
+  # next restore is a tracked one again (the copy is pristine now).
+  tracking_intact "$(state_get "$class" TRACE)" "$dev" || start_tracking "$class" "$dev"
   state_set "$class" CLEAN 1
   log "$class: restored in $((SECONDS - start)) s"
 }

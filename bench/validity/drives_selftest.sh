@@ -139,6 +139,15 @@ grep -q "tracking unsure (the instance lost" "$LOG" && ok "lost events: $(grep -
 # and the next period is tracked again
 dd if=/dev/urandom of="$dev_path" bs=4k seek=100 count=1 oflag=direct conv=notrunc status=none
 "$DRIVES" restore F 2>"$LOG"; grep -q "1 write/discard requests traced" "$LOG" || fail "after a lost period: $(cat "$LOG")"
+# tracking switched off behind the script's back: a full copy, then tracked again
+echo 0 > "$(ls -d "$TFS/instances/${PREFIX}F")/tracing_on"
+dd if=/dev/urandom of="$dev_path" bs=4k seek=300 count=1 oflag=direct conv=notrunc status=none
+"$DRIVES" restore F 2>"$LOG"
+grep -q "tracking unsure (tracing was switched off" "$LOG" || fail "tracing off not detected: $(cat "$LOG")"
+"$DRIVES" verify F 2>/dev/null || fail "full copy after tracing was off"
+dd if=/dev/urandom of="$dev_path" bs=4k seek=400 count=1 oflag=direct conv=notrunc status=none
+"$DRIVES" restore F 2>"$LOG"; grep -q "1 write/discard requests traced" "$LOG" &&
+  ok "tracking switched off: a full copy, then tracked again" || fail "after tracing was off: $(cat "$LOG")"
 "$DRIVES" down F 2>/dev/null
 
 # A crash: L up, its state files lost; down-all finds the leftovers by name.
