@@ -10,11 +10,12 @@
         blocks are left as holes. IMG is only read.
     drive_image.py clone SRC DST
         DST a new sparse copy of SRC (its data regions only).
-    drive_image.py restore PRISTINE WORK [--trace INSTANCE --dev MAJ:MIN --filter F]
+    drive_image.py restore PRISTINE WORK [--trace INSTANCE --dev MAJ:MIN --filter F [--tracked-only]]
         Puts WORK back to PRISTINE's bytes. With --trace: only the ranges
         the tracing instance saw written or discarded on device MAJ:MIN
         (block_rq_issue events, consumed from its trace_pipe); a full copy
-        when the instance lost events or is not as set up (says why).
+        when the instance lost events or is not as set up (says why), or
+        with --tracked-only, nothing and exit status 3.
     drive_image.py verify PRISTINE WORK
         Exit 0 when WORK's bytes equal PRISTINE's, else 1 and the first
         differing offset.
@@ -353,7 +354,11 @@ def restore_range(pristine, work, a, b, dropper):
     return copied
 
 
-def cmd_restore(pristine_path, work_path, trace=None, dev=None, filt=None):
+class Unsure(Exception):
+    """Tracking cannot say what changed, and no full copy was wanted."""
+
+
+def cmd_restore(pristine_path, work_path, trace=None, dev=None, filt=None, tracked_only=False):
     p = os.open(pristine_path, os.O_RDONLY)
     w = os.open(work_path, os.O_RDWR)
     try:
@@ -363,6 +368,8 @@ def cmd_restore(pristine_path, work_path, trace=None, dev=None, filt=None):
         extents = None
         if trace:
             found, why = tracked_extents(trace, dev, filt)
+            if found is None and tracked_only:
+                raise Unsure(f"restore: tracking unsure ({why}); nothing copied")
             if found is None:
                 say(f"restore: tracking unsure ({why}): full copy")
             else:
@@ -439,12 +446,17 @@ def main(argv):
         cmd_pristine(*args)
     elif cmd == "clone" and len(args) == 2:
         cmd_clone(*args)
-    elif cmd == "restore" and len(args) in (2, 8) :
+    elif cmd == "restore" and len(args) in (2, 8, 9):
+        tracked_only = args[-1] == "--tracked-only"
+        if tracked_only:
+            args = args[:-1]
         if len(args) == 8:
             opts = dict(zip(args[2::2], args[3::2]))
             if set(opts) != {"--trace", "--dev", "--filter"}:
                 raise Failure("restore: expected --trace INSTANCE --dev MAJ:MIN --filter FILTER")
-            cmd_restore(args[0], args[1], opts["--trace"], opts["--dev"], opts["--filter"])
+            cmd_restore(args[0], args[1], opts["--trace"], opts["--dev"], opts["--filter"], tracked_only)
+        elif tracked_only:
+            raise Failure("restore: --tracked-only needs --trace")
         else:
             cmd_restore(args[0], args[1])
     elif cmd == "verify" and len(args) == 2:
@@ -457,6 +469,9 @@ def main(argv):
 if __name__ == "__main__":
     try:
         sys.exit(main(sys.argv))
+    except Unsure as e:
+        print(f"drive_image: {e}", file=sys.stderr)
+        sys.exit(3)
     except (Failure, OSError) as e:
         print(f"drive_image: {e}", file=sys.stderr)
         sys.exit(2)

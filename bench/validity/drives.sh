@@ -57,6 +57,10 @@ TMPFS_WORK=$TMPFS/work.img
 FUSE_MNT=$RUN/fuse
 FUSE_BIN=$RUN/bin/latency_fuse
 V_WORK=$DIR/v-work.img
+# V's working copy survives `down V` when a tracked restore made it pristine
+# again (copying 10 GB on the virtio disk takes minutes): this file then holds
+# pristine.info's line, and the next `up V` takes the copy as it is.
+V_CLEAN=$DIR/v-work.clean
 PY="python3 $HERE/drive_image.py"
 BLKIO=/sys/fs/cgroup/blkio
 TRACK_BUFFER_KB=${TM_TRACK_BUFFER_KB:-65536}
@@ -197,7 +201,7 @@ cmd_prepare() {
   local start size
   read -r start size < <($PY partition "$GUEST_IMG") || die "prepare: cannot read the partition table of $GUEST_IMG"
   log "prepare: $GUEST_IMG partition 1 at byte $start, $size bytes; copying its used blocks to $PRISTINE"
-  rm -f "$PRISTINE" "$PRISTINE_INFO"
+  rm -f "$PRISTINE" "$PRISTINE_INFO" "$V_WORK" "$V_CLEAN"
   $PY pristine "$GUEST_IMG" "$start" "$size" "$PRISTINE"
   chmod 0444 "$PRISTINE"
   image_id > "$PRISTINE_INFO"
@@ -336,8 +340,8 @@ cmd_up() {
   if is_up "$class"; then
     local loop; loop=$(state_get "$class" LOOP)
     [ -n "$loop" ] && [ -b "$loop" ] || die "$class: half up (a failed up?); drives.sh down $class first"
-    [ "$(state_get "$class" CLEAN)" = 1 ] || cmd_restore "$class"
-    log "$class: already up"
+    log "$class: already up; restoring it"
+    cmd_restore "$class"
     echo "$loop"
     return 0
   fi
@@ -365,8 +369,14 @@ cmd_up() {
     mount_tmpfs "$class"
   fi
   state_set "$class" WORK "$work"
-  log "$class: working copy $work from $PRISTINE"
-  $PY clone "$PRISTINE" "$work"
+  if [ "$kind" = disk ] && [ -f "$work" ] && [ -f "$V_CLEAN" ] && [ "$(cat "$V_CLEAN")" = "$(cat "$PRISTINE_INFO")" ]; then
+    rm -f "$V_CLEAN"
+    log "$class: working copy $work is pristine (restored by the last down)"
+  else
+    [ "$kind" = disk ] && rm -f "$V_CLEAN"
+    log "$class: working copy $work from $PRISTINE"
+    $PY clone "$PRISTINE" "$work"
+  fi
   backing=$work
   [ "$kind" = fuse ] && { start_fuse "$class" "$work"; backing=$FUSE_MNT/disk; }
 
@@ -480,6 +490,26 @@ release_tracefs() {
   umount "$TRACEFS" 2>/dev/null || true
 }
 
+# V at down: a tracked restore (no full copy) makes the working copy
+# pristine for the next up; anything less and the copy is deleted.
+keep_clean_copy() {
+  local class=$1 loop dev trace work
+  loop=$(state_get "$class" LOOP)
+  dev=$(state_get "$class" DEV)
+  trace=$(state_get "$class" TRACE)
+  work=$(state_get "$class" WORK)
+  rm -f "$V_CLEAN"
+  [ -n "$loop" ] && [ -b "$loop" ] && [ -n "$trace" ] && [ -f "$work" ] && [ -f "$PRISTINE_INFO" ] || return 0
+  [ "$(state_get "$class" CLEAN)" = 1 ] || return 0   # a restore died half way
+  [ -z "$(device_mounts "$dev")" ] || return 0
+  tracking_intact "$trace" "$dev" || return 0
+  blockdev --flushbufs "$loop" || return 0
+  if $PY restore "$PRISTINE" "$work" --trace "$trace" --dev "$dev" --filter "$(track_filter "$dev")" --tracked-only; then
+    cat "$PRISTINE_INFO" > "$V_CLEAN"
+    log "$class: working copy kept, pristine, for the next up"
+  fi
+}
+
 # Undoes everything the class's state file records, in reverse order of
 # making; each step on its own, so a failed one does not stop the rest.
 down_class() {
@@ -493,12 +523,13 @@ down_class() {
   tmpfs=$(state_get "$class" TMPFS)
   work=$(state_get "$class" WORK)
   [ -n "$dev" ] && clear_throttle "$dev"
+  [ "$(class_backing "$class")" = disk ] && keep_clean_copy "$class"
   [ -n "$loop" ] && detach_loop "$loop"
   [ -n "$trace" ] && remove_instance "$trace"
   if [ -n "$fuse" ]; then unmount_fuse; kill_fuse "$pid"; fi
   if [ -n "$tmpfs" ]; then
     mountpoint -q "$TMPFS" && { umount "$TMPFS" || umount -l "$TMPFS"; }
-  elif [ -n "$work" ]; then
+  elif [ -n "$work" ] && [ ! -f "$V_CLEAN" ]; then
     rm -f "$work"
   fi
   rm -f "$(state_file "$class")"
@@ -543,7 +574,7 @@ cmd_down_all() {
     done
     umount "$TRACEFS" 2>/dev/null
   fi
-  [ -f "$V_WORK" ] && { log "leftover $V_WORK"; rm -f "$V_WORK"; }
+  [ -f "$V_WORK" ] && { log "removing $V_WORK"; rm -f "$V_WORK" "$V_CLEAN"; }
   rm -f "$RUN"/*.state
   set -e
   log "down-all: done"

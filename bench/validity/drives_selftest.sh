@@ -6,10 +6,12 @@
 # (not a full copy); byte equality with pristine, of the working copy and read
 # back through the device's page cache; down; nothing left behind (loop
 # device, mount, tracing instance, throttle rule, FUSE process). Then: a
-# second tmpfs class refused while one is up; a tracking buffer too small
-# for the writes falls back to a full copy, still exact; down-all after a
-# "crash" that lost the state files.
-# Usage: bench/validity/drives_selftest.sh   (as root; about a minute)
+# second tmpfs class refused while one is up; V's working copy kept by its
+# down and reused by the next up; up of a drive that is up restores it; a
+# tracking buffer too small for the writes, and tracking switched off, each
+# fall back to an exact full copy and track again afterwards; down-all after
+# a "crash" that lost the state files.
+# Usage: bench/validity/drives_selftest.sh   (as root; about two minutes)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DRIVES=$HERE/drives.sh
@@ -127,6 +129,20 @@ for class in F V S U H L; do
   [ "$FAILS" = "$fails_before" ] && ok "$class: up, writes, restore ($tracked), verify, down"
 done
 
+# V's working copy, restored by its down, is taken as it is by the next up.
+[ -f "$TM_VALIDITY_DIR/v-work.img" ] && [ -f "$TM_VALIDITY_DIR/v-work.clean" ] || fail "down V did not keep its restored working copy"
+dev_path=$("$DRIVES" up V 2>"$LOG")
+grep -q "is pristine (restored by the last down)" "$LOG" || fail "up V copied again: $(cat "$LOG")"
+"$DRIVES" verify V 2>/dev/null && cmp -s "$dev_path" "$PRISTINE" && ok "up V reuses the working copy its down restored" || fail "the kept V copy is not pristine"
+exercise "$dev_path"
+"$DRIVES" up V >/dev/null 2>"$LOG" && grep -q "write/discard requests traced" "$LOG" && "$DRIVES" verify V 2>/dev/null &&
+  ok "up of a drive that is up restores it" || fail "up V again: $(cat "$LOG")"
+dd if=/dev/urandom of="$dev_path" bs=4k seek=50 count=1 oflag=direct conv=notrunc status=none
+"$DRIVES" down V 2>/dev/null
+dev_path=$("$DRIVES" up V 2>"$LOG")
+"$DRIVES" verify V 2>/dev/null || fail "V kept by a down after writes is not pristine"
+"$DRIVES" down V 2>/dev/null
+
 # Lost events: a 1 MiB per-CPU buffer cannot hold these writes' events.
 dev_path=$(TM_TRACK_BUFFER_KB=64 "$DRIVES" up F 2>/dev/null)
 dev=$(cat "/sys/block/${dev_path#/dev/}/dev")
@@ -157,5 +173,6 @@ rm -f "$TM_VALIDITY_DIR"/run/*.state
 "$DRIVES" down-all 2>"$LOG" || fail "down-all"
 nothing_left "down-all after a crash" "$dev"
 grep -q "leftover" "$LOG" && ok "down-all after a crash: $(grep -c leftover "$LOG") leftovers removed" || fail "down-all found no leftovers: $(cat "$LOG")"
+[ -e "$TM_VALIDITY_DIR/v-work.img" ] && fail "down-all left V's working copy"
 
 if [ "$FAILS" = 0 ]; then echo "drives_selftest: all passed"; else echo "drives_selftest: $FAILS failure(s)"; exit 1; fi
