@@ -337,13 +337,11 @@ mount_tmpfs() {
 # --- up -------------------------------------------------------------------------
 cmd_up() {
   local class=$1
+  # A drive that is up belongs to whoever made it (a study may be using it,
+  # its ext4 mounted between two restores): never handed out twice.
   if is_up "$class"; then
     local loop; loop=$(state_get "$class" LOOP)
-    [ -n "$loop" ] && [ -b "$loop" ] || die "$class: half up (a failed up?); drives.sh down $class first"
-    log "$class: already up; restoring it"
-    cmd_restore "$class"
-    echo "$loop"
-    return 0
+    die "$class is already up${loop:+ on $loop} ($(state_file "$class")); drives.sh down $class first if it is yours"
   fi
   need_pristine
   local kind other
@@ -360,20 +358,25 @@ cmd_up() {
 
   local work backing
   work=$(work_file "$class")
+  local reuse=0
   if [ "$kind" = disk ]; then
-    local need_mib avail_mib
-    need_mib=$(($(du -m "$PRISTINE" | cut -f1) + 1024))
-    avail_mib=$(df -m --output=avail "$DIR" | tail -1 | tr -d ' ')
-    [ "$avail_mib" -gt "$need_mib" ] || die "$class: $DIR has $avail_mib MiB free, the working copy needs $need_mib"
+    if [ -f "$work" ] && [ -f "$V_CLEAN" ] && [ "$(cat "$V_CLEAN")" = "$(cat "$PRISTINE_INFO")" ]; then
+      reuse=1
+    else
+      rm -f "$work"
+      local need_mib avail_mib
+      need_mib=$(($(du -m "$PRISTINE" | cut -f1) + 1024))
+      avail_mib=$(df -m --output=avail "$DIR" | tail -1 | tr -d ' ')
+      [ "$avail_mib" -gt "$need_mib" ] || die "$class: $DIR has $avail_mib MiB free, the working copy needs $need_mib"
+    fi
+    rm -f "$V_CLEAN"
   else
     mount_tmpfs "$class"
   fi
   state_set "$class" WORK "$work"
-  if [ "$kind" = disk ] && [ -f "$work" ] && [ -f "$V_CLEAN" ] && [ "$(cat "$V_CLEAN")" = "$(cat "$PRISTINE_INFO")" ]; then
-    rm -f "$V_CLEAN"
+  if [ "$reuse" = 1 ]; then
     log "$class: working copy $work is pristine (restored by the last down)"
   else
-    [ "$kind" = disk ] && rm -f "$V_CLEAN"
     log "$class: working copy $work from $PRISTINE"
     $PY clone "$PRISTINE" "$work"
   fi
