@@ -2,7 +2,8 @@
 """Which files two traces both read: the read extents they share, mapped to
 the files of the filesystem image they were captured on (debugfs).
 
-Usage: shared_files.py A.tmt B.tmt PARTITION_IMAGE [--top N]
+Usage: shared_files.py A.tmt B.tmt|- PARTITION_IMAGE [--top N]
+  B `-`: the files of every read of A.
   PARTITION_IMAGE: the traced ext4 (the partition alone, as the traces'
   offsets are within it; e.g. bench/validity's pristine.img), read only.
 Prints the bytes of A's reads that B also read, and the files (and their
@@ -56,11 +57,16 @@ def main():
     ap.add_argument("--top", type=int, default=25)
     ap.add_argument("--tracemark", default=os.environ.get("TRACEMARK", "target/release/tracemark"))
     args = ap.parse_args()
-    a, b = read_blocks(args.a, args.tracemark), read_blocks(args.b, args.tracemark)
-    shared = sorted(set(a) & set(b))
-    print(f"{os.path.basename(args.a)}: {len(a) * BLOCK / 1e6:.1f} MB read; "
-          f"{len(shared) * BLOCK / 1e6:.1f} MB ({len(shared) / max(len(a), 1) * 100:.0f} %) "
-          f"also read by {os.path.basename(args.b)}")
+    a = read_blocks(args.a, args.tracemark)
+    if args.b == "-":
+        shared = sorted(a)
+        print(f"{os.path.basename(args.a)}: {len(a) * BLOCK / 1e6:.1f} MB read")
+    else:
+        b = read_blocks(args.b, args.tracemark)
+        shared = sorted(set(a) & set(b))
+        print(f"{os.path.basename(args.a)}: {len(a) * BLOCK / 1e6:.1f} MB read; "
+              f"{len(shared) * BLOCK / 1e6:.1f} MB ({len(shared) / max(len(a), 1) * 100:.0f} %) "
+              f"also read by {os.path.basename(args.b)}")
     if not shared:
         return
     inode_of = {}
