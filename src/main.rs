@@ -36,6 +36,8 @@ enum Command {
     Capture(cmd::capture::CaptureArgs),
     /// Compare result files side by side (ratios to the first); --html writes a report with charts.
     Compare(cmd::compare::CompareArgs),
+    /// Add up the result files of a fleet's ranks (replay --shard) into one fleet result.
+    Merge(cmd::merge::MergeArgs),
     /// PCMark 8-style consistency test: precondition, degradation, steady-state and recovery rounds, a suite pass each.
     Consistency(cmd::consistency::ConsistencyArgs),
 }
@@ -56,6 +58,7 @@ fn main() {
         Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),
         Command::Compare(a) => cmd::compare::run(a),
+        Command::Merge(a) => cmd::merge::run(a),
         Command::Consistency(a) => cmd::consistency::run(a),
     };
     match result {

@@ -19,6 +19,8 @@
 //!   the trace's timing and the latencies measured there.
 //! - [`metrics`]: per-pass figures and their aggregation over passes, into
 //!   the result schema of the `results` crate.
+//! - [`shard`]: a fleet replay's part for one rank (whole volumes) and
+//!   where rank and size come from (the launcher's environment).
 //! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
 //!   `tracemark suite` call.
 
@@ -36,6 +38,7 @@ pub mod precondition;
 pub mod prediction;
 pub mod rng;
 pub mod schedule;
+pub mod shard;
 pub mod source;
 pub mod suite;
 pub mod suite_file;

@@ -64,6 +64,10 @@ pub struct PassOutcome {
     /// The task time the pass predicts (realtime, one ring, original
     /// completions known).
     pub task: Option<TaskTimePrediction>,
+    /// The pass's instants on the wall clock.
+    pub clock: results::fleet::PassClock,
+    /// Per source volume (empty for a single-device trace).
+    pub volumes: Vec<results::fleet::VolumeMetrics>,
 }
 
 /// A pass's prediction in the result schema.
@@ -149,6 +153,9 @@ impl PassOutcome {
                     bytes: s.bytes,
                     errors: s.errors,
                     latency_us: percentiles(&s.latency, s.latency_sum_ns),
+                    latency_hdr: (!s.latency.is_empty())
+                        .then(|| results::hdr::encode(&s.latency))
+                        .flatten(),
                 },
             );
         }
@@ -177,6 +184,8 @@ impl PassOutcome {
                 achieved_s: self.playback_ns as f64 / 1e9,
             },
             task: self.task.as_ref().map(task_time),
+            clock: Some(self.clock),
+            volumes: self.volumes.clone(),
         }
     }
 }

@@ -28,6 +28,10 @@ pub struct ScheduleRules {
     pub time_scale: f64,
     /// Realtime only: original idle periods longer than this (ns) become this.
     pub idle_cap_ns: Option<u64>,
+    /// Time 0 of the schedule (an original issue time, ns): a fleet rank's
+    /// part of a trace keeps the whole trace's first record as its 0 (`None`:
+    /// the first record it sees).
+    pub origin_ns: Option<u64>,
 }
 
 impl ScheduleRules {
@@ -45,6 +49,7 @@ impl ScheduleRules {
             } else {
                 None
             },
+            origin_ns: opts.shard.as_ref().map(|s| s.origin_ns),
         }
     }
 }
@@ -68,6 +73,17 @@ impl VirtualClock {
     pub fn new(idle_cap_ns: Option<u64>) -> VirtualClock {
         VirtualClock {
             idle_cap_ns,
+            ..VirtualClock::default()
+        }
+    }
+
+    /// The same with time 0 at the original time `origin_ns` rather than at
+    /// the first record taken (only without an idle cap: a cap needs every
+    /// record of the timeline).
+    pub fn with_origin(idle_cap_ns: Option<u64>, origin_ns: Option<u64>) -> VirtualClock {
+        VirtualClock {
+            idle_cap_ns,
+            first_ns: origin_ns.filter(|_| idle_cap_ns.is_none()),
             ..VirtualClock::default()
         }
     }
@@ -102,7 +118,7 @@ pub struct IssueSchedule {
 impl IssueSchedule {
     pub fn new(rules: ScheduleRules) -> IssueSchedule {
         IssueSchedule {
-            clock: VirtualClock::new(rules.idle_cap_ns),
+            clock: VirtualClock::with_origin(rules.idle_cap_ns, rules.origin_ns),
             rules,
             start_ns: None,
             shift_ns: 0,
@@ -151,6 +167,14 @@ impl IssueSchedule {
             return now_ns;
         }
         due
+    }
+
+    /// Realtime: where an I/O of virtual time `virtual_ns` lies on the
+    /// trace's timeline (the start plus its scaled offset, without the
+    /// closed loop's shift); `None` in compressed mode or before the start.
+    pub fn timeline_ns(&self, virtual_ns: u64) -> Option<u64> {
+        let start = self.start_ns.filter(|_| self.rules.realtime)?;
+        Some(start + (virtual_ns as f64 / self.rules.time_scale) as u64)
     }
 
     /// When the schedule started (the first `deadline` call).
@@ -225,6 +249,7 @@ mod tests {
             dependencies: true,
             time_scale: 1.0,
             idle_cap_ns: None,
+            origin_ns: None,
         }
     }
 
@@ -285,6 +310,22 @@ mod tests {
         assert_eq!(c.advance(100, None), 0);
         assert_eq!(c.advance(105, None), 5);
         assert_eq!(c.advance(1_105, None), 15);
+    }
+
+    #[test]
+    fn a_fleet_rank_keeps_the_whole_traces_time_zero() {
+        let mut s = IssueSchedule::new(ScheduleRules {
+            origin_ns: Some(1_000),
+            ..rules(true)
+        })
+        .starting_at(50_000);
+        // This rank's first record is 4 µs into the trace: due 4 µs after
+        // the shared start, not at it.
+        let v0 = s.admit(5_000, None);
+        assert_eq!(v0, 4_000);
+        assert_eq!(s.deadline(v0, 10_000, false), 54_000);
+        let v1 = s.admit(7_000, None);
+        assert_eq!(s.deadline(v1, 10_000, false), 56_000);
     }
 
     #[test]

@@ -260,6 +260,7 @@ fn suite_result(
         valid: true,
         invalid_reasons: Vec::new(),
         precondition: None,
+        fleet: None,
     }
 }
 

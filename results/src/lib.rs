@@ -12,7 +12,10 @@
 
 pub mod compare;
 pub mod consistency;
+pub mod fleet;
+pub mod hdr;
 pub mod html;
+pub mod merge;
 pub mod options;
 pub mod schema;
 pub mod stats;

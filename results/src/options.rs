@@ -129,6 +129,26 @@ pub struct ReplayOptions {
     /// the option left it to the OS; `os` is not written.
     #[serde(default = "CpuIdle::os", skip_serializing_if = "CpuIdle::is_os")]
     pub cpu_idle: CpuIdle,
+    /// A fleet replay: this rank's volumes of the trace (`--shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardSelection>,
+    /// The agreed start of the schedule, ns since the Unix epoch
+    /// (`--start-at`): every rank's pass starts its timeline there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_ns: Option<u64>,
+}
+
+/// The part of a trace one rank of a fleet replays: whole source volumes,
+/// on the trace's own timeline (the first record of the whole trace is time
+/// 0 for every rank, so the ranks together reissue the original timing).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShardSelection {
+    pub rank: u32,
+    pub ranks: u32,
+    /// Trace device indexes (`IoRecord::device`) this rank replays, sorted.
+    pub devices: Vec<u16>,
+    /// Issue time of the whole trace's first record, ns (the timeline's 0).
+    pub origin_ns: u64,
 }
 
 fn is_auto(n: &u32) -> bool {
@@ -335,6 +355,8 @@ impl Default for ReplayOptions {
             threads: 0,
             io_worker_cpu: IoWorkerCpu::Any,
             cpu_idle: CpuIdle::Poll,
+            shard: None,
+            start_at_unix_ns: None,
         }
     }
 }
@@ -364,6 +386,16 @@ impl ReplayOptions {
         }
         if self.mode == TimingMode::Compressed && self.open_loop {
             return bad("--open-loop applies to realtime mode");
+        }
+        if self.shard.is_some() && self.idle_cap.is_some() {
+            return bad(
+                "--idle-cap with --shard: each rank sees only its own volumes' idle periods, so ranks would cut different ones and leave the shared timeline; replay a fleet without --idle-cap",
+            );
+        }
+        if self.start_at_unix_ns.is_some() && (self.passes != 1 || self.warmup) {
+            return bad(
+                "--start-at schedules one pass: add --passes 1 --no-warmup (each pass of a fleet needs its own agreed start)",
+            );
         }
         for (i, a) in self.device_map.iter().enumerate() {
             if self.device_map[..i].iter().any(|b| b.source == a.source) {

@@ -65,6 +65,11 @@ pub struct OpMetrics {
     pub bytes: u64,
     pub errors: u64,
     pub latency_us: Option<Percentiles>,
+    /// The latency histogram itself (ns, HdrHistogram V2 compressed, base64,
+    /// as HdrHistogram's tools read it), so results of several hosts merge
+    /// exactly (`tracemark merge`); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_hdr: Option<String>,
 }
 
 /// One pass, as the result file shows it.
@@ -91,6 +96,13 @@ pub struct PassMetrics {
     /// traces with original completions; absent otherwise and in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskTime>,
+    /// The pass's instants on the wall clock (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<crate::fleet::PassClock>,
+    /// Per source volume, for traces of several devices (empty otherwise
+    /// and in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<crate::fleet::VolumeMetrics>,
 }
 
 /// How long the captured task would take on the target: the trace's own
@@ -365,6 +377,10 @@ pub struct SuiteResult {
     /// was asked: `--precondition skip`, or files older than the option).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precondition: Option<Precondition>,
+    /// This rank's place in a fleet replay (`--shard`, `--start-at`);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<crate::fleet::FleetRank>,
 }
 
 impl SuiteResult {

@@ -6,6 +6,8 @@ pub mod compare;
 pub mod consistency;
 pub mod convert;
 pub mod export;
+pub mod fleet;
 pub mod info;
+pub mod merge;
 pub mod replay;
 pub mod suite;

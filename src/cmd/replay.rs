@@ -26,6 +26,8 @@ pub struct ReplayArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub run: RunArgs,
+    #[command(flatten)]
+    pub fleet: super::fleet::FleetArgs,
 }
 
 /// How to replay: every option of `replay`, shared with `suite`.
@@ -240,11 +242,16 @@ impl RunArgs {
                 CpuIdleArg::Poll => CpuIdle::Poll,
                 CpuIdleArg::Os => CpuIdle::Os,
             },
+            shard: None,
+            start_at_unix_ns: None,
         }
     }
 }
 
 pub fn run(args: ReplayArgs) -> Result<i32> {
+    if args.fleet.is_set() {
+        return super::fleet::run(args);
+    }
     replay_paths(&args.traces, &args.run, None)
 }
 
@@ -257,6 +264,18 @@ pub fn replay_paths(
 ) -> Result<i32> {
     let mut opts = args.options();
     opts.idle_policy = idle_policy;
+    let opts = checked(opts)?;
+    let mut sources = Vec::with_capacity(traces.len());
+    for path in traces {
+        sources.push(TmtSource::open(path)?);
+    }
+    let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
+    replay_sources(&refs, args, &opts, &mut |_| {})
+}
+
+/// `opts` validated, with `--priority high` and `--cpu-idle poll` turned
+/// down (and a warning) where the system refuses them.
+pub fn checked(mut opts: ReplayOptions) -> Result<ReplayOptions> {
     opts.validate()?;
     if opts.priority == Priority::High {
         if let Err(e) = replayer::engine::realtime_priority_available() {
@@ -275,16 +294,23 @@ pub fn replay_paths(
             opts.cpu_idle = CpuIdle::Os;
         }
     }
-    let mut sources = Vec::with_capacity(traces.len());
-    for path in traces {
-        sources.push(TmtSource::open(path)?);
-    }
-    let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
+    Ok(opts)
+}
+
+/// Replays `refs` onto `args`' targets: the table on stdout, the JSON result
+/// where asked; `finish` completes the result before either.
+pub fn replay_sources(
+    refs: &[&dyn TraceSource],
+    args: &RunArgs,
+    opts: &ReplayOptions,
+    finish: &mut dyn FnMut(&mut replayer::SuiteResult),
+) -> Result<i32> {
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
     let mut progress = Progress::new(std::io::stderr().is_terminal(), opts.passes);
-    let result = replayer::run_suite(&refs, args.primary_target(), &opts, &mut progress);
+    let result = replayer::run_suite(refs, args.primary_target(), opts, &mut progress);
     progress.clear();
-    let result = result?;
+    let mut result = result?;
+    finish(&mut result);
     print!("{}", results::text::suite_table(&result));
     if let Some(path) = &args.json {
         replayer::suite::write_json(&result, path)?;

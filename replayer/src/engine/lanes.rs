@@ -284,7 +284,10 @@ impl<'t> Engine<'t> {
             self.slot_len,
             self.cooperative,
         );
-        let board = LaneBoard::new(lanes, self.queue_depth, split);
+        let mut board = LaneBoard::new(lanes, self.queue_depth, split);
+        if let Some(start) = super::agreed_start_ns(plan.opts) {
+            board.start_ns = start;
+        }
         let wants_events = observer.wants_io_events();
         let board = &board;
         let result = std::thread::scope(|scope| {

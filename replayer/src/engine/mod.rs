@@ -395,10 +395,13 @@ impl<'t> Engine<'t> {
                 log_events: observer.wants_io_events(),
                 targets: self.discard_supported.len(),
                 io_timeout_ns: plan.opts.io_timeout.as_nanos() as u64,
+                volume_table: (plan.scan.device_max_end.len() > 1 || plan.opts.shard.is_some())
+                    .then(|| plan.source.devices()),
             },
-            match lane {
-                Some((board, _)) => IssueSchedule::new(rules).starting_at(board.start_ns),
-                None => IssueSchedule::new(rules),
+            match (lane, agreed_start_ns(plan.opts)) {
+                (Some((board, _)), _) => IssueSchedule::new(rules).starting_at(board.start_ns),
+                (None, Some(start)) => IssueSchedule::new(rules).starting_at(start),
+                (None, None) => IssueSchedule::new(rules),
             },
             lane,
         );
@@ -509,6 +512,7 @@ impl<'t> Engine<'t> {
                 target: mapped.target,
                 offset: mapped.offset,
                 len: mapped.len,
+                device: rec.device,
                 waited: false,
             }));
         }
@@ -677,12 +681,14 @@ impl<'t> Engine<'t> {
                 target: p.target,
                 offset: p.offset,
                 len: p.len,
+                device: p.device,
                 sched_ns: sched,
                 submit_ns: 0,
                 in_flight: true,
             };
         }
         pass.inflight += 1;
+        pass.last_timeline_ns = pass.schedule.timeline_ns(p.virtual_ns);
         pass.gate.enter(slot as usize, p.orig_completion);
         pass.queued.push(slot);
         // Compressed mode submits each request on its own, as fio does by
@@ -699,6 +705,13 @@ impl<'t> Engine<'t> {
         }
         Ok(())
     }
+}
+
+/// `--start-at` as a monotonic instant (the wall clock read now), for a
+/// pass's schedule to start there.
+fn agreed_start_ns(opts: &ReplayOptions) -> Option<u64> {
+    opts.start_at_unix_ns
+        .map(|unix| crate::clock::WallClock::read().to_monotonic(unix))
 }
 
 /// Whether a request to io-wq goes as concurrent work (IOSQE_ASYNC), given

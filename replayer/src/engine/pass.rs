@@ -6,6 +6,7 @@ use crate::clock::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
 use crate::prediction::TaskTimeModel;
 use crate::schedule::{DependencyGate, IssueSchedule};
+use results::fleet::{PassClock, VolumeMetrics};
 use results::schema::Skipped;
 use trace_format::Op;
 
@@ -40,6 +41,8 @@ pub(super) struct Pending {
     pub target: u32,
     pub offset: u64,
     pub len: u64,
+    /// The trace device (source volume) it comes from.
+    pub device: u16,
     /// It had to wait for a slot or a dependency.
     pub waited: bool,
     /// With several rings: the other rings must have issued every record up
@@ -55,6 +58,7 @@ pub(super) struct Slot {
     pub target: u32,
     pub offset: u64,
     pub len: u64,
+    pub device: u16,
     pub sched_ns: u64,
     pub submit_ns: u64,
     pub in_flight: bool,
@@ -69,6 +73,9 @@ pub(super) struct PassSetup {
     pub targets: usize,
     /// With no completion for this long while I/O is in flight, fail.
     pub io_timeout_ns: u64,
+    /// Count per source volume, named from this table (`None`: not
+    /// counted, a single-device trace).
+    pub volume_table: Option<Vec<trace_format::DeviceId>>,
 }
 
 /// The state of one pass: slots, counters, histograms.
@@ -109,6 +116,17 @@ pub(super) struct Pass<'b> {
     pub predecessors: Predecessors,
     /// Realtime passes on one ring: the task time they predict.
     pub task_model: Option<TaskTimeModel>,
+    /// When the pass was ready to issue (monotonic ns).
+    ready_ns: u64,
+    /// The first issued I/O's deadline.
+    first_sched_ns: Option<u64>,
+    /// The last issued I/O's place on the trace's timeline (realtime, no
+    /// closed-loop shift) and when it was submitted.
+    pub last_timeline_ns: Option<u64>,
+    last_submit_ns: u64,
+    /// Per source volume (by device index), when counted.
+    volumes: Vec<VolumeMetrics>,
+    volume_table: Option<Vec<trace_format::DeviceId>>,
 }
 
 impl<'b> Pass<'b> {
@@ -123,6 +141,7 @@ impl<'b> Pass<'b> {
             log_events,
             targets,
             io_timeout_ns,
+            volume_table,
         } = setup;
         let empty = Slot {
             index: 0,
@@ -130,6 +149,7 @@ impl<'b> Pass<'b> {
             target: 0,
             offset: 0,
             len: 0,
+            device: 0,
             sched_ns: 0,
             submit_ns: 0,
             in_flight: false,
@@ -162,6 +182,12 @@ impl<'b> Pass<'b> {
             lane,
             predecessors: Predecessors::default(),
             task_model: None,
+            ready_ns: now_ns(),
+            first_sched_ns: None,
+            last_timeline_ns: None,
+            last_submit_ns: 0,
+            volumes: Vec::new(),
+            volume_table,
         }
     }
 
@@ -191,7 +217,15 @@ impl<'b> Pass<'b> {
                 self.inflight_data += 1;
             }
         }
+        if self.first_submit_ns.is_none() {
+            self.first_sched_ns = self
+                .queued
+                .first()
+                .and_then(|&i| self.slots.get(i as usize))
+                .map(|s| s.sched_ns);
+        }
         self.first_submit_ns.get_or_insert(now);
+        self.last_submit_ns = now;
         self.last_activity_ns = now;
         self.queued.clear();
     }
@@ -245,6 +279,10 @@ impl<'b> Pass<'b> {
             let latency = now.saturating_sub(slot.submit_ns);
             if let Some(model) = &mut self.task_model {
                 model.completed(slot.index, latency);
+            }
+            let failed = result < 0 || (slot.op.carries_data() && (result as u64) < slot.len);
+            if self.volume_table.is_some() {
+                count_volume(&mut self.volumes, &slot, failed, result, latency);
             }
             stats.count += 1;
             if result < 0 || (slot.op.carries_data() && (result as u64) < slot.len) {
@@ -315,6 +353,23 @@ impl<'b> Pass<'b> {
             (a, b) => a.or(b),
         };
         self.last_complete_ns = self.last_complete_ns.max(other.last_complete_ns);
+        self.ready_ns = self.ready_ns.max(other.ready_ns);
+        self.first_sched_ns = match (self.first_sched_ns, other.first_sched_ns) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if other.last_submit_ns > self.last_submit_ns {
+            self.last_submit_ns = other.last_submit_ns;
+            self.last_timeline_ns = other.last_timeline_ns;
+        }
+        for (i, v) in other.volumes.into_iter().enumerate() {
+            if self.volumes.len() <= i {
+                self.volumes.resize_with(i + 1, VolumeMetrics::default);
+            }
+            if let Some(mine) = self.volumes.get_mut(i) {
+                mine.add(&v);
+            }
+        }
         self.completed += other.completed;
         self.interrupted |= other.interrupted;
         // Each ring saw only its own records.
@@ -322,7 +377,31 @@ impl<'b> Pass<'b> {
     }
 
     pub fn finish(self) -> PassOutcome {
+        let wall = crate::clock::WallClock::read();
+        let clock = PassClock {
+            ready_unix_ns: wall.to_unix(self.ready_ns),
+            first_due_unix_ns: self.first_sched_ns.map(|t| wall.to_unix(t)),
+            first_issue_unix_ns: self.first_submit_ns.map(|t| wall.to_unix(t)),
+            last_complete_unix_ns: (self.last_complete_ns > 0)
+                .then(|| wall.to_unix(self.last_complete_ns)),
+            behind_schedule_ns: self
+                .last_timeline_ns
+                .map(|t| self.last_submit_ns.saturating_sub(t)),
+        };
+        let table = self.volume_table.unwrap_or_default();
+        let volumes = self
+            .volumes
+            .into_iter()
+            .enumerate()
+            .filter(|(_, v)| v.ios > 0)
+            .map(|(i, mut v)| {
+                v.volume = crate::shard::volume_name(&table, i as u16);
+                v
+            })
+            .collect();
         PassOutcome {
+            clock,
+            volumes,
             warmup: self.warmup,
             interrupted: self.interrupted,
             ops: self.ops,
@@ -339,5 +418,37 @@ impl<'b> Pass<'b> {
                 self.task_model.and_then(|m| m.finish())
             },
         }
+    }
+}
+
+/// Adds one completed I/O to its volume's counters.
+fn count_volume(
+    volumes: &mut Vec<VolumeMetrics>,
+    slot: &Slot,
+    failed: bool,
+    result: i32,
+    latency: u64,
+) {
+    let i = slot.device as usize;
+    if volumes.len() <= i {
+        volumes.resize_with(i + 1, VolumeMetrics::default);
+    }
+    let Some(v) = volumes.get_mut(i) else { return };
+    v.ios += 1;
+    let bytes = if failed {
+        result.max(0) as u64
+    } else {
+        slot.len
+    };
+    match slot.op {
+        Op::Read => v.read_bytes += bytes,
+        Op::Write => v.write_bytes += bytes,
+        _ => {}
+    }
+    if failed {
+        v.errors += 1;
+    } else if slot.op.carries_data() {
+        v.data_ios += 1;
+        v.latency_sum_ns += latency;
     }
 }
