@@ -13,6 +13,7 @@ mod convert_blkparse;
 mod convert_errors;
 mod convert_output;
 mod datasets;
+mod fleet;
 mod html_report;
 mod info_export;
 mod installed_binary;

@@ -3,6 +3,7 @@
 //! tracing instances, synthetic traces and result files.
 
 pub mod devices;
+pub mod fleet;
 pub mod harness;
 pub mod replay;
 pub mod result_fixture;
