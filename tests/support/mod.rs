@@ -7,6 +7,7 @@ pub mod fleet;
 pub mod harness;
 pub mod replay;
 pub mod result_fixture;
+pub mod slurm;
 pub mod tracefs;
 
 pub use devices::{LoopDevice, Zram};

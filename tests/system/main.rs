@@ -16,6 +16,7 @@ mod consistency;
 mod convert_tracefs;
 mod cpu_idle;
 mod fault_injection;
+mod fleet;
 mod io_worker_cpu;
 mod io_wq_work;
 mod precondition;
