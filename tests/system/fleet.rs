@@ -271,3 +271,53 @@ fn an_indexed_jobs_pods_find_their_rank_and_volumes_through_the_device_map() {
     });
     t.assert_tracing_restored();
 }
+
+/// Under mpirun a rank that cannot open its target exits 1 and mpirun stops
+/// the others (SIGTERM): the failed rank's record and the others' partial
+/// results make the merged result not valid, naming rank 1 and why.
+#[test]
+fn a_rank_that_cannot_open_its_target_under_mpirun_is_named_by_merge() {
+    let Some(t) = SystemTest::start(&["mpirun"]) else {
+        return;
+    };
+    let trace = converted_trace(t.dir(), &rows());
+    // Rank 1's target is a folder: refused when opened.
+    std::fs::create_dir(t.dir().join("t1.bin")).unwrap();
+    let mut cmd = Command::new("mpirun");
+    for v in LAUNCHER_VARS {
+        cmd.env_remove(v);
+    }
+    let out = cmd
+        .current_dir(t.dir())
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "3"])
+        .arg(env!("CARGO_BIN_EXE_tracemark"))
+        .args(["replay", trace.to_str().unwrap(), "--shard", "auto"])
+        .args(["--target", "t{rank}.bin", "--precondition", "skip"])
+        .args(["--passes", "1", "--no-warmup", "--json", "r{rank}.json"])
+        .args(["--start-at", &start_in(3)])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "mpirun reports the failed rank");
+    let out = crate::support::tracemark()
+        .current_dir(t.dir())
+        .args(["merge", "r0.json", "r1.json", "r2.json", "-o", "fleet.json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    eprintln!("{stdout}");
+    assert_eq!(out.status.code(), Some(2), "not valid");
+    assert!(
+        stdout.contains("NOT VALID: rank 1 (r1.json): failed on")
+            && stdout.contains("t1.bin: is neither a regular file nor a block device"),
+        "{stdout}"
+    );
+    let fleet = read_json(&t.dir().join("fleet.json"));
+    assert_eq!(fleet["valid"], false);
+    let failed: Vec<u64> = fleet["failed_ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["rank"].as_u64())
+        .collect();
+    assert!(failed.contains(&1), "{failed:?}");
+}
