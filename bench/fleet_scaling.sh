@@ -59,7 +59,7 @@ round_of() { # N: one fleet run of N ranks; appends its figures
         ln -s "/dev/zram$id" "$dir/dev$r"
     done
     start=$(($(date +%s) + 3))
-    (cd "$dir" && mpirun --allow-run-as-root --oversubscribe -n "$n" "$TRACEMARK" replay "$WORK/dc.tmt" \
+    (cd "$dir" && mpirun --allow-run-as-root --oversubscribe --bind-to none -n "$n" "$TRACEMARK" replay "$WORK/dc.tmt" \
         --shard auto --target 'dev{rank}' --allow-write --precondition skip --mode "$MODE" \
         --passes 1 --no-warmup --start-at "$start" --json 'r{rank}.json' >run.log 2>&1) \
         || die "mpirun -n $n failed: $(tail -5 "$dir/run.log")"

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
-  mpirun -n 4 tracemark replay dc.tmt --shard auto --target /dev/rbd{rank} --allow-write \\
+  mpirun --bind-to none -n 4 tracemark replay dc.tmt --shard auto --target /dev/rbd{rank} --allow-write \\
       --passes 1 --no-warmup --start-at 2026-12-02T12:00:00Z --json rank-{rank}.json
   tracemark merge rank-*.json -o fleet.json
 

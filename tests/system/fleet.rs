@@ -206,7 +206,14 @@ fn four_ranks_under_mpirun_replay_each_io_once_and_merge() {
             cmd.env_remove(v);
         }
         cmd.current_dir(t.dir())
-            .args(["--allow-run-as-root", "--oversubscribe", "-n", "4"])
+            .args([
+                "--allow-run-as-root",
+                "--oversubscribe",
+                "--bind-to",
+                "none",
+                "-n",
+                "4",
+            ])
             .arg(env!("CARGO_BIN_EXE_tracemark"))
             .args(rank_args(trace, "auto", &start_in(5), false));
         vec![cmd.output().unwrap()]
@@ -289,7 +296,14 @@ fn a_rank_that_cannot_open_its_target_under_mpirun_is_named_by_merge() {
     }
     let out = cmd
         .current_dir(t.dir())
-        .args(["--allow-run-as-root", "--oversubscribe", "-n", "3"])
+        .args([
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-n",
+            "3",
+        ])
         .arg(env!("CARGO_BIN_EXE_tracemark"))
         .args(["replay", trace.to_str().unwrap(), "--shard", "auto"])
         .args(["--target", "t{rank}.bin", "--precondition", "skip"])
