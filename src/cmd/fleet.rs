@@ -153,10 +153,10 @@ pub fn parse_start_at(s: &str) -> Result<u64, String> {
     if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !t.is_empty() {
         let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
         let secs: u64 = whole.parse().map_err(|_| bad())?;
-        return Ok(secs
+        return secs
             .checked_mul(1_000_000_000)
-            .and_then(|n| n.checked_add(fraction_ns(frac).ok_or_else(bad).ok()?))
-            .ok_or_else(bad)?);
+            .and_then(|n| n.checked_add(fraction_ns(frac)?))
+            .ok_or_else(bad);
     }
     rfc3339_ns(t).ok_or_else(bad)
 }
