@@ -28,10 +28,12 @@ fn an_installed_binary_runs_the_suite_with_the_checkout_deleted() {
     let tmp = tempfile::tempdir().unwrap();
     let checkout = tmp.path().join("checkout");
     copy_tree(repo, &checkout);
-    // A target folder of its own (the running `cargo test` holds the lock of
-    // the main one), kept under target/ so later runs only rebuild this
-    // workspace's crates.
-    let target_dir = repo.join("target/install-check");
+    // A target folder of this run's own, in its temporary folder: a shared
+    // one (the running `cargo test` holds the lock of the main one) kept the
+    // build script's output of another run, whose `include_bytes!` named that
+    // run's checkout, deleted by then. Unoptimised and without debug
+    // information, so the whole build costs what a debug build does.
+    let target_dir = tmp.path().join("target");
     let root = tmp.path().join("root");
     let out = Command::new(option_env!("CARGO").unwrap_or("cargo"))
         .args(["install", "--quiet", "--locked", "--offline", "--path"])
@@ -39,8 +41,12 @@ fn an_installed_binary_runs_the_suite_with_the_checkout_deleted() {
         .arg("--root")
         .arg(&root)
         .env("CARGO_TARGET_DIR", &target_dir)
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0")
+        .env("CARGO_PROFILE_RELEASE_DEBUG", "0")
+        .env("CARGO_PROFILE_RELEASE_INCREMENTAL", "false")
         .output()
         .unwrap();
+
     assert!(
         out.status.success(),
         "cargo install failed: {}",

@@ -337,8 +337,11 @@ fn partition_capture_keeps_the_partition_and_maps_offsets_into_it() {
 fn capture_refuses_what_it_cannot_trace() {
     // No root needed: these fail before tracefs is touched (or say root is
     // needed, which is also a clear refusal).
+    let dir = tempfile::tempdir().unwrap();
+    let never = dir.path().join("never.tmt");
     let run = tracemark()
-        .args(["capture", "--device", "/dev/null", "-o", "/tmp/never.tmt"])
+        .args(["capture", "--device", "/dev/null", "-o"])
+        .arg(&never)
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(1));
@@ -348,7 +351,7 @@ fn capture_refuses_what_it_cannot_trace() {
             || stderr.contains("capture needs root to use tracefs; run it with sudo"),
         "{stderr}"
     );
-    assert!(!Path::new("/tmp/never.tmt").exists());
+    assert!(!never.exists());
 }
 
 /// Runs `tracemark capture` on `dev` around `script` with `extra` options;
