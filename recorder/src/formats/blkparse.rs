@@ -505,6 +505,14 @@ mod tests {
         assert_eq!(r("FF").op, RwbsOp::Flush);
         assert_eq!(r("DE").op, RwbsOp::Discard);
         assert_eq!(r("RA").op, RwbsOp::Read);
+        // Combinations real blkparse output holds (fill_rwbs order: preflush,
+        // op, FUA, read-ahead, sync, meta).
+        assert_eq!(r("RM").flags, Flags::META);
+        assert_eq!(r("RAS").flags, Flags::SYNC);
+        assert_eq!(r("WSM").flags, Flags::SYNC | Flags::META);
+        assert_eq!(r("FWS").flags, Flags::PREFLUSH | Flags::SYNC);
+        assert_eq!(r("FWS").op, RwbsOp::Write);
+        assert_eq!(r("N").op, RwbsOp::None);
         assert_eq!(r("WBS").flags, Flags::PREFLUSH | Flags::SYNC);
         assert_eq!(r("WZ").op, RwbsOp::WriteZeroes);
         assert_eq!(r("ZR").op, RwbsOp::ZoneReset);

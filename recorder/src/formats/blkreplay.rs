@@ -6,13 +6,19 @@
 //! `12.345678901 ;    223490 ;    8 ; R ; 0.0 ; 0.0`.
 //!
 //! The time is seconds with a decimal fraction (blkparse and the converters
-//! write nine digits); sector and length are 512-byte sectors; op is `R` or
-//! `W` (either case). The delay and duration fields are blkreplay's replay
+//! write nine digits); sector and length are 512-byte sectors. The op is
+//! documented as `R` or `W`, but the converter copies blkparse's RWBS field,
+//! so real loads also hold `RA` (read-ahead), `RM`, `WS`, `FWS`, `WSM`, `D`,
+//! `N`, ... (either case): the operation letter decides (R read, W write, D
+//! discard, F flush), S/F/M/B become the record's flags, a read-ahead is a
+//! read (the record has no read-ahead flag; a note counts them), and `N`
+//! (no data) is a note. The delay and duration fields are blkreplay's replay
 //! placeholders (0.0 in a load) and are ignored. A line that does not start
 //! with a digit is header text, counted as a note. One load is one device
 //! (`0:0`).
 
-use super::request_lines::{parse_lines, read_or_write, Parsed};
+use super::block_events::{parse_rwbs_bytes, RwbsOp};
+use super::request_lines::{parse_noted_lines, Parsed};
 use crate::error::ConvertError;
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
@@ -21,7 +27,14 @@ use crate::formats::line_input::{
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Sectors};
+use trace_format::{Bytes, DeviceId, Nanos, Op, Sectors};
+
+/// Notes: requests kept in a simpler form than the load gave them.
+pub mod notes {
+    pub const READ_AHEAD: &str = "blkreplay read-ahead (RA) replayed as reads";
+    pub const NO_DATA: &str = "blkreplay requests without data (N)";
+    pub const ZONE_RESET: &str = "blkreplay zone resets (ZR), not replayed";
+}
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
@@ -40,8 +53,8 @@ pub fn looks_like(head: &[u8]) -> bool {
     let mut requests = 0;
     for line in head_lines(head, 64) {
         match parse_line(line) {
-            Ok(Parsed::Io(_)) => requests += 1,
-            Ok(Parsed::Note(_)) => {}
+            Ok((Parsed::Io(_), _)) => requests += 1,
+            Ok((Parsed::Note(_), _)) => {}
             Err(_) => return false,
         }
         if requests == 4 {
@@ -51,13 +64,15 @@ pub fn looks_like(head: &[u8]) -> bool {
     requests > 0
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+/// A line: a request or header text, and a note when the request was kept
+/// in a simpler form (a read-ahead as a read).
+fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), String> {
     if !line
         .trim_ascii_start()
         .first()
         .is_some_and(u8::is_ascii_digit)
     {
-        return Ok(Parsed::Note("blkreplay header line"));
+        return Ok((Parsed::Note("blkreplay header line"), None));
     }
     let f = Fields::<7>::split(line, b';');
     if !(4..=6).contains(&f.len()) {
@@ -78,31 +93,50 @@ fn parse_line(line: &[u8]) -> Result<Parsed, String> {
     let len = Sectors(sectors)
         .to_bytes()
         .ok_or_else(|| format!("length {sectors} sectors is past 2^64 bytes"))?;
-    let op = read_or_write(f.get(3), "op")?;
+    let field = f.get(3).to_ascii_uppercase();
+    let rwbs = parse_rwbs_bytes(&field).ok_or_else(|| {
+        format!(
+            "op `{}` is no blkparse RWBS operation (R, W, D, F or N, then any of F, A, S, M)",
+            super::line_input::show(f.get(3))
+        )
+    })?;
+    let op = match rwbs.op {
+        RwbsOp::Read => Op::Read,
+        RwbsOp::Write => Op::Write,
+        RwbsOp::Discard => Op::Discard,
+        RwbsOp::Flush => Op::Flush,
+        RwbsOp::WriteZeroes => Op::WriteZeroes,
+        RwbsOp::None => return Ok((Parsed::Note(notes::NO_DATA), None)),
+        RwbsOp::ZoneReset => return Ok((Parsed::Note(notes::ZONE_RESET), None)),
+    };
+    let note = (op == Op::Read && field.contains(&b'A')).then_some(notes::READ_AHEAD);
     check_extent(offset.0, len.0)?;
-    Ok(Parsed::Io(SourceIo {
-        time,
-        device: DeviceId { major: 0, minor: 0 },
-        op,
-        flags: Flags::NONE,
-        offset,
-        len: Bytes(len.0),
-        latency: None,
-        pid: None,
-    }))
+    Ok((
+        Parsed::Io(SourceIo {
+            time,
+            device: DeviceId { major: 0, minor: 0 },
+            op,
+            flags: rwbs.flags,
+            offset,
+            len: Bytes(len.0),
+            latency: None,
+            pid: None,
+        }),
+        note,
+    ))
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    parse_lines(input, file, sink, "blkreplay load", parse_line)
+    parse_noted_lines(input, file, sink, "blkreplay load", parse_line)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::formats::line_input::testing::run;
-    use trace_format::Op;
+    use trace_format::Flags;
 
     /// A load as `conv_blktrace_to_load.sh` writes it: copyright and INFO
     /// header, the column line, then requests in blkparse's `%6T.%9t ; %12S ;
@@ -148,7 +182,52 @@ start ; sector; length ; op ;  replay_delay=0 ; replay_duration=0\n\
     fn bad_rows() {
         let out = run(parse, b"1.0 ; 2 ; 8 ; X ; 0 ; 0\n1.0 ; 2\n");
         let reasons: Vec<&str> = out.bad.iter().map(|(_, _, r)| r.as_str()).collect();
-        assert!(reasons[0].contains("neither R nor W"), "{reasons:?}");
+        assert!(
+            reasons[0].contains("op `X` is no blkparse RWBS operation"),
+            "{reasons:?}"
+        );
         assert!(reasons[1].contains("fields"), "{reasons:?}");
+    }
+
+    /// What real loads hold beyond R and W: the converter keeps blkparse's
+    /// RWBS (a MySQL load on Linux has `RA` on one of its 80,000 lines).
+    #[test]
+    fn rwbs_ops_of_real_loads_convert() {
+        let load = b"start ; sector; length ; op ;  replay_delay=0 ; replay_duration=0\n\
+     0.000000000 ;       223490 ;    8 ; RA ; 0.0 ; 0.0\n\
+     0.000100000 ;       223498 ;   16 ; RM ; 0.0 ; 0.0\n\
+     0.000200000 ;         4096 ;    8 ; WS ; 0.0 ; 0.0\n\
+     0.000300000 ;         4104 ;    8 ; FWS ; 0.0 ; 0.0\n\
+     0.000400000 ;         4112 ;    8 ; WSM ; 0.0 ; 0.0\n\
+     0.000500000 ;         4120 ;    8 ; wfs ; 0.0 ; 0.0\n\
+     0.000600000 ;         8192 ;   64 ; D ; 0.0 ; 0.0\n\
+     0.000700000 ;            0 ;    0 ; FF ; 0.0 ; 0.0\n\
+     0.000800000 ;            0 ;    0 ; N ; 0.0 ; 0.0\n\
+     0.000900000 ;       300000 ;    8 ; ra ; 0.0 ; 0.0\n";
+        assert!(looks_like(load));
+        let out = run(parse, load);
+        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let got: Vec<(Op, Flags, u64)> = out
+            .ios
+            .iter()
+            .map(|(_, io)| (io.op, io.flags, io.offset.0 / 512))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (Op::Read, Flags::NONE, 223490),
+                (Op::Read, Flags::META, 223498),
+                (Op::Write, Flags::SYNC, 4096),
+                (Op::Write, Flags::PREFLUSH | Flags::SYNC, 4104),
+                (Op::Write, Flags::SYNC | Flags::META, 4112),
+                (Op::Write, Flags::FUA | Flags::SYNC, 4120),
+                (Op::Discard, Flags::NONE, 8192),
+                (Op::Flush, Flags::PREFLUSH, 0),
+                (Op::Read, Flags::NONE, 300000),
+            ]
+        );
+        let count = |key: &str| out.notes.iter().filter(|n| *n == key).count();
+        assert_eq!(count(notes::READ_AHEAD), 2, "{:?}", out.notes);
+        assert_eq!(count(notes::NO_DATA), 1, "{:?}", out.notes);
     }
 }

@@ -28,14 +28,36 @@ pub(crate) fn parse_lines(
     what: &str,
     parse_line: fn(&[u8]) -> Result<Parsed, String>,
 ) -> Result<(), ConvertError> {
+    parse_noted_lines(input, file, sink, what, |line| {
+        parse_line(line).map(|p| (p, None))
+    })
+}
+
+/// [`parse_lines`] for a format whose request lines may also be worth a
+/// note (a request kept in a simpler form than its file gave it: the note
+/// says how often).
+pub(crate) fn parse_noted_lines(
+    input: &mut dyn BufRead,
+    file: &str,
+    sink: &mut dyn Sink,
+    what: &str,
+    parse_line: impl Fn(&[u8]) -> Result<(Parsed, Option<&'static str>), String>,
+) -> Result<(), ConvertError> {
     let mut lines = LineReader::new(input, file);
     while let Some(line) = lines.next_line(sink)? {
         if line.bytes.trim_ascii().is_empty() {
             continue;
         }
         match parse_line(line.bytes) {
-            Ok(Parsed::Io(io)) => sink.io(Location::line(file, line.number), io)?,
-            Ok(Parsed::Note(key)) => sink.note(key),
+            Ok((parsed, note)) => {
+                match parsed {
+                    Parsed::Io(io) => sink.io(Location::line(file, line.number), io)?,
+                    Parsed::Note(key) => sink.note(key),
+                }
+                if let Some(key) = note {
+                    sink.note(key);
+                }
+            }
             Err(reason) => report_bad(sink, file, line.number, line.bytes, &reason)?,
         }
     }
