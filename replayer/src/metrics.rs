@@ -68,6 +68,8 @@ pub struct PassOutcome {
     pub clock: results::fleet::PassClock,
     /// Per source volume (empty for a single-device trace).
     pub volumes: Vec<results::fleet::VolumeMetrics>,
+    /// Time the replay's threads waited for a CPU (engine/cpu_wait.rs).
+    pub cpu_wait_ns: Option<u64>,
 }
 
 /// A pass's prediction in the result schema.
@@ -182,6 +184,7 @@ impl PassOutcome {
                 lateness_us: lateness(&self.lateness),
                 original_s: self.original_duration_ns as f64 / 1e9,
                 achieved_s: self.playback_ns as f64 / 1e9,
+                cpu_wait_s: self.cpu_wait_ns.map(|ns| ns as f64 / 1e9),
             },
             task: self.task.as_ref().map(task_time),
             clock: Some(self.clock),
@@ -492,6 +495,11 @@ pub fn trace_result(
             lateness_us: lateness(&late),
             original_s: metrics.first().map_or(0.0, |m| m.fidelity.original_s),
             achieved_s: mean(&pick(&|m| m.fidelity.achieved_s)),
+            // The worst pass: one pass that waited moves the mean score.
+            cpu_wait_s: metrics
+                .iter()
+                .filter_map(|m| m.fidelity.cpu_wait_s)
+                .reduce(f64::max),
         },
         interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
         trace_id: None,

@@ -27,13 +27,14 @@ pub enum CompareError {
     Usage(String),
 }
 
-/// Reads one result file (`tracemark replay/suite --json`).
+/// Reads one result file (`tracemark replay/suite --json`), judged from its
+/// data ([`crate::validity`]) whatever version wrote it.
 pub fn load_result(path: &Path) -> Result<SuiteResult, CompareError> {
     let text = std::fs::read_to_string(path).map_err(|source| CompareError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    let mut result: SuiteResult = serde_json::from_str(&text).map_err(|e| {
         let position = format!(" at line {} column {}", e.line(), e.column());
         let reason = e.to_string();
         CompareError::Parse {
@@ -45,7 +46,9 @@ pub fn load_result(path: &Path) -> Result<SuiteResult, CompareError> {
                 .unwrap_or(&reason)
                 .to_string(),
         }
-    })
+    })?;
+    crate::validity::apply(&mut result);
+    Ok(result)
 }
 
 /// One result in the comparison: a column.
@@ -188,13 +191,18 @@ impl Comparison {
         let mut drives: Vec<Drive> = results
             .into_iter()
             .enumerate()
-            .map(|(i, (file, result))| Drive {
-                label: labels
-                    .get(i)
-                    .cloned()
-                    .unwrap_or_else(|| default_label(&result)),
-                file,
-                result,
+            .map(|(i, (file, mut result))| {
+                // Judged here too: a result may come from elsewhere than a
+                // file (and judging twice changes nothing).
+                crate::validity::apply(&mut result);
+                Drive {
+                    label: labels
+                        .get(i)
+                        .cloned()
+                        .unwrap_or_else(|| default_label(&result)),
+                    file,
+                    result,
+                }
             })
             .collect();
         disambiguate(&mut drives);
@@ -254,6 +262,30 @@ impl Comparison {
             .flatten()
     }
 
+    /// True when the column's result is not valid ([`crate::validity`]):
+    /// every cell of it carries [`INVALID`].
+    pub fn drive_invalid(&self, drive: usize) -> bool {
+        self.drives.get(drive).is_some_and(|d| !d.result.valid)
+    }
+
+    /// A cell: the value, its ratio to the reference where both columns
+    /// are valid (or `--include-invalid`), and [`INVALID`] on a column that
+    /// is not valid, so its figure is never read as a plain win or loss.
+    pub fn cell(
+        &self,
+        drive: usize,
+        value: Option<f64>,
+        reference: Option<f64>,
+        precision: usize,
+    ) -> String {
+        let text = cell(value, self.ratio_reference(drive, reference), precision);
+        if value.is_some() && self.drive_invalid(drive) {
+            format!("{text} {INVALID}")
+        } else {
+            text
+        }
+    }
+
     /// True when the column differs from the first in mode or options.
     pub fn drive_flagged(&self, drive: usize) -> bool {
         self.mismatches
@@ -309,6 +341,10 @@ impl Comparison {
         if drive == 0 {
             return None;
         }
+        // No verdict on a difference to figures that cannot be trusted.
+        if !self.include_invalid && (self.drive_invalid(0) || self.drive_invalid(drive)) {
+            return None;
+        }
         let (a, b) = (self.score_of(0, trace)?, self.score_of(drive, trace)?);
         let (ua, ub) = (
             self.score_uncertainty(0, trace)?,
@@ -338,6 +374,15 @@ impl Comparison {
                         }
                     ),
                 });
+            }
+            for t in &d.result.traces {
+                if let Some(why) = crate::validity::cpu_wait_caution(t) {
+                    out.push(Mismatch {
+                        drive: i,
+                        trace: None,
+                        message: format!("{}: trace '{}': {why}", d.label, t.name),
+                    });
+                }
             }
             if d.result.interrupted {
                 out.push(Mismatch {
@@ -530,6 +575,9 @@ pub fn cell(value: Option<f64>, reference: Option<f64>, precision: usize) -> Str
         },
     }
 }
+
+/// What every cell of a column whose result is not valid says.
+pub const INVALID: &str = "INVALID";
 
 /// What a score cell says when the difference to the first column is
 /// within the uncertainty.

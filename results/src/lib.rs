@@ -7,6 +7,8 @@
 //!   [`consistency`]: the consistency test's result.
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`compare`]: several result files side by side.
+//! - [`validity`]: whether a result's figures can be trusted, judged from
+//!   its data whatever version wrote it.
 //! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
 //!   with charts), for a suite run, a comparison and a consistency test.
 
@@ -20,5 +22,6 @@ pub mod options;
 pub mod schema;
 pub mod stats;
 pub mod text;
+pub mod validity;
 
 pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

@@ -57,6 +57,20 @@ pub struct Fidelity {
     pub original_s: f64,
     /// The replay's first issue to last completion.
     pub achieved_s: f64,
+    /// Time the replay's issuing threads and their io_uring workers were
+    /// ready to run but waited for a CPU (the kernel's run delay), s; for a
+    /// trace, its worst pass. The machine's other load is in the figures as
+    /// much as this is a share of `achieved_s`. Absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_wait_s: Option<f64>,
+}
+
+impl Fidelity {
+    /// `cpu_wait_s` as a share of the playback (None without either).
+    pub fn cpu_wait_share(&self) -> Option<f64> {
+        let w = self.cpu_wait_s?;
+        (self.achieved_s > 0.0).then(|| w / self.achieved_s)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -384,21 +398,22 @@ pub struct SuiteResult {
 }
 
 impl SuiteResult {
-    /// Marks traces with device errors, and the result with them, as not
-    /// valid, each with its reason. A replay whose I/Os fail measures the
-    /// failures, not the drive: its score must never pass for a real one.
+    /// Marks traces whose figures cannot be trusted (device errors, I/Os
+    /// left out unasked, realtime timing far off: [`crate::validity`]), and
+    /// the result with them, each with its reason. A replay whose I/Os fail
+    /// measures the failures, not the drive: its score must never pass for a
+    /// real one. Interruption is the caller's to mark, with its cause.
     pub fn mark_validity(&mut self) {
         self.invalid_reasons.clear();
         for t in &mut self.traces {
-            let errors: u64 = t.errors.values().sum();
-            if errors > 0 {
-                let per_op: Vec<String> = t
-                    .errors
-                    .iter()
-                    .filter(|(_, n)| **n > 0)
-                    .map(|(op, n)| format!("{op}: {n}"))
+            let problems: Vec<String> =
+                crate::validity::trace_problems(t, self.mode, &self.options)
+                    .into_iter()
+                    .filter(|p| *p != crate::validity::Problem::Interrupted)
+                    .map(|p| p.to_string())
                     .collect();
-                let reason = format!("{errors} I/Os failed on the device ({})", per_op.join(", "));
+            if !problems.is_empty() {
+                let reason = problems.join("; ");
                 t.valid = false;
                 self.invalid_reasons.push(format!("{}: {reason}", t.name));
                 t.invalid_reason = Some(reason);

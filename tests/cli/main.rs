@@ -12,6 +12,7 @@ mod conformance_samples;
 mod convert_blkparse;
 mod convert_errors;
 mod convert_output;
+mod cpu_wait;
 mod datasets;
 mod fleet;
 mod html_report;

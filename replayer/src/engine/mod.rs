@@ -39,6 +39,7 @@
 //! they are skipped and counted. Write-zeroes have no asynchronous form and
 //! are skipped and counted.
 
+mod cpu_wait;
 mod idle_spin;
 mod lanes;
 mod pass;
@@ -409,6 +410,7 @@ impl<'t> Engine<'t> {
         if rules.realtime && lane.is_none() {
             pass.task_model = Some(TaskTimeModel::new(plan.source.task_marks()));
         }
+        let cpu_wait = cpu_wait::CpuWaitStart::now();
 
         let mut pending: Option<Pending> = None;
         let failure = loop {
@@ -445,6 +447,7 @@ impl<'t> Engine<'t> {
         {
             *s &= *p;
         }
+        pass.cpu_wait_ns = cpu_wait.and_then(|w| w.elapsed_ns());
         if let Some(e) = failure {
             return Err(e);
         }

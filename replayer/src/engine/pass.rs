@@ -107,6 +107,9 @@ pub(super) struct Pass<'b> {
     warmup: bool,
     pub interrupted: bool,
     pub original_duration_ns: u64,
+    /// Time the issuing thread and its io_uring workers waited for a CPU
+    /// (None where the kernel does not say).
+    pub cpu_wait_ns: Option<u64>,
     /// Per target: no "not supported" answer to a discard in this pass.
     pub discard_supported: Vec<bool>,
     log_events: bool,
@@ -177,6 +180,7 @@ impl<'b> Pass<'b> {
             warmup,
             interrupted: false,
             original_duration_ns: 0,
+            cpu_wait_ns: None,
             discard_supported: vec![true; targets],
             log_events,
             lane,
@@ -374,6 +378,11 @@ impl<'b> Pass<'b> {
         self.interrupted |= other.interrupted;
         // Each ring saw only its own records.
         self.task_model = None;
+        // Rings run side by side: the longest wait is the pass's.
+        self.cpu_wait_ns = match (self.cpu_wait_ns, other.cpu_wait_ns) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
     }
 
     pub fn finish(self) -> PassOutcome {
@@ -417,6 +426,7 @@ impl<'b> Pass<'b> {
             } else {
                 self.task_model.and_then(|m| m.finish())
             },
+            cpu_wait_ns: self.cpu_wait_ns,
         }
     }
 }

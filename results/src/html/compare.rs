@@ -3,7 +3,7 @@
 use super::axis::Axis;
 use super::chart::{line_chart, AxisSpec, Line};
 use super::{colour, esc, page_end, page_start};
-use crate::compare::{cell, column_name, Comparison, Metric, NOT_SIGNIFICANT};
+use crate::compare::{column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
 use std::fmt::Write;
 
 fn legend(out: &mut String, c: &Comparison) {
@@ -11,10 +11,15 @@ fn legend(out: &mut String, c: &Comparison) {
     for (i, d) in c.drives.iter().enumerate() {
         let _ = write!(
             out,
-            "<span class=\"swatch\" style=\"background:{}\"></span>{} = {} &nbsp; ",
+            "<span class=\"swatch\" style=\"background:{}\"></span>{} = {}{} &nbsp; ",
             colour(i),
             column_name(i),
-            esc(&d.label)
+            esc(&d.label),
+            if c.drive_invalid(i) {
+                format!(" <span class=\"flag invalid\">({INVALID}: not a valid result)</span>")
+            } else {
+                String::new()
+            }
         );
     }
     out.push_str("</p>\n");
@@ -76,6 +81,12 @@ fn bar_chart(out: &mut String, c: &Comparison, metric: Metric) {
         for &(i, v) in bars {
             let y = gy + i as f64 * bar_h;
             let w = (x(v) - left).max(0.5);
+            let prec = metric.precision();
+            let invalid = if c.drive_invalid(i) {
+                format!(" {INVALID}")
+            } else {
+                String::new()
+            };
             let _ = writeln!(
                 out,
                 "<rect class=\"bar\" data-metric=\"{}\" data-trace=\"{}\" data-drive=\"{}\" x=\"{left}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {} {}</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
@@ -86,10 +97,10 @@ fn bar_chart(out: &mut String, c: &Comparison, metric: Metric) {
                 colour(i),
                 esc(c.drives.get(i).map_or("", |d| d.label.as_str())),
                 esc(metric.title()),
-                format_args!("{v:.prec$}", prec = metric.precision()),
+                format_args!("{v:.prec$}{invalid}"),
                 left + w + 4.0,
                 y + bar_h - 4.0,
-                format_args!("{v:.prec$}", prec = metric.precision()),
+                format_args!("{v:.prec$}{invalid}"),
             );
         }
     }
@@ -133,11 +144,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
             let _ = write!(
                 out,
                 "<td>{}{}{flag}</td>",
-                esc(&cell(
-                    value,
-                    c.ratio_reference(i, reference),
-                    metric.precision()
-                )),
+                esc(&c.cell(i, value, reference, metric.precision())),
                 not_significant(c, metric, i, Some(name))
             );
         }
@@ -149,11 +156,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
         let _ = write!(
             out,
             "<th>{}{}</th>",
-            esc(&cell(
-                metric.of_suite(&d.result),
-                c.ratio_reference(i, reference),
-                metric.precision()
-            )),
+            esc(&c.cell(i, metric.of_suite(&d.result), reference, metric.precision())),
             not_significant(c, metric, i, None)
         );
     }

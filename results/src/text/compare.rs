@@ -1,13 +1,14 @@
 //! The comparison as text: one table per metric, ratios to the first column.
 
 use super::escape_control as esc;
-use crate::compare::{cell, column_name, Comparison, Metric, NOT_SIGNIFICANT};
+use crate::compare::{column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
 use std::fmt::Write;
 
 /// The tables people read: the columns, the comparability warnings, then
 /// one table per metric. `!` marks a column whose mode or options differ
 /// from the first; `≠` a cell whose trace is another version; `n.s.` a score
-/// whose difference to the first column is not significant.
+/// whose difference to the first column is not significant; `INVALID` every
+/// cell of a result whose figures cannot be trusted (no ratio).
 pub fn format_tables(c: &Comparison) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "columns (ratios are to the first):");
@@ -74,7 +75,7 @@ pub fn format_tables(c: &Comparison) -> String {
             let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
             for i in 0..c.drives.len() {
                 let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
-                let mut text = cell(value, c.ratio_reference(i, reference), metric.precision());
+                let mut text = c.cell(i, value, reference, metric.precision());
                 if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
                     text = format!("{text} {NOT_SIGNIFICANT}");
                 }
@@ -93,17 +94,19 @@ pub fn format_tables(c: &Comparison) -> String {
         let _ = write!(out, "{label:<name_width$}");
         let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
         for (i, d) in c.drives.iter().enumerate() {
-            let mut text = cell(
-                metric.of_suite(&d.result),
-                c.ratio_reference(i, reference),
-                metric.precision(),
-            );
+            let mut text = c.cell(i, metric.of_suite(&d.result), reference, metric.precision());
             if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
                 text = format!("{text} {NOT_SIGNIFICANT}");
             }
             let _ = write!(out, " {text:>col_width$}");
         }
         let _ = writeln!(out);
+        if metric == Metric::Score && (0..c.drives.len()).any(|i| c.drive_invalid(i)) {
+            let _ = writeln!(
+                out,
+                "{INVALID}: the result is not valid (see the warnings above); its figures are no measure of the drive"
+            );
+        }
         if metric == Metric::Score {
             let _ = writeln!(
                 out,

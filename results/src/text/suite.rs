@@ -14,7 +14,9 @@ fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {
 }
 
 /// One row per trace (score, bandwidth, access time, playback time, read and
-/// write MB), then the suite line; ± is half the range over passes.
+/// write MB), then the suite line; ± is half the range over passes. Rows,
+/// and the suite line, of figures that cannot be trusted end in `INVALID`
+/// ([`crate::validity`]), with the reasons after the notes.
 pub fn format_table(r: &SuiteResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -88,15 +90,20 @@ pub fn format_table(r: &SuiteResult) -> String {
         "trace", "score", "bandwidth MB/s", "access time µs", "playback s", "read MB", "write MB"
     );
     let _ = writeln!(out, "{}", if task_column { "     task s" } else { "" });
-    for t in &r.traces {
-        row(&mut out, t, task_column);
+    let verdict = crate::validity::judge(r);
+    for (t, why) in r.traces.iter().zip(&verdict.traces) {
+        row(&mut out, t, task_column, why.is_some());
     }
     match &r.suite {
         Some(s) => {
             let _ = writeln!(
                 out,
-                "{:<24} {:>16.0} {:>18.2} {:>16.1}",
-                "suite (geometric mean)", s.score, s.bandwidth_mb_s, s.access_time_us
+                "{:<24} {:>16.0} {:>18.2} {:>16.1}{}",
+                "suite (geometric mean)",
+                s.score,
+                s.bandwidth_mb_s,
+                s.access_time_us,
+                if verdict.valid { "" } else { "  INVALID" }
             );
         }
         None => {
@@ -109,10 +116,18 @@ pub fn format_table(r: &SuiteResult) -> String {
     if r.interrupted {
         let _ = writeln!(out, "interrupted: partial result");
     }
+    if !verdict.valid {
+        let _ = writeln!(
+            out,
+            "INVALID: these figures are no measure of the drive: {}",
+            esc(&verdict.reasons.join("; "))
+        );
+    }
     out
 }
 
-fn row(out: &mut String, t: &TraceResult, task_column: bool) {
+/// One trace's row; `invalid` marks a trace whose figures cannot be trusted.
+fn row(out: &mut String, t: &TraceResult, task_column: bool, invalid: bool) {
     let n = t.passes.len();
     let name: String = esc(&t.name).chars().take(24).collect();
     let _ = write!(
@@ -143,7 +158,7 @@ fn row(out: &mut String, t: &TraceResult, task_column: bool) {
         (None, true) => format!(" {:>10}", "-"),
         (_, false) => String::new(),
     };
-    let _ = writeln!(out, "{task}");
+    let _ = writeln!(out, "{task}{}", if invalid { "  INVALID" } else { "" });
 }
 
 fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
@@ -164,6 +179,9 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
             "{name}: skipped per pass: {} by --read-only, {} by --skip-ops, {} discards, {} write-zeroes, {} empty",
             s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
         );
+    }
+    if let Some(why) = crate::validity::cpu_wait_caution(t) {
+        let _ = writeln!(out, "{name}: caution: {why}");
     }
     if mode == TimingMode::Realtime {
         let f = &t.fidelity;
