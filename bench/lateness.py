@@ -12,7 +12,9 @@ observer, so it is anchored where it makes the least-late I/O exactly on time:
 lateness_i = (seen_i - sched_i) - min_j (seen_j - sched_j). Also reported:
 the jitter (|lateness_i - median lateness|), the error of each inter-arrival
 time against the trace's (|Δseen - Δsched|), and how many I/Os reached the
-device out of trace order (the n-th arrival is not the n-th record's offset).
+device out of trace order (the n-th arrival is not the n-th record's offset),
+and the lateness by position in a burst (I/Os scheduled within 1 µs of each
+other; position 7 stands for 7 and later).
 Prints one JSON object; times in microseconds (tracefs prints µs).
 """
 import json
@@ -87,6 +89,26 @@ def main():
             "achieved_s": (seen[n - 1] - seen[0]) / 1e6,
         }
     )
+    # Bursts: I/Os scheduled within 1 µs of the previous one. Lateness by
+    # position in the burst (0 = first) shows what the later ones lose.
+    unsorted_late = [d - base for d in diffs]
+    by_pos = {}
+    sizes = {}
+    pos = 0
+    for i in range(n):
+        if i > 0 and sched[i] - sched[i - 1] <= 1.0:
+            pos += 1
+        else:
+            if i > 0:
+                sizes[pos + 1] = sizes.get(pos + 1, 0) + 1
+            pos = 0
+        by_pos.setdefault(min(pos, 7), []).append(unsorted_late[i])
+    sizes[pos + 1] = sizes.get(pos + 1, 0) + 1
+    out["burst_sizes"] = {str(k): v for k, v in sorted(sizes.items())}
+    out["lateness_by_burst_position_us"] = {
+        str(k): {"count": len(v), "p50": pct(sorted(v), 50), "p99": pct(sorted(v), 99)}
+        for k, v in sorted(by_pos.items())
+    }
     print(json.dumps(out))
 
 

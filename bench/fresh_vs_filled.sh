@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# One trace's score on a freshly reset zram device against the same device
+# right after dd filled it with random data, in alternating rounds: which
+# side moves between two runs, with what each run recorded about itself
+# (preconditioning written, issue lateness, and how long the replay's threads
+# waited for a CPU: fidelity.cpu_wait_s).
+#
+#   usage: bash bench/fresh_vs_filled.sh [ROUNDS] [TRACE]   (root; 3 rounds, traces/game-0ad.tmt)
+#
+# Each replay: realtime, default options, --passes 1 (as the check that saw a
+# 2.67x move). BUILDS as in bursty_fidelity.sh (default: this tree's).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+ROUNDS=${1:-3}
+TRACE=${2:-$BENCH_ROOT/traces/game-0ad.tmt}
+SIZE_MIB=${SIZE_MIB:-4096}
+need_root
+need python3
+build_tracemark
+BUILDS=${BUILDS:-"tracemark=$TRACEMARK"}
+
+WORK=$(mktemp -d /var/tmp/tracemark-fresh.XXXXXX)
+ZRAM_N=""
+cleanup() {
+    if [ -n "$ZRAM_N" ]; then
+        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
+        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
+    fi
+    rm -rf --one-file-system "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
+ZRAM_N=$(cat /sys/class/zram-control/hot_add)
+ZRAM=/dev/zram$ZRAM_N
+for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
+fresh() {
+    echo 1 > "/sys/block/zram$ZRAM_N/reset"
+    echo $((SIZE_MIB << 20)) > "/sys/block/zram$ZRAM_N/disksize"
+}
+# The preconditioning markers of this run only, not the user's.
+export TRACEMARK_STATE_DIR=$WORK/state
+
+echo "# fresh_vs_filled: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), tracemark commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD), $(basename "$TRACE"), $ZRAM ${SIZE_MIB} MiB"
+echo "| round | device | build | load | score | access time µs | precondition written MiB | lateness p99 µs | CPU wait ms | CPU wait % of playback |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for round in $(seq 1 "$ROUNDS"); do
+    for state in fresh filled; do
+        fresh
+        [ "$state" = filled ] && dd if=/dev/urandom of="$ZRAM" bs=1M count="$SIZE_MIB" oflag=direct status=none
+        for b in $BUILDS; do
+            load=$(cut -d' ' -f1 /proc/loadavg)
+            "${b#*=}" replay "$TRACE" --target "$ZRAM" --mode realtime --passes 1 --allow-write \
+                --json "$WORK/r.json" > /dev/null
+            python3 - "$WORK/r.json" "$round" "$state" "${b%%=*}" "$load" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["traces"][0]
+f = t["fidelity"]
+p = r.get("precondition") or {}
+w = f.get("cpu_wait_s")
+share = f"{100 * w / f['achieved_s']:.1f}" if w is not None and f["achieved_s"] else "-"
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {t['score']:.0f} | {t['access_time_us']:.1f} | "
+      f"{p.get('written_bytes', 0) / 2**20:.0f} | {f['lateness_us']['p99']:.1f} | "
+      f"{'-' if w is None else f'{w * 1e3:.1f}'} | {share} |")
+PY
+        done
+    done
+done
