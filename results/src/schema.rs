@@ -399,17 +399,25 @@ pub struct SuiteResult {
 
 impl SuiteResult {
     /// Marks traces whose figures cannot be trusted (device errors, I/Os
-    /// left out unasked, realtime timing far off: [`crate::validity`]), and
-    /// the result with them, each with its reason. A replay whose I/Os fail
-    /// measures the failures, not the drive: its score must never pass for a
-    /// real one. Interruption is the caller's to mark, with its cause.
+    /// left out unasked: [`crate::validity`]), and the result with them,
+    /// each with its reason. A replay whose I/Os fail measures the failures,
+    /// not the drive: its score must never pass for a real one.
+    /// Interruption is the caller's to mark, with its cause; issue lateness
+    /// is judged by readers only, so a loaded machine's replay still ends
+    /// with its ordinary exit status.
     pub fn mark_validity(&mut self) {
         self.invalid_reasons.clear();
         for t in &mut self.traces {
             let problems: Vec<String> =
                 crate::validity::trace_problems(t, self.mode, &self.options)
                     .into_iter()
-                    .filter(|p| *p != crate::validity::Problem::Interrupted)
+                    .filter(|p| {
+                        !matches!(
+                            p,
+                            crate::validity::Problem::Interrupted
+                                | crate::validity::Problem::LateIssue { .. }
+                        )
+                    })
                     .map(|p| p.to_string())
                     .collect();
             if !problems.is_empty() {

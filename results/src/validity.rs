@@ -8,11 +8,13 @@
 use crate::options::{ReplayOptions, TimingMode};
 use crate::schema::{SuiteResult, TraceResult};
 
-/// Realtime replay aims at an issue lateness p99 under 50 µs; a median 20
-/// times that means the trace's timing was not kept (the closed-loop shift
+/// Realtime replay aims at an issue lateness p99 under 50 µs; a median of
+/// 10 ms means the trace's timing was not kept (the closed-loop shift
 /// already takes out waits for a slow drive, so this is the replayer's own
-/// lateness).
-pub const FAR_OFF_LATENESS_P50_US: f64 = 1000.0;
+/// lateness). Medians of 1-2 ms occur on a machine whose CPUs are shared
+/// with other work (tests running beside each other): those results carry
+/// their CPU wait instead ([`cpu_wait_caution`]).
+pub const FAR_OFF_LATENESS_P50_US: f64 = 10_000.0;
 
 /// Share of a trace's I/Os that may be left out without being asked for
 /// (discards on a file, write-zeroes, empty requests) before the replay no
