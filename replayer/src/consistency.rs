@@ -455,6 +455,7 @@ pub fn run_consistency(
         });
     }
     Ok(ConsistencyResult {
+        schema_version: results::identity::SCHEMA_VERSION,
         tool: ToolInfo {
             name: "tracemark".into(),
             version: env!("CARGO_PKG_VERSION").into(),

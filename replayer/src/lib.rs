@@ -8,6 +8,7 @@
 //!   `identity`, `wrap`).
 //! - [`target`]: opening the target (block device or file, scratch file by
 //!   default), the safety checks, filling the scratch file.
+//! - [`identity`]: the drive, filesystem and host a result was measured on.
 //! - [`cpu_idle`]: keeping the CPUs out of idle states while a run lasts.
 //! - [`precondition`]: writing what the traces will read before scoring, so
 //!   reads touch data.
@@ -30,6 +31,7 @@ pub mod consistency;
 pub mod cpu_idle;
 pub mod engine;
 pub mod error;
+pub mod identity;
 pub mod in_use;
 pub mod interrupt;
 pub mod mapping;

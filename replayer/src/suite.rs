@@ -244,7 +244,10 @@ fn suite_result(
     interrupted: bool,
     started_unix_s: u64,
 ) -> SuiteResult {
-    SuiteResult {
+    let mut result = SuiteResult {
+        schema_version: results::identity::SCHEMA_VERSION,
+        suite_name: None,
+        trace_set: None,
         tool: ToolInfo {
             name: "tracemark".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -261,7 +264,9 @@ fn suite_result(
         invalid_reasons: Vec::new(),
         precondition: None,
         fleet: None,
-    }
+    };
+    result.trace_set = result.computed_trace_set_hash();
+    result
 }
 
 /// The stop signal's name ("SIGTERM"), or "a stop request" when the stop
@@ -357,16 +362,7 @@ impl Observer for TimelineObserver<'_> {
 
 /// The machine the result comes from.
 pub fn host_info() -> HostInfo {
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    HostInfo {
-        hostname: read("/proc/sys/kernel/hostname"),
-        kernel: read("/proc/sys/kernel/osrelease"),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-    }
+    crate::identity::host_info()
 }
 
 /// Writes the result file (pretty JSON).

@@ -61,7 +61,7 @@ pub struct TargetRequest {
 impl Target {
     /// The result file's description of this target and the further ones.
     pub fn info(&self) -> TargetInfo {
-        TargetInfo {
+        let mut info = TargetInfo {
             path: self.path.display().to_string(),
             kind: self.kind,
             size_bytes: self.size,
@@ -73,8 +73,13 @@ impl Target {
             } else {
                 IoPath::IoWq
             }),
-            others: self.further.iter().map(Target::info).collect(),
-        }
+            others: Vec::new(),
+            drive: None,
+            filesystem: None,
+        };
+        crate::identity::describe(&mut info);
+        info.others = self.further.iter().map(Target::info).collect();
+        info
     }
 
     pub fn fd(&self) -> RawFd {

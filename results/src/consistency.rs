@@ -86,6 +86,12 @@ pub struct Durations {
 /// The consistency result file (`--json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConsistencyResult {
+    /// As [`crate::SuiteResult::schema_version`].
+    #[serde(
+        default = "crate::identity::first_schema_version",
+        skip_serializing_if = "crate::identity::is_first_schema_version"
+    )]
+    pub schema_version: u32,
     pub tool: ToolInfo,
     pub host: HostInfo,
     pub target: TargetInfo,

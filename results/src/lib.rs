@@ -4,7 +4,8 @@
 //!
 //! - [`schema`]: a run of a suite ([`SuiteResult`]) with its traces, passes,
 //!   target and host; [`options`]: the replay options it records;
-//!   [`consistency`]: the consistency test's result.
+//!   [`consistency`]: the consistency test's result; [`identity`]: the
+//!   drive, filesystem and trace set a result was measured on.
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`compare`]: several result files side by side.
 //! - [`validity`]: whether a result's figures can be trusted, judged from
@@ -17,6 +18,7 @@ pub mod consistency;
 pub mod fleet;
 pub mod hdr;
 pub mod html;
+pub mod identity;
 pub mod merge;
 pub mod options;
 pub mod schema;

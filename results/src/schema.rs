@@ -346,6 +346,12 @@ pub struct HostInfo {
     pub hostname: String,
     pub kernel: String,
     pub cpus: usize,
+    /// `model name` of /proc/cpuinfo (absent before schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// MemTotal of /proc/meminfo, bytes (absent before schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -364,11 +370,33 @@ pub struct TargetInfo {
     /// than once, `--device-map`), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub others: Vec<TargetInfo>,
+    /// A block device's identity from sysfs (absent for a file target and
+    /// before schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<crate::identity::DriveIdentity>,
+    /// A file target's filesystem and the device under it (absent for a
+    /// block device and before schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filesystem: Option<crate::identity::FilesystemInfo>,
 }
 
 /// The result file (`--json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteResult {
+    /// [`crate::identity::SCHEMA_VERSION`] when written; 1 in files older
+    /// than the field.
+    #[serde(
+        default = "crate::identity::first_schema_version",
+        skip_serializing_if = "crate::identity::is_first_schema_version"
+    )]
+    pub schema_version: u32,
+    /// The suite's name (`tracemark suite`), absent for `replay`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_name: Option<String>,
+    /// [`SuiteResult::computed_trace_set_hash`] when written (absent before
+    /// schema version 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_set: Option<String>,
     pub tool: ToolInfo,
     pub host: HostInfo,
     pub target: TargetInfo,

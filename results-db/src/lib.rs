@@ -1,0 +1,206 @@
+//! The results database: every `replay`, `suite` and `consistency` run kept
+//! whole (the result file's JSON, as written) in one SQLite file, with the
+//! columns that listing, filtering and ranking need beside it.
+//!
+//! - [`ResultsDb::open`] creates or opens the file, refuses a file that is
+//!   not a database, another program's database or a corrupt one with one
+//!   error each, and brings an older schema up to date ([`migrations`]).
+//! - Writers use WAL and a busy timeout, so two runs finishing at once both
+//!   land, and each run is one transaction, synced before it returns, so a
+//!   writer killed mid-way loses nothing already stored.
+//! - [`runs`]: storing a result (recognising one already stored by its
+//!   content), listing, reading, labelling and removing runs.
+
+pub mod migrations;
+pub mod runs;
+
+pub use runs::{Filter, RunKind, RunRow, Stored};
+
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// `PRAGMA application_id` of a tracemark results database ("tmrd").
+pub const APPLICATION_ID: i32 = 0x746d_7264;
+
+/// How long a writer waits for another one to finish its transaction.
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The first 16 bytes of every SQLite 3 database file.
+const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("{}: not a results database: the file is not an SQLite database (give another file with --db, or move this one away)", path.display())]
+    NotADatabase { path: PathBuf },
+    #[error("{}: an SQLite database of another program (no tracemark results in it); tracemark does not write into it (give its own file with --db)", path.display())]
+    Foreign { path: PathBuf },
+    #[error("{}: the results database is corrupt ({detail}); restore a copy, or recover what is readable with `sqlite3 {} .recover`", path.display(), path.display())]
+    Corrupt { path: PathBuf, detail: String },
+    #[error("{}: the results database has schema version {found}, newer than this tracemark's {known}: use a newer tracemark", path.display())]
+    TooNew {
+        path: PathBuf,
+        found: i64,
+        known: i64,
+    },
+    #[error("{}: cannot create the directory: {source}", path.display())]
+    Directory {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", path.display())]
+    Sqlite {
+        path: PathBuf,
+        source: rusqlite::Error,
+    },
+    #[error("no run {0} in the results database (`tracemark results list` shows the ids)")]
+    NoSuchRun(i64),
+    #[error("{origin}: not a tracemark result: {reason}")]
+    NotAResult { origin: String, reason: String },
+}
+
+/// An open results database.
+pub struct ResultsDb {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// The default database: `$XDG_DATA_HOME/tracemark/results.db`, else
+/// `~/.local/share/tracemark/results.db`; None without either variable.
+pub fn default_path() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            let home = PathBuf::from(std::env::var_os("HOME")?);
+            Some(home.join(".local/share"))
+        })?;
+    Some(data.join("tracemark/results.db"))
+}
+
+impl ResultsDb {
+    /// Opens the database at `path`, creating it (and its directory) when
+    /// missing and migrating an older schema.
+    pub fn open(path: &Path) -> Result<ResultsDb, DbError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| DbError::Directory {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        }
+        check_magic(path)?;
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE
+                | OpenFlags::SQLITE_OPEN_CREATE
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(|e| classify(path, e))?;
+        let db = ResultsDb {
+            conn,
+            path: path.to_path_buf(),
+        };
+        db.conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| db.err(e))?;
+        db.check_ours()?;
+        // WAL: readers never block the writer, and a writer killed mid-way
+        // leaves the last committed state. FULL: each commit is on disk
+        // before the run is reported stored.
+        db.conn
+            .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+            .map_err(|e| db.err(e))?;
+        db.conn
+            .execute_batch("PRAGMA synchronous=FULL;")
+            .map_err(|e| db.err(e))?;
+        migrations::migrate(&db)?;
+        Ok(db)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// An SQLite error as the database's error, naming the file.
+    pub(crate) fn err(&self, e: rusqlite::Error) -> DbError {
+        classify(&self.path, e)
+    }
+
+    /// Refuses another program's database before anything is written to it:
+    /// ours has our application id; an empty file (or a new one) has no
+    /// tables yet.
+    fn check_ours(&self) -> Result<(), DbError> {
+        let app_id: i32 = self
+            .conn
+            .query_row("PRAGMA application_id", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if app_id == APPLICATION_ID {
+            return Ok(());
+        }
+        let objects: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if app_id != 0 || objects > 0 {
+            return Err(DbError::Foreign {
+                path: self.path.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `PRAGMA integrity_check`: Ok, or the first problem as a corrupt
+    /// database's error.
+    pub fn check_integrity(&self) -> Result<(), DbError> {
+        let first: String = self
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.err(e))?;
+        if first == "ok" {
+            Ok(())
+        } else {
+            Err(DbError::Corrupt {
+                path: self.path.clone(),
+                detail: first,
+            })
+        }
+    }
+}
+
+/// A file that exists, is not empty and does not start as an SQLite
+/// database does is refused before SQLite touches it.
+fn check_magic(path: &Path) -> Result<(), DbError> {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(()); // missing (created) or unreadable (SQLite says why)
+    };
+    let mut head = Vec::with_capacity(16);
+    let read = file.by_ref().take(16).read_to_end(&mut head);
+    match read {
+        Ok(0) => Ok(()),
+        Ok(_) if head.as_slice() == SQLITE_MAGIC => Ok(()),
+        Ok(_) => Err(DbError::NotADatabase {
+            path: path.to_path_buf(),
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
+/// SQLite's "not a database" and "corrupt" codes as their own errors.
+pub(crate) fn classify(path: &Path, e: rusqlite::Error) -> DbError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase) => DbError::NotADatabase {
+            path: path.to_path_buf(),
+        },
+        Some(ErrorCode::DatabaseCorrupt) => DbError::Corrupt {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        },
+        _ => DbError::Sqlite {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    }
+}

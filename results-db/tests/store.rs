@@ -1,0 +1,161 @@
+//! Storing, importing (duplicates by content), listing with filters,
+//! labels and removal.
+
+mod common;
+
+use results_db::{Filter, ResultsDb, RunKind, Stored};
+
+fn open() -> (tempfile::TempDir, ResultsDb) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ResultsDb::open(&dir.path().join("results.db")).unwrap();
+    (dir, db)
+}
+
+#[test]
+fn results_of_an_earlier_version_import_with_their_columns() {
+    let (_d, db) = open();
+    for name in [
+        "replay-file.json",
+        "replay-zram.json",
+        "suite-two.json",
+        "consistency.json",
+    ] {
+        let text = common::fixture(name);
+        let stored = db.import(&text, name).unwrap();
+        let run = db.get(stored.id()).unwrap();
+        assert_eq!(
+            run.result_json.as_deref(),
+            Some(text.as_str()),
+            "{name}: stored whole"
+        );
+        assert_eq!(run.origin, name);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            run.target_path,
+            v["target"]["path"].as_str().unwrap(),
+            "{name}"
+        );
+        assert_eq!(run.started_unix_s, v["started_unix_s"].as_u64().unwrap());
+        if name == "consistency.json" {
+            assert_eq!(run.kind, RunKind::Consistency);
+        } else {
+            assert_eq!(run.kind, RunKind::Replay);
+            let score = v["suite"]["score"].as_f64().unwrap();
+            assert_eq!(run.score, Some(score), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_same_result_is_recognised_by_content_not_by_text() {
+    let (_d, db) = open();
+    let text = common::fixture("suite-two.json");
+    let first = db.import(&text, "a.json").unwrap();
+    assert!(matches!(first, Stored::New(_)));
+    // Same content, other key order and white space.
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let compact = serde_json::to_string(&v).unwrap();
+    assert_eq!(
+        db.import(&compact, "b.json").unwrap(),
+        Stored::Duplicate(first.id())
+    );
+    // Another result is new.
+    assert!(matches!(
+        db.import(&common::suite_variant(3), "c.json").unwrap(),
+        Stored::New(_)
+    ));
+    assert_eq!(db.list(&Filter::default()).unwrap().len(), 2);
+}
+
+#[test]
+fn list_is_newest_first_and_filters_by_drive_date_and_label() {
+    let (_d, db) = open();
+    let ids: Vec<i64> = (0..5)
+        .map(|n| {
+            db.import(&common::suite_variant(n * 100), "v")
+                .unwrap()
+                .id()
+        })
+        .collect();
+    let zram = db
+        .import(&common::fixture("replay-zram.json"), "z")
+        .unwrap()
+        .id();
+    let all = db.list(&Filter::default()).unwrap();
+    let starts: Vec<u64> = all.iter().map(|r| r.started_unix_s).collect();
+    let mut sorted = starts.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(starts, sorted, "newest first");
+
+    db.set_label(ids[2], Some("Drive B, new firmware")).unwrap();
+    let labelled = db
+        .list(&Filter {
+            label: Some("firmware".into()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(
+        labelled.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![ids[2]]
+    );
+    assert_eq!(labelled[0].label.as_deref(), Some("Drive B, new firmware"));
+
+    let since = db
+        .list(&Filter {
+            since_unix_s: Some(1_700_000_000 + 300),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert!(since.iter().all(|r| r.started_unix_s >= 1_700_000_300));
+    assert!(since.iter().any(|r| r.id == ids[4]) && !since.iter().any(|r| r.id == ids[0]));
+
+    let zram_path = db.get(zram).unwrap().target_path;
+    let by_drive = db
+        .list(&Filter {
+            drive: Some(zram_path.clone()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert!(by_drive.iter().all(|r| r.target_path.contains(&zram_path)));
+    assert!(by_drive.iter().any(|r| r.id == zram));
+
+    // `%` and `_` in a filter are plain characters.
+    assert!(db
+        .list(&Filter {
+            label: Some("%".into()),
+            ..Filter::default()
+        })
+        .unwrap()
+        .is_empty());
+}
+
+#[test]
+fn remove_and_label_name_a_missing_run() {
+    let (_d, db) = open();
+    let id = db
+        .import(&common::fixture("suite-two.json"), "a")
+        .unwrap()
+        .id();
+    db.remove(id).unwrap();
+    assert!(db.get(id).is_err());
+    let err = db.remove(id).err().unwrap().to_string();
+    assert!(err.contains(&format!("no run {id}")), "{err}");
+    assert!(db.set_label(id + 7, Some("x")).is_err());
+    // Ids are never reused.
+    let next = db.import(&common::suite_variant(1), "b").unwrap().id();
+    assert!(next > id);
+}
+
+#[test]
+fn text_that_is_not_a_result_is_refused_naming_it() {
+    let (_d, db) = open();
+    for (text, what) in [
+        ("{", "not JSON"),
+        ("[1,2]", "not a JSON object"),
+        ("{\"a\":1}", "not a replay or suite result"),
+    ] {
+        let err = db.import(text, "bad.json").err().unwrap().to_string();
+        assert!(err.contains("bad.json") && err.contains(what), "{err}");
+    }
+    assert!(db.list(&Filter::default()).unwrap().is_empty());
+}

@@ -1,0 +1,152 @@
+//! What a result was measured on: the drive (model, firmware, serial,
+//! geometry, queue limits, transport), the filesystem under a file target,
+//! and which set of traces was run. Everything here is optional in the file:
+//! results written before schema version 2 have none of it and still read.
+
+use crate::schema::{SuiteResult, TargetInfo, TargetKind};
+use serde::{Deserialize, Serialize};
+
+/// The result file's schema version: 1 is every file without the field
+/// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
+/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The schema version of a file that does not say (written before the field).
+pub fn first_schema_version() -> u32 {
+    1
+}
+
+/// Version 1 is written as it was: without the field, so such a file read
+/// and written back is the same file.
+pub fn is_first_schema_version(v: &u32) -> bool {
+    *v == 1
+}
+
+/// A block device as sysfs describes it (a partition: its whole disk).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriveIdentity {
+    /// The kernel's name (`nvme0n1`, `sda`, `zram0`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// The serial number, or `sha256:` and the first 16 hex digits of its
+    /// SHA-256 unless `--keep-serial`: enough to tell two drives of one
+    /// model apart without publishing which drive it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    pub capacity_bytes: u64,
+    pub logical_block_size: u64,
+    pub physical_block_size: u64,
+    pub rotational: bool,
+    /// `queue/max_sectors_kb`, `queue/max_hw_sectors_kb`, `queue/nr_requests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hw_sectors_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    /// The I/O scheduler in use (`none`, `mq-deadline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// `nvme`, `sata`, `scsi`, `usb`, `virtio`, `mmc`, `loop`, `zram`,
+    /// `device-mapper`, or what the device path says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+}
+
+/// The filesystem a file target lives on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilesystemInfo {
+    /// `ext4`, `xfs`, `tmpfs`, ...
+    pub fs_type: String,
+    pub mount_point: String,
+    pub mount_options: String,
+    /// The mount's source (`/dev/vda1`, `overlay`).
+    pub source: String,
+    /// The block device under it, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<DriveIdentity>,
+}
+
+impl TargetInfo {
+    /// The drive the figures belong to: the device itself, or the one
+    /// under a file target's filesystem.
+    pub fn drive_identity(&self) -> Option<&DriveIdentity> {
+        self.drive
+            .as_ref()
+            .or_else(|| self.filesystem.as_ref()?.drive.as_ref())
+    }
+
+    /// A key that names the same drive in every result: its serial (hashed
+    /// or not), else model and capacity; for a file target the file and the
+    /// device under it; else the path.
+    pub fn drive_key(&self) -> String {
+        match self.kind {
+            TargetKind::BlockDevice => match &self.drive {
+                Some(DriveIdentity {
+                    serial: Some(s), ..
+                }) => format!("serial {s}"),
+                Some(d) if d.model.is_some() => format!(
+                    "model {} {}",
+                    d.model.as_deref().unwrap_or_default(),
+                    d.capacity_bytes
+                ),
+                _ => format!(
+                    "device {} {}",
+                    self.path,
+                    self.model.as_deref().unwrap_or_default()
+                ),
+            },
+            TargetKind::File => match &self.filesystem {
+                Some(fs) => format!("file {} on {}", self.path, fs.source),
+                None => format!("file {}", self.path),
+            },
+        }
+    }
+
+    /// What people call the drive: its model, else the target's path.
+    pub fn drive_name(&self) -> String {
+        let model = self
+            .drive_identity()
+            .and_then(|d| d.model.clone())
+            .or_else(|| self.model.clone());
+        match (self.kind, model) {
+            (TargetKind::BlockDevice, Some(m)) => m,
+            (TargetKind::File, Some(m)) => format!("{} ({m})", self.path),
+            (_, None) => self.path.clone(),
+        }
+    }
+}
+
+impl SuiteResult {
+    /// A hash over the names and checksums of the traces replayed, in order
+    /// (16 hex digits, FNV-1a 64): results with different hashes ran
+    /// different trace sets and are never ranked together. None when a trace
+    /// has no identity (files older than trace checksums).
+    pub fn computed_trace_set_hash(&self) -> Option<String> {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+            // A separator no name contains, so ("ab","c") != ("a","bc").
+            h ^= 0xff;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        };
+        for t in &self.traces {
+            eat(t.name.as_bytes());
+            eat(t.trace_id.as_ref()?.checksum.as_bytes());
+        }
+        Some(format!("{h:016x}"))
+    }
+
+    /// The trace set's hash as recorded, else computed from the traces.
+    pub fn trace_set_hash(&self) -> Option<String> {
+        self.trace_set
+            .clone()
+            .or_else(|| self.computed_trace_set_hash())
+    }
+}
