@@ -40,6 +40,8 @@ enum Command {
     Merge(cmd::merge::MergeArgs),
     /// PCMark 8-style consistency test: precondition, degradation, steady-state and recovery rounds, a suite pass each.
     Consistency(cmd::consistency::ConsistencyArgs),
+    /// The runs kept in the results database: list, show, compare, export, import, rm, label, leaderboard.
+    Results(cmd::results::ResultsArgs),
 }
 
 fn main() {
@@ -60,6 +62,7 @@ fn main() {
         Command::Compare(a) => cmd::compare::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Consistency(a) => cmd::consistency::run(a),
+        Command::Results(a) => cmd::results::run(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

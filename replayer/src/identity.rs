@@ -187,6 +187,7 @@ pub fn filesystem_of(path: &Path) -> Option<FilesystemInfo> {
         best = Some((
             len,
             FilesystemInfo {
+                file: real.display().to_string(),
                 fs_type: r[0].to_string(),
                 mount_point,
                 mount_options: f[5].to_string(),

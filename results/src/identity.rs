@@ -59,6 +59,9 @@ pub struct DriveIdentity {
 /// The filesystem a file target lives on.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FilesystemInfo {
+    /// The target file's absolute path (the result's `path` is as given).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
     /// `ext4`, `xfs`, `tmpfs`, ...
     pub fs_type: String,
     pub mount_point: String,
@@ -100,6 +103,7 @@ impl TargetInfo {
                 ),
             },
             TargetKind::File => match &self.filesystem {
+                Some(fs) if !fs.file.is_empty() => format!("file {} on {}", fs.file, fs.source),
                 Some(fs) => format!("file {} on {}", self.path, fs.source),
                 None => format!("file {}", self.path),
             },
@@ -149,4 +153,91 @@ impl SuiteResult {
             .clone()
             .or_else(|| self.computed_trace_set_hash())
     }
+}
+
+fn drive_line(d: &DriveIdentity) -> String {
+    let mut parts = vec![match &d.model {
+        Some(m) => format!("{m} ({})", d.name),
+        None => d.name.clone(),
+    }];
+    if let Some(f) = &d.firmware {
+        parts.push(format!("firmware {f}"));
+    }
+    if let Some(s) = &d.serial {
+        parts.push(format!("serial {s}"));
+    }
+    parts.push(format!("{:.1} GB", d.capacity_bytes as f64 / 1e9));
+    parts.push(format!(
+        "{}/{}-byte blocks",
+        d.logical_block_size, d.physical_block_size
+    ));
+    parts.push(
+        if d.rotational {
+            "rotational"
+        } else {
+            "non-rotational"
+        }
+        .to_string(),
+    );
+    if let Some(t) = &d.transport {
+        parts.push(t.clone());
+    }
+    if let Some(s) = &d.scheduler {
+        parts.push(format!("scheduler {s}"));
+    }
+    if let Some(kb) = d.max_sectors_kb {
+        parts.push(format!(
+            "requests up to {kb} KiB{}",
+            d.max_hw_sectors_kb
+                .map(|hw| format!(" (hardware {hw})"))
+                .unwrap_or_default()
+        ));
+    }
+    if let Some(n) = d.nr_requests {
+        parts.push(format!("{n} requests queued"));
+    }
+    parts.join(", ")
+}
+
+/// What a result says about its drive, filesystem, host and trace set, one
+/// line each (unescaped; the text and HTML reports escape them). Lines a
+/// file older than schema version 2 has nothing for are left out.
+pub fn describe_lines(
+    target: &TargetInfo,
+    host: &crate::schema::HostInfo,
+    tool_version: &str,
+    trace_set: Option<&str>,
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(d) = &target.drive {
+        lines.push(format!("drive: {}", drive_line(d)));
+    }
+    if let Some(fs) = &target.filesystem {
+        lines.push(format!(
+            "filesystem: {} on {} ({}), mounted at {}",
+            fs.fs_type, fs.source, fs.mount_options, fs.mount_point
+        ));
+        if let Some(d) = &fs.drive {
+            lines.push(format!("drive under it: {}", drive_line(d)));
+        }
+    }
+    if host.cpu_model.is_some() || host.memory_bytes.is_some() {
+        lines.push(format!(
+            "host: {}, kernel {}, {} CPUs{}{}, tracemark {tool_version}{}",
+            host.hostname,
+            host.kernel,
+            host.cpus,
+            host.cpu_model
+                .as_deref()
+                .map(|m| format!(" ({m})"))
+                .unwrap_or_default(),
+            host.memory_bytes
+                .map(|b| format!(", {:.1} GiB memory", b as f64 / (1u64 << 30) as f64))
+                .unwrap_or_default(),
+            trace_set
+                .map(|h| format!(", trace set {h}"))
+                .unwrap_or_default()
+        ));
+    }
+    lines
 }

@@ -7,9 +7,10 @@
 //!   [`consistency`]: the consistency test's result; [`identity`]: the
 //!   drive, filesystem and trace set a result was measured on.
 //! - [`stats`]: the trace score, means, spreads.
-//! - [`compare`]: several result files side by side.
 //! - [`validity`]: whether a result's figures can be trusted, judged from
 //!   its data whatever version wrote it.
+//! - [`compare`]: several result files side by side; [`leaderboard`]: drives
+//!   ranked by suite score over their runs.
 //! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
 //!   with charts), for a suite run, a comparison and a consistency test.
 
@@ -20,6 +21,7 @@ pub mod hdr;
 pub mod html;
 pub mod identity;
 pub mod merge;
+pub mod leaderboard;
 pub mod options;
 pub mod schema;
 pub mod stats;

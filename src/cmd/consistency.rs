@@ -78,6 +78,8 @@ pub struct ConsistencyArgs {
     /// Write the HTML report here.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store::StoreArgs,
 }
 
 /// Prints each step on stderr.
@@ -89,6 +91,7 @@ impl ConsistencyObserver for Steps {
 }
 
 pub fn run(args: ConsistencyArgs) -> Result<i32> {
+    let db = args.store.open()?;
     let paths = if args.traces.is_empty() {
         let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
         let suite = super::suite::load_suite(&path, &source)?;
@@ -128,7 +131,11 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         },
     };
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
-    let result = replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
+    let mut result =
+        replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
+    if args.store.keep_serial {
+        replayer::identity::keep_serial(&mut result.target);
+    }
     print!("{}", results::text::consistency_table(&result));
     if let Some(path) = &args.json {
         replayer::consistency::write_json(&result, path)?;
@@ -137,5 +144,12 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         std::fs::write(path, results::html::consistency_report(&result))
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
-    Ok(if result.interrupted { 130 } else { 0 })
+    let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";
+    let interrupted = result.interrupted;
+    super::store::store(
+        db.as_ref(),
+        &results_db::runs::AnyResult::Consistency(Box::new(result)),
+        &json,
+    )?;
+    Ok(if interrupted { 130 } else { 0 })
 }

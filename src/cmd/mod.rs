@@ -10,4 +10,6 @@ pub mod fleet;
 pub mod info;
 pub mod merge;
 pub mod replay;
+pub mod results;
+pub mod store;
 pub mod suite;

@@ -129,6 +129,8 @@ pub struct RunArgs {
     /// Write the result file (JSON) here.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub store: super::store::StoreArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -252,15 +254,17 @@ pub fn run(args: ReplayArgs) -> Result<i32> {
     if args.fleet.is_set() {
         return super::fleet::run(args);
     }
-    replay_paths(&args.traces, &args.run, None)
+    replay_paths(&args.traces, &args.run, None, None)
 }
 
 /// Replays `traces` as `args` says: the table on stdout, the JSON result
-/// where asked (with `idle_policy` saying where the idle handling came from).
+/// where asked (with `idle_policy` saying where the idle handling came from),
+/// and the run in the results database (a suite's under `suite_name`).
 pub fn replay_paths(
     traces: &[PathBuf],
     args: &RunArgs,
     idle_policy: Option<String>,
+    suite_name: Option<String>,
 ) -> Result<i32> {
     let mut opts = args.options();
     opts.idle_policy = idle_policy;
@@ -270,7 +274,9 @@ pub fn replay_paths(
         sources.push(TmtSource::open(path)?);
     }
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
-    replay_sources(&refs, args, &opts, &mut |_| {})
+    replay_sources(&refs, args, &opts, &mut |result| {
+        result.suite_name = suite_name.clone()
+    })
 }
 
 /// `opts` validated, with `--priority high` and `--cpu-idle poll` turned
@@ -305,16 +311,28 @@ pub fn replay_sources(
     opts: &ReplayOptions,
     finish: &mut dyn FnMut(&mut replayer::SuiteResult),
 ) -> Result<i32> {
+    // Opened first: a database that cannot take the result fails now, not
+    // after the run.
+    let db = args.store.open()?;
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
     let mut progress = Progress::new(std::io::stderr().is_terminal(), opts.passes);
     let result = replayer::run_suite(refs, args.primary_target(), opts, &mut progress);
     progress.clear();
     let mut result = result?;
     finish(&mut result);
+    if args.store.keep_serial {
+        replayer::identity::keep_serial(&mut result.target);
+    }
     print!("{}", results::text::suite_table(&result));
     if let Some(path) = &args.json {
         replayer::suite::write_json(&result, path)?;
     }
+    let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";
+    super::store::store(
+        db.as_ref(),
+        &results_db::runs::AnyResult::Suite(Box::new(result.clone())),
+        &json,
+    )?;
     if !result.valid {
         eprintln!(
             "tracemark: the result is not valid: {}{}",

@@ -122,7 +122,7 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
     }
     println!();
     let traces: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
-    replay_paths(&traces, &args.run, Some(policy))
+    replay_paths(&traces, &args.run, Some(policy), Some(title))
 }
 
 /// Reads every trace of the suite through (records decoded, chunk checksums

@@ -179,6 +179,39 @@ fn not_significant(c: &Comparison, metric: Metric, drive: usize, trace: Option<&
     }
 }
 
+/// What each result says about its drive, filesystem and host (results
+/// older than schema version 2 have nothing to show: no table then).
+fn identity_table(out: &mut String, c: &Comparison) {
+    let lines: Vec<Vec<String>> = c
+        .drives
+        .iter()
+        .map(|d| {
+            let r = &d.result;
+            crate::identity::describe_lines(
+                &r.target,
+                &r.host,
+                &r.tool.version,
+                r.trace_set.as_deref(),
+            )
+        })
+        .collect();
+    if lines.iter().all(Vec::is_empty) {
+        return;
+    }
+    out.push_str("<table class=\"identity\"><tr><th>column</th><th>drive and machine</th></tr>\n");
+    for (i, l) in lines.iter().enumerate() {
+        let cell: Vec<String> = l.iter().map(|s| esc(s)).collect();
+        let _ = writeln!(
+            out,
+            "<tr><td><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td>{}</td></tr>",
+            colour(i),
+            column_name(i),
+            cell.join("<br>")
+        );
+    }
+    out.push_str("</table>\n");
+}
+
 /// The comparison report: drives, warnings, tables, bar charts of score and
 /// bandwidth, and per trace the latency CDFs and the timelines.
 pub fn compare_report(c: &Comparison) -> String {
@@ -211,6 +244,7 @@ pub fn compare_report(c: &Comparison) -> String {
         );
     }
     out.push_str("</table>\n");
+    identity_table(&mut out, c);
     if !c.mismatches.is_empty() {
         out.push_str("<div class=\"warn\" id=\"mismatches\"><strong>These results are not fully comparable</strong> (columns marked <span class=\"flag\">!</span>, cells marked <span class=\"flag\">≠</span>):<ul>\n");
         for m in &c.mismatches {

@@ -34,6 +34,9 @@ pub fn consistency_report(r: &ConsistencyResult) -> String {
         r.durations.idle_s
     );
     let _ = writeln!(out, "<p>{}</p>", esc(&intro));
+    for line in crate::identity::describe_lines(&r.target, &r.host, &r.tool.version, None) {
+        let _ = writeln!(out, "<p class=\"identity\">{}</p>", esc(&line));
+    }
     out.push_str("<p>");
     for phase in Phase::ALL {
         let _ = write!(

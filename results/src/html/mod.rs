@@ -17,9 +17,11 @@ mod axis;
 mod chart;
 mod compare;
 mod consistency;
+mod leaderboard;
 
 pub use compare::compare_report;
 pub use consistency::consistency_report;
+pub use leaderboard::leaderboard_report;
 
 use std::fmt::Write;
 

@@ -18,6 +18,9 @@ pub fn format_table(r: &ConsistencyResult) -> String {
             .map(|m| format!(", {m}"))
             .unwrap_or_default()
     );
+    for line in crate::identity::describe_lines(&r.target, &r.host, &r.tool.version, None) {
+        let _ = writeln!(out, "{}", super::escape_control(&line));
+    }
     let d = &r.durations;
     let _ = writeln!(
         out,

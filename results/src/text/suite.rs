@@ -39,6 +39,11 @@ pub fn format_table(r: &SuiteResult) -> String {
             "no warm-up"
         },
     );
+    for line in
+        crate::identity::describe_lines(&r.target, &r.host, &r.tool.version, r.trace_set.as_deref())
+    {
+        let _ = writeln!(out, "{}", esc(&line));
+    }
     for t in std::iter::once(&r.target).chain(&r.target.others) {
         if t.io_path == Some(IoPath::IoWq) {
             let _ = writeln!(

@@ -1,0 +1,137 @@
+//! `tracemark results leaderboard`: the stored runs of one suite ranked by
+//! drive, as a table and a self-contained HTML page.
+
+use super::{time, ResultsDb};
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use results::leaderboard::{rank, Entry};
+use results::text::escape_control as esc;
+use results_db::runs::AnyResult;
+use results_db::{Filter, RunKind};
+use std::path::{Path, PathBuf};
+
+#[derive(Args, Debug)]
+pub struct LeaderboardArgs {
+    /// The suite: its name or the start of its trace set's hash (default:
+    /// the trace set of the newest replay or suite run).
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Write the page here; each run's report is written beside it
+    /// (FILE's name, `.run-ID.html`) and linked.
+    #[arg(long)]
+    pub html: Option<PathBuf>,
+}
+
+pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
+    let rows: Vec<_> = db
+        .list(&Filter {
+            suite: args.suite.clone(),
+            ..Filter::default()
+        })?
+        .into_iter()
+        .filter(|r| r.kind != RunKind::Consistency && r.trace_set.is_some())
+        .collect();
+    let Some(newest) = rows.first() else {
+        bail!(
+            "no replay or suite run{} in {}",
+            args.suite
+                .as_deref()
+                .map(|s| format!(" of suite '{s}'"))
+                .unwrap_or_default(),
+            db.path().display()
+        );
+    };
+    let (trace_set, mode) = (newest.trace_set.clone(), newest.mode.clone());
+    let suite_name = newest.suite_name.clone().unwrap_or_default();
+    let mut other_modes = 0;
+    let mut entries = Vec::new();
+    for row in rows.iter().filter(|r| r.trace_set == trace_set) {
+        if row.mode != mode {
+            other_modes += 1;
+            continue;
+        }
+        let (row, parsed, _) = super::load(db, row.id)?;
+        let AnyResult::Suite(result) = parsed else {
+            continue;
+        };
+        entries.push(Entry {
+            id: row.id,
+            label: row.label.clone(),
+            result: *result,
+            report_href: args.html.as_deref().map(|p| run_report_name(p, row.id)),
+        });
+    }
+    let board = rank(
+        &suite_name,
+        trace_set.as_deref().unwrap_or(""),
+        entries.clone(),
+    );
+    println!(
+        "{} ({} mode, trace set {}): {} drives",
+        esc(if suite_name.is_empty() {
+            "replay runs"
+        } else {
+            &suite_name
+        }),
+        board.mode,
+        trace_set.as_deref().unwrap_or("-"),
+        board.drives.len()
+    );
+    println!(
+        "{:>3}  {:<5}  {:<36}  {:>8}  {:>15}  runs",
+        "#", "group", "drive", "score", "95 % interval"
+    );
+    for d in &board.drives {
+        let runs: Vec<String> = d.runs.iter().map(|r| format!("{}", r.id)).collect();
+        println!(
+            "{:>3}  {:<5}  {:<36}  {:>8.0}  {:>15}  {}",
+            d.rank,
+            board.groups.get(d.group).map_or("", String::as_str),
+            esc(&d.name),
+            d.score,
+            d.ci.map_or("-".to_string(), |c| format!("{:.0}-{:.0}", c.low, c.high)),
+            runs.join(",")
+        );
+    }
+    for (id, why) in &board.left_out {
+        println!("run {id} not ranked: {}", esc(why));
+    }
+    if other_modes > 0 {
+        println!("{other_modes} runs of this trace set in another mode not ranked");
+    }
+    if let Some(path) = &args.html {
+        replayer::suite::write_atomically(
+            path,
+            results::html::leaderboard_report(&board).as_bytes(),
+        )
+        .with_context(|| format!("{}: cannot write the page", path.display()))?;
+        for e in entries {
+            let Some(href) = &e.report_href else { continue };
+            let target = path.with_file_name(href);
+            let label = e
+                .label
+                .clone()
+                .unwrap_or_else(|| e.result.target.drive_name());
+            let started = time::format_utc(e.result.started_unix_s);
+            let c = results::compare::Comparison::new(
+                vec![(PathBuf::from(format!("run {}", e.id)), e.result)],
+                &[format!("#{} {label} ({started} UTC)", e.id)],
+            )?;
+            replayer::suite::write_atomically(
+                &target,
+                results::html::compare_report(&c).as_bytes(),
+            )
+            .with_context(|| format!("{}: cannot write the report", target.display()))?;
+        }
+        println!("leaderboard written to {}", path.display());
+    }
+    Ok(0)
+}
+
+/// `board.html` -> `board.run-12.html` (a name in the page's directory).
+fn run_report_name(page: &Path, id: i64) -> String {
+    let stem = page
+        .file_stem()
+        .map_or_else(|| "leaderboard".into(), |s| s.to_string_lossy().to_string());
+    format!("{stem}.run-{id}.html")
+}

@@ -1,0 +1,395 @@
+//! `tracemark results`: the runs kept in the results database: list, show,
+//! compare, export, import, rm, label, leaderboard.
+
+mod leaderboard;
+mod time;
+
+use super::store::DbArgs;
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand, ValueEnum};
+use results::text::escape_control as esc;
+use results_db::runs::AnyResult;
+use results_db::{Filter, ResultsDb, RunKind, RunRow, Stored};
+use std::io::Write;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+#[command(after_help = "Examples:
+  tracemark results list                       # newest first
+  tracemark results list --drive 980 --since 2026-11-01
+  tracemark results show 12
+  tracemark results compare 12 15 --html a-vs-b.html
+  tracemark results label 12 'Drive A, firmware 2'
+  tracemark results export --all --to csv -o runs.csv
+  tracemark results import other-machine/*.json
+  tracemark results leaderboard --html board.html
+
+Every replay, suite and consistency run is stored (unless --no-db) in
+$XDG_DATA_HOME/tracemark/results.db (~/.local/share/tracemark/results.db);
+--db PATH or TRACEMARK_DB=PATH use another file.")]
+pub struct ResultsArgs {
+    #[command(subcommand)]
+    pub command: ResultsCommand,
+    #[command(flatten)]
+    pub db: DbArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ResultsCommand {
+    /// The stored runs, newest first.
+    List(ListArgs),
+    /// One run: its table (or its result JSON).
+    Show {
+        id: i64,
+        /// Print the stored result JSON as it was written.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs side by side, ratios to the first (as `tracemark compare`).
+    Compare {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+        /// Also write the HTML report here.
+        #[arg(long)]
+        html: Option<PathBuf>,
+        /// Give ratios for runs marked not valid too.
+        #[arg(long)]
+        include_invalid: bool,
+    },
+    /// Write runs out: one run's result JSON, or every run (--all) as a JSON
+    /// array or a CSV of their columns. (Parquet is not offered here.)
+    Export {
+        /// The run (or --all).
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        id: Option<i64>,
+        #[arg(long)]
+        all: bool,
+        #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+        to: ExportFormat,
+        /// Write here instead of standard output.
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+    },
+    /// Store result files (from other machines, or older runs); a result
+    /// already stored is recognised by its content.
+    Import {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Remove runs.
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+    /// Name a run (the drive's name on the leaderboard); '' removes the label.
+    Label { id: i64, name: String },
+    /// Rank the drives by suite score for one suite (trace set); --html
+    /// writes a self-contained page.
+    Leaderboard(leaderboard::LeaderboardArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// A part of the drive's model, the target's path or the label.
+    #[arg(long)]
+    pub drive: Option<String>,
+    /// The suite's name or the start of its trace set's hash.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// A part of the label.
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long, value_enum)]
+    pub kind: Option<KindArg>,
+    /// Runs started on or after this day (YYYY-MM-DD, UTC).
+    #[arg(long, value_parser = time::parse_date)]
+    pub since: Option<u64>,
+    /// Runs started before this day (YYYY-MM-DD, UTC).
+    #[arg(long, value_parser = time::parse_date)]
+    pub until: Option<u64>,
+    /// At most this many runs.
+    #[arg(long, short = 'n')]
+    pub limit: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum KindArg {
+    Replay,
+    Suite,
+    Consistency,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
+pub enum ExportFormat {
+    Json,
+    Csv,
+}
+
+pub fn run(args: ResultsArgs) -> Result<i32> {
+    let db = args.db.open()?;
+    match args.command {
+        ResultsCommand::List(a) => list(&db, a),
+        ResultsCommand::Show { id, json } => show(&db, id, json),
+        ResultsCommand::Compare {
+            ids,
+            html,
+            include_invalid,
+        } => compare(&db, &ids, html, include_invalid),
+        ResultsCommand::Export {
+            id,
+            all,
+            to,
+            output,
+        } => export(&db, id, all, to, output),
+        ResultsCommand::Import { files } => import(&db, &files),
+        ResultsCommand::Rm { ids } => {
+            for id in ids {
+                db.remove(id)?;
+                println!("removed run {id}");
+            }
+            Ok(0)
+        }
+        ResultsCommand::Label { id, name } => {
+            let name = Some(name.trim()).filter(|n| !n.is_empty());
+            db.set_label(id, name)?;
+            match name {
+                Some(n) => println!("run {id} labelled '{}'", esc(n)),
+                None => println!("run {id}: label removed"),
+            }
+            Ok(0)
+        }
+        ResultsCommand::Leaderboard(a) => leaderboard::run(&db, a),
+    }
+}
+
+fn drive_cell(r: &RunRow) -> String {
+    r.drive_model
+        .clone()
+        .unwrap_or_else(|| r.target_path.clone())
+}
+
+fn score_cell(r: &RunRow) -> String {
+    match (r.score, r.score_low, r.score_high) {
+        (Some(s), Some(lo), Some(hi)) => format!("{s:.0} ±{:.0}", (hi - lo) / 2.0),
+        (Some(s), _, _) => format!("{s:.0}"),
+        _ => "-".into(),
+    }
+}
+
+fn list(db: &ResultsDb, a: ListArgs) -> Result<i32> {
+    let filter = Filter {
+        drive: a.drive,
+        suite: a.suite,
+        label: a.label,
+        kind: a.kind.map(|k| match k {
+            KindArg::Replay => RunKind::Replay,
+            KindArg::Suite => RunKind::Suite,
+            KindArg::Consistency => RunKind::Consistency,
+        }),
+        since_unix_s: a.since,
+        until_unix_s: a.until,
+        limit: a.limit,
+    };
+    let runs = db.list(&filter)?;
+    if runs.is_empty() {
+        println!("no runs in {}", esc(&db.path().display().to_string()));
+        return Ok(0);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>5}  {:<16}  {:<11}  {:<32}  {:<20}  {:<24}  {:<10}  {:>10}",
+        "id", "started (UTC)", "kind", "drive", "label", "suite", "mode", "score"
+    )?;
+    for r in &runs {
+        let suite = match (&r.suite_name, &r.trace_set) {
+            (Some(n), _) => n.clone(),
+            (None, Some(h)) => format!("traces {}", &h[..h.len().min(8)]),
+            _ => "-".into(),
+        };
+        writeln!(
+            out,
+            "{:>5}  {:<16}  {:<11}  {:<32}  {:<20}  {:<24}  {:<10}  {:>10}{}",
+            r.id,
+            time::format_utc(r.started_unix_s),
+            r.kind.name(),
+            esc(&drive_cell(r)),
+            esc(r.label.as_deref().unwrap_or("")),
+            esc(&suite),
+            r.mode.as_deref().unwrap_or("-"),
+            score_cell(r),
+            if r.valid { "" } else { "  not valid" }
+        )?;
+    }
+    Ok(0)
+}
+
+/// A stored run's result, parsed.
+fn load(db: &ResultsDb, id: i64) -> Result<(RunRow, AnyResult, String)> {
+    let row = db.get(id)?;
+    let json = row.result_json.clone().unwrap_or_default();
+    let parsed = AnyResult::parse(&json, &format!("run {id}"))?;
+    Ok((row, parsed, json))
+}
+
+fn show(db: &ResultsDb, id: i64, as_json: bool) -> Result<i32> {
+    let (row, parsed, json) = load(db, id)?;
+    if as_json {
+        print!("{json}");
+        return Ok(0);
+    }
+    println!(
+        "run {} ({}), started {} UTC, stored {} UTC{}{}",
+        row.id,
+        row.kind.name(),
+        time::format_utc(row.started_unix_s),
+        time::format_utc(row.stored_unix_s),
+        row.label
+            .as_deref()
+            .map(|l| format!(", label '{}'", esc(l)))
+            .unwrap_or_default(),
+        if row.origin == "run" {
+            String::new()
+        } else {
+            format!(", imported from {}", esc(&row.origin))
+        }
+    );
+    match parsed {
+        AnyResult::Suite(r) => print!("{}", results::text::suite_table(&r)),
+        AnyResult::Consistency(r) => print!("{}", results::text::consistency_table(&r)),
+    }
+    Ok(0)
+}
+
+fn compare(
+    db: &ResultsDb,
+    ids: &[i64],
+    html: Option<PathBuf>,
+    include_invalid: bool,
+) -> Result<i32> {
+    let mut results = Vec::with_capacity(ids.len());
+    let mut labels = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let (row, parsed, _) = load(db, id)?;
+        let AnyResult::Suite(r) = parsed else {
+            bail!("run {id} is a consistency test; compare takes replay and suite runs");
+        };
+        labels.push(format!(
+            "#{id} {}",
+            row.label.clone().unwrap_or_else(|| r.target.drive_name())
+        ));
+        results.push((PathBuf::from(format!("run {id}")), *r));
+    }
+    let mut comparison = results::compare::Comparison::new(results, &labels)?;
+    if include_invalid {
+        comparison = comparison.including_invalid();
+    }
+    print!("{}", results::text::compare_tables(&comparison));
+    if let Some(path) = &html {
+        replayer::suite::write_atomically(
+            path,
+            results::html::compare_report(&comparison).as_bytes(),
+        )
+        .with_context(|| format!("{}: cannot write the report", path.display()))?;
+        println!("\nreport written to {}", path.display());
+    }
+    Ok(0)
+}
+
+/// A CSV field, quoted when it must be.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn export(
+    db: &ResultsDb,
+    id: Option<i64>,
+    all: bool,
+    to: ExportFormat,
+    output: Option<PathBuf>,
+) -> Result<i32> {
+    let rows: Vec<RunRow> = if all {
+        let mut rows = db.list(&Filter::default())?;
+        rows.reverse(); // oldest first in a file
+        rows
+    } else {
+        vec![db.get(id.context("give a run id or --all")?)?]
+    };
+    let mut text = String::new();
+    match to {
+        ExportFormat::Json if !all => {
+            text = rows[0].result_json.clone().unwrap_or_default();
+        }
+        ExportFormat::Json => {
+            let mut values = Vec::with_capacity(rows.len());
+            for r in &rows {
+                let (_, _, json) = load(db, r.id)?;
+                let v: serde_json::Value = serde_json::from_str(&json)
+                    .with_context(|| format!("run {}: stored result is not JSON", r.id))?;
+                values.push(serde_json::json!({ "id": r.id, "label": r.label, "result": v }));
+            }
+            text = serde_json::to_string_pretty(&values)? + "\n";
+        }
+        ExportFormat::Csv => {
+            text.push_str("id,kind,started_unix_s,stored_unix_s,label,drive_model,drive_key,target_path,host,suite_name,trace_set,mode,score,score_low,score_high,valid,tool_version,origin\n");
+            let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+            for r in &rows {
+                let fields = [
+                    r.id.to_string(),
+                    r.kind.name().to_string(),
+                    r.started_unix_s.to_string(),
+                    r.stored_unix_s.to_string(),
+                    r.label.clone().unwrap_or_default(),
+                    r.drive_model.clone().unwrap_or_default(),
+                    r.drive_key.clone().unwrap_or_default(),
+                    r.target_path.clone(),
+                    r.host.clone(),
+                    r.suite_name.clone().unwrap_or_default(),
+                    r.trace_set.clone().unwrap_or_default(),
+                    r.mode.clone().unwrap_or_default(),
+                    num(r.score),
+                    num(r.score_low),
+                    num(r.score_high),
+                    r.valid.to_string(),
+                    r.tool_version.clone(),
+                    r.origin.clone(),
+                ];
+                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+                text.push_str(&line.join(","));
+                text.push('\n');
+            }
+        }
+    }
+    match output {
+        Some(path) => replayer::suite::write_atomically(&path, text.as_bytes())
+            .with_context(|| format!("{}: cannot write", path.display()))?,
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(0)
+}
+
+fn import(db: &ResultsDb, files: &[PathBuf]) -> Result<i32> {
+    let mut failed = 0;
+    for file in files {
+        let name = file.display().to_string();
+        let outcome = std::fs::read_to_string(file)
+            .with_context(|| format!("{name}: cannot read"))
+            .and_then(|text| Ok(db.import(&text, &name)?));
+        match outcome {
+            Ok(Stored::New(id)) => println!("{}: stored as run {id}", esc(&name)),
+            Ok(Stored::Duplicate(id)) => println!("{}: already stored as run {id}", esc(&name)),
+            Err(e) => {
+                failed += 1;
+                eprintln!("tracemark: error: {}", esc(&format!("{e:#}")));
+            }
+        }
+    }
+    if failed > 0 {
+        bail!("{failed} of {} files not imported", files.len());
+    }
+    Ok(0)
+}

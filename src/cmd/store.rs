@@ -1,0 +1,80 @@
+//! Where a run's result is kept: the results database (`--db`,
+//! `TRACEMARK_DB`, else the XDG data directory), unless `--no-db`.
+
+use anyhow::{Context, Result};
+use clap::Args;
+use results_db::runs::AnyResult;
+use results_db::{ResultsDb, Stored};
+use std::path::PathBuf;
+
+/// The database options of every command that runs or reads results.
+#[derive(Args, Debug, Clone, Default)]
+pub struct DbArgs {
+    /// The results database (default: $XDG_DATA_HOME/tracemark/results.db,
+    /// i.e. ~/.local/share/tracemark/results.db).
+    #[arg(long, value_name = "PATH", env = "TRACEMARK_DB", global = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArgs {
+    /// The database file this command uses.
+    pub fn path(&self) -> Result<PathBuf> {
+        match &self.db {
+            Some(p) => Ok(p.clone()),
+            None => results_db::default_path().context(
+                "no results database: neither XDG_DATA_HOME nor HOME is set (give --db PATH)",
+            ),
+        }
+    }
+
+    /// Opens (creating when missing) the database.
+    pub fn open(&self) -> Result<ResultsDb> {
+        let path = self.path()?;
+        ResultsDb::open(&path).context("opening the results database")
+    }
+}
+
+/// The options of a command that produces a result.
+#[derive(Args, Debug, Clone, Default)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Do not store the result in the results database (wins over --db
+    /// and TRACEMARK_DB).
+    #[arg(long)]
+    pub no_db: bool,
+    /// Record the drive's serial number as it is, not hashed.
+    #[arg(long)]
+    pub keep_serial: bool,
+}
+
+impl StoreArgs {
+    /// The database the result will go to, opened before the run so a bad
+    /// database fails in seconds, not after the run.
+    pub fn open(&self) -> Result<Option<ResultsDb>> {
+        if self.no_db {
+            return Ok(None);
+        }
+        self.db.open().map(Some)
+    }
+}
+
+/// Stores a finished run's result and prints where.
+pub fn store(db: Option<&ResultsDb>, result: &AnyResult, json: &str) -> Result<()> {
+    let Some(db) = db else {
+        return Ok(());
+    };
+    let stored = db
+        .store(result, json, "run")
+        .context("the result was not stored in the results database")?;
+    let what = match stored {
+        Stored::New(id) => format!("result stored as run {id}"),
+        Stored::Duplicate(id) => format!("result already stored as run {id}"),
+    };
+    println!(
+        "{what} in {} (tracemark results show {})",
+        results::text::escape_control(&db.path().display().to_string()),
+        stored.id()
+    );
+    Ok(())
+}
