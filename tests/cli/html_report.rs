@@ -19,7 +19,7 @@ fn figures(name: &'static str, score: f64, timeline_points: usize) -> Figures {
 
 /// Chromium with the flags that keep it off the network and out of the
 /// user's profile.
-fn chromium(profile: &Path) -> Command {
+pub fn chromium(profile: &Path) -> Command {
     let mut c = Command::new("chromium");
     c.args([
         "--headless",
@@ -58,7 +58,7 @@ document.getElementById('probe').textContent = JSON.stringify(r);
 </script>
 "#;
 
-fn html_unescape(s: &str) -> String {
+pub fn html_unescape(s: &str) -> String {
     s.replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")

@@ -60,6 +60,7 @@ fn an_installed_binary_runs_the_suite_with_the_checkout_deleted() {
         let out = Command::new(root.join("bin/tracemark"))
             .current_dir(&elsewhere)
             .env("XDG_CACHE_HOME", tmp.path().join("cache"))
+            .env("XDG_DATA_HOME", tmp.path().join("data"))
             .args(args)
             .output()
             .unwrap();

@@ -23,3 +23,5 @@ mod reference_traces;
 mod replay_mapping;
 mod replay_metrics;
 mod replay_timing;
+mod results_db;
+mod results_leaderboard;

@@ -73,13 +73,43 @@ pub fn require_tools(tools: &[&str]) -> bool {
     tools.iter().all(|tool| require_tool(tool))
 }
 
-/// The built `tracemark` binary.
-/// The binary under test, started with the stop signals at their defaults
+/// A data directory of this test process's own, for `XDG_DATA_HOME`: the
+/// runs the tests replay are stored in a results database there, never in
+/// the user's. Removed when the process exits.
+pub fn data_home() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    extern "C" fn remove_data_home() {
+        if let Some(dir) = DIR.get() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+    DIR.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("tracemark-test-data-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("temp dir: {e}"))
+            .keep();
+        // SAFETY: registers a function with no preconditions, run by exit().
+        unsafe { libc::atexit(remove_data_home) };
+        dir
+    })
+}
+
+/// Points a command at [`data_home`] (and away from any database the
+/// environment names).
+pub fn private_data(command: &mut Command) -> &mut Command {
+    command
+        .env("XDG_DATA_HOME", data_home())
+        .env_remove("TRACEMARK_DB")
+}
+
+/// The binary under test, with a private data directory ([`data_home`]), started with the stop signals at their defaults
 /// and unblocked whatever the test runner inherited (under `nohup` SIGHUP is
 /// ignored, and a capture keeps an ignored SIGHUP ignored).
 pub fn tracemark() -> Command {
     use std::os::unix::process::CommandExt;
     let mut command = Command::new(env!("CARGO_BIN_EXE_tracemark"));
+    private_data(&mut command);
     // SAFETY: signal, sigemptyset, sigaddset and sigprocmask are
     // async-signal-safe and touch only the child's own state.
     unsafe {

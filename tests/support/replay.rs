@@ -42,7 +42,7 @@ pub fn write_trace(path: &Path, name: &str, records: &[IoRecord]) {
 
 /// Runs `tracemark replay ARGS...` in `dir`.
 pub fn replay(dir: &Path, args: &[&str]) -> Output {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tracemark"))
+    let out = super::tracemark()
         .current_dir(dir)
         .arg("replay")
         .args(args)

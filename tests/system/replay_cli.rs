@@ -88,7 +88,7 @@ fn ctrl_c_drains_writes_a_partial_result_and_exits_130() {
     let trace = dir.path().join("slow.tmt");
     write_trace(&trace, "slow", &recs);
     let json = dir.path().join("r.json");
-    let child = Command::new(env!("CARGO_BIN_EXE_tracemark"))
+    let child = crate::support::tracemark()
         .current_dir(dir.path())
         .args([
             "replay",

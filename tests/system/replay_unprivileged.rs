@@ -49,7 +49,8 @@ fn an_ordinary_user_replays_onto_a_scratch_file() {
         .arg("sh")
         .arg("-c")
         .arg(format!(
-            "ulimit -l 8192 && cd '{}' && exec '{}' replay t.tmt --mode compressed --passes 1 --no-warmup --json r.json",
+            "ulimit -l 8192 && cd '{}' && XDG_DATA_HOME='{}/data' exec '{}' replay t.tmt --mode compressed --passes 1 --no-warmup --json r.json",
+            dir.display(),
             dir.display(),
             binary.display()
         ))
