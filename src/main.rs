@@ -6,7 +6,7 @@ mod cmd;
 mod output;
 mod reference;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -42,6 +42,14 @@ enum Command {
     Consistency(cmd::consistency::ConsistencyArgs),
     /// The runs kept in the results database: list, show, compare, export, import, rm, label, leaderboard.
     Results(cmd::results::ResultsArgs),
+    /// Print a shell completion script: `source <(tracemark completions bash)`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff): `tracemark man | man -l -`; with a
+    /// subcommand, its page (tracemark-replay(1) is `tracemark man replay`).
+    Man { subcommand: Option<String> },
 }
 
 fn main() {
@@ -63,6 +71,16 @@ fn main() {
         Command::Merge(a) => cmd::merge::run(a),
         Command::Consistency(a) => cmd::consistency::run(a),
         Command::Results(a) => cmd::results::run(a),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "tracemark",
+                &mut std::io::stdout(),
+            );
+            Ok(0)
+        }
+        Command::Man { subcommand } => man_page(subcommand.as_deref()),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -76,6 +94,24 @@ fn main() {
             std::process::exit(1);
         }
     }
+}
+
+/// Writes the man page of tracemark, or of one of its subcommands.
+fn man_page(subcommand: Option<&str>) -> anyhow::Result<i32> {
+    let top = Cli::command();
+    let page = match subcommand {
+        None => top,
+        Some(name) => {
+            let Some(sub) = top.find_subcommand(name) else {
+                anyhow::bail!("no subcommand '{name}' (`tracemark --help` lists them)");
+            };
+            sub.clone()
+                .name(format!("tracemark-{name}"))
+                .version(env!("CARGO_PKG_VERSION"))
+        }
+    };
+    clap_mangen::Man::new(page).render(&mut std::io::stdout())?;
+    Ok(0)
 }
 
 /// The error and its causes on one line, without repeating a cause that the

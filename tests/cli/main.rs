@@ -8,6 +8,7 @@
 pub mod support;
 
 mod compare;
+mod completions;
 mod conformance_samples;
 mod convert_blkparse;
 mod convert_errors;

@@ -1,0 +1,115 @@
+//! The shell completions and the man page come from the argument
+//! definitions: bash completes subcommands and options from
+//! `tracemark completions bash`, and `tracemark man` is a roff page naming
+//! every subcommand.
+
+use crate::support;
+
+/// What bash's completion function offers for the words typed so far (the
+/// last one being completed).
+fn bash_complete(words: &[&str]) -> Vec<String> {
+    let script = format!(
+        r#"source <("$TRACEMARK" completions bash) || exit 3
+COMP_WORDS=({words})
+COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+COMP_LINE="${{COMP_WORDS[*]}}"
+COMP_POINT=${{#COMP_LINE}}
+fn=$(complete -p tracemark | sed -n 's/.*-F \([^ ]*\) .*/\1/p')
+[ -n "$fn" ] || exit 4
+"$fn" tracemark "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}"
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+        words = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .env("TRACEMARK", env!("CARGO_BIN_EXE_tracemark"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "bash: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_subcommands_and_options() {
+    let subs = bash_complete(&["tracemark", "re"]);
+    assert!(subs.contains(&"replay".to_string()), "{subs:?}");
+    assert!(subs.contains(&"results".to_string()), "{subs:?}");
+    assert!(!subs.contains(&"suite".to_string()), "{subs:?}");
+
+    let opts = bash_complete(&["tracemark", "replay", "--ma"]);
+    assert!(opts.contains(&"--mapping".to_string()), "{opts:?}");
+    let opts = bash_complete(&["tracemark", "suite", "--no-"]);
+    for o in ["--no-db", "--no-warmup"] {
+        assert!(opts.contains(&o.to_string()), "{o} not in {opts:?}");
+    }
+    let nested = bash_complete(&["tracemark", "results", "l"]);
+    assert!(
+        nested.contains(&"list".to_string()) && nested.contains(&"leaderboard".to_string()),
+        "{nested:?}"
+    );
+    // Values of an enumerated option.
+    let modes = bash_complete(&["tracemark", "replay", "--mode", ""]);
+    assert!(
+        modes.contains(&"realtime".to_string()) && modes.contains(&"compressed".to_string()),
+        "{modes:?}"
+    );
+}
+
+#[test]
+fn zsh_and_fish_scripts_name_the_subcommands() {
+    for shell in ["zsh", "fish"] {
+        let out = support::tracemark()
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        for sub in ["replay", "suite", "results", "leaderboard"] {
+            assert!(text.contains(sub), "{shell}: no {sub}");
+        }
+    }
+}
+
+#[test]
+fn the_man_page_lists_every_subcommand_and_each_has_its_own() {
+    let out = support::tracemark().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH tracemark 1"),
+        "{page}"
+    );
+    assert!(page.contains(".TH tracemark 1"));
+    for sub in ["convert", "replay", "suite", "results", "consistency"] {
+        assert!(page.contains(&format!("tracemark\\-{sub}(1)")), "no {sub}");
+        let sub_page = support::tracemark().args(["man", sub]).output().unwrap();
+        assert!(sub_page.status.success());
+        let text = String::from_utf8_lossy(&sub_page.stdout);
+        assert!(
+            text.contains(&format!(".TH tracemark-{sub} 1")),
+            "{sub}: {text}"
+        );
+    }
+    let replay = support::tracemark()
+        .args(["man", "replay"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&replay.stdout).contains("\\-\\-queue\\-depth"));
+    let none = support::tracemark()
+        .args(["man", "nosuch"])
+        .output()
+        .unwrap();
+    assert_eq!(none.status.code(), Some(1));
+}
