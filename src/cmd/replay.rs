@@ -6,7 +6,7 @@ use clap::{Args, ValueEnum};
 use replayer::engine::{Observer, PassKind};
 use replayer::options::{CpuIdle, IoWorkerCpu, PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
 use trace_format::{Nanos, Op};
@@ -350,14 +350,12 @@ pub fn replay_sources(
     Ok(if result.valid { 0 } else { 2 })
 }
 
-/// A one-line progress display on stderr, only on a terminal.
+/// A progress bar on stderr (indicatif: the terminal's width, an ETA), only
+/// when stderr is a terminal: one bar per pass and for preconditioning.
 struct Progress {
     enabled: bool,
     passes: u32,
-    trace: String,
-    pass: String,
-    total: u64,
-    last_draw: std::time::Instant,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
@@ -365,69 +363,62 @@ impl Progress {
         Progress {
             enabled,
             passes,
-            trace: String::new(),
-            pass: String::new(),
-            total: 0,
-            last_draw: std::time::Instant::now(),
+            bar: None,
         }
     }
 
-    fn draw(&mut self, done: u64) {
-        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(100) {
+    /// Starts a new bar of `total` units, labelled `prefix`.
+    fn start(&mut self, prefix: String, total: u64, bytes: bool) {
+        self.clear();
+        if !self.enabled {
             return;
         }
-        self.last_draw = std::time::Instant::now();
-        let frac = if self.total == 0 {
-            0.0
+        let template = if bytes {
+            "{prefix} [{wide_bar}] {bytes}/{total_bytes} {percent:>3}% ETA {eta}"
         } else {
-            (done as f64 / self.total as f64).min(1.0)
+            "{prefix} [{wide_bar}] {pos}/{len} I/Os {percent:>3}% ETA {eta}"
         };
-        let width = 30;
-        let filled = (frac * width as f64) as usize;
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K{} {} [{}{}] {:>3.0}%",
-            self.trace,
-            self.pass,
-            "#".repeat(filled),
-            "-".repeat(width - filled),
-            frac * 100.0
-        );
-        let _ = err.flush();
+        let style = indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("#>-");
+        let bar = indicatif::ProgressBar::with_draw_target(
+            Some(total),
+            indicatif::ProgressDrawTarget::stderr_with_hz(10),
+        )
+        .with_style(style)
+        .with_prefix(prefix);
+        self.bar = Some(bar);
     }
 
-    fn clear(&self) {
-        if self.enabled {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    fn clear(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
         }
     }
 }
 
 impl Observer for Progress {
     fn pass_started(&mut self, trace: &str, pass: PassKind, total_ios: u64) {
-        self.trace = trace.to_string();
-        self.pass = match pass {
+        let pass = match pass {
             PassKind::Warmup => "warm-up".to_string(),
             PassKind::Scored(n) => format!("pass {n}/{}", self.passes),
         };
-        self.total = total_ios;
-        self.last_draw = std::time::Instant::now() - Duration::from_secs(1);
-        self.draw(0);
+        self.start(format!("{trace} {pass}"), total_ios, false);
     }
 
     fn progress(&mut self, done: u64) {
-        self.draw(done);
+        if let Some(bar) = &self.bar {
+            bar.set_position(done);
+        }
     }
 
     fn precondition_progress(&mut self, written: u64, total: u64) {
         if written == 0 {
-            self.trace = "precondition".to_string();
-            self.pass = format!("{:.0} MiB", total as f64 / (1u64 << 20) as f64);
-            self.total = total;
-            self.last_draw = std::time::Instant::now() - Duration::from_secs(1);
+            self.start("precondition".to_string(), total, true);
         }
-        self.draw(written);
+        if let Some(bar) = &self.bar {
+            bar.set_position(written);
+        }
         if written >= total {
             self.clear();
         }

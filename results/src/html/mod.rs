@@ -67,6 +67,7 @@ svg .axis { stroke: #999; stroke-width: 1; }
 svg .grid { stroke: #eee; stroke-width: 1; }
 svg polyline { fill: none; stroke-width: 1.8; }
 .note { color: #666; font-size: 0.85em; }
+table.leaderboard td.name, table.leaderboard td.runs { text-align: left; }
 "#;
 
 pub(crate) fn page_start(out: &mut String, title: &str) {
