@@ -25,3 +25,4 @@ mod replay_exact;
 mod replay_faults;
 mod replay_safety;
 mod replay_unprivileged;
+mod results_identity;
