@@ -5,6 +5,10 @@ BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # TRACEMARK_BIN: measure that binary (e.g. a copy of an older build, for an
 # A/B of two commits) instead of building the tree's.
 TRACEMARK=${TRACEMARK_BIN:-$BENCH_ROOT/target/release/tracemark}
+# The runs a bench replays go to a results database of the benches' own
+# (target/bench-data/tracemark/results.db), never the user's.
+export XDG_DATA_HOME=${BENCH_DATA_HOME:-$BENCH_ROOT/target/bench-data}
+unset TRACEMARK_DB
 
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
