@@ -53,10 +53,7 @@ fn a_loop_device_run_records_its_identity_and_is_listed_by_model() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(
-        stdout.contains(&format!("drive: loop device over ")),
-        "{stdout}"
-    );
+    assert!(stdout.contains("drive: loop device over "), "{stdout}");
 
     let v = support::read_json(&json);
     let drive = &v["target"]["drive"];
