@@ -11,7 +11,7 @@ fn a_file_that_is_not_a_database_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("results.db");
     std::fs::write(&path, "these are my notes, not a database\n".repeat(200)).unwrap();
-    let err = ResultsDb::open(&path).err().expect("refused");
+    let err = refused(&path);
     assert!(matches!(err, DbError::NotADatabase { .. }), "{err:?}");
     let text = err.to_string();
     assert!(
@@ -33,7 +33,7 @@ fn another_programs_sqlite_database_is_refused_and_left_alone() {
             .unwrap();
     }
     let before = std::fs::read(&path).unwrap();
-    let err = ResultsDb::open(&path).err().expect("refused");
+    let err = refused(&path);
     assert!(matches!(err, DbError::Foreign { .. }), "{err:?}");
     assert!(err.to_string().contains("another program"), "{err}");
     assert_eq!(
@@ -67,9 +67,7 @@ fn a_corrupt_results_database_gives_one_clear_error() {
         db.list(&Filter::default())?;
         db.check_integrity()
     });
-    let err = outcome
-        .err()
-        .expect("a corrupt database must not read as fine");
+    let err = outcome.expect_err("a corrupt database must not read as fine");
     assert!(matches!(err, DbError::Corrupt { .. }), "{err:?}");
     assert!(err.to_string().contains("corrupt"), "{err}");
 }
@@ -81,4 +79,12 @@ fn the_directory_of_a_new_database_is_created() {
     let db = ResultsDb::open(&path).unwrap();
     db.check_integrity().unwrap();
     assert!(path.exists());
+}
+
+/// The error opening `path` gives (a panic when it opens).
+fn refused(path: &std::path::Path) -> results_db::DbError {
+    match ResultsDb::open(path) {
+        Ok(_) => panic!("{} opened", path.display()),
+        Err(e) => e,
+    }
 }

@@ -87,9 +87,17 @@ fn a_newer_schema_is_refused_naming_both_versions() {
         .unwrap()
         .execute_batch(&format!("PRAGMA user_version = {};", current_version() + 5))
         .unwrap();
-    let err = ResultsDb::open(&path).err().expect("refused").to_string();
+    let err = refused(&path).to_string();
     assert!(
         err.contains(&format!("version {}", current_version() + 5)) && err.contains("newer"),
         "{err}"
     );
+}
+
+/// The error opening `path` gives (a panic when it opens).
+fn refused(path: &std::path::Path) -> results_db::DbError {
+    match ResultsDb::open(path) {
+        Ok(_) => panic!("{} opened", path.display()),
+        Err(e) => e,
+    }
 }
