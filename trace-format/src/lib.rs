@@ -37,3 +37,8 @@ pub const VERSION_MAJOR: u16 = 1;
 pub const VERSION_MINOR: u16 = 0;
 /// Default number of records per chunk.
 pub const DEFAULT_CHUNK_RECORDS: u32 = 65_536;
+
+/// The README's example, compiled and run as a doctest so it stays true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
