@@ -6,6 +6,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+#[path = "trace-format/src/fnv.rs"]
+mod fnv;
+
 fn main() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("traces");
     println!("cargo:rerun-if-changed={}", dir.display());
@@ -19,22 +22,16 @@ fn main() {
     names.sort();
     // FNV-1a over names and contents: a name for the cache folder that
     // changes whenever any embedded byte does.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut feed = |bytes: &[u8]| {
-        for &b in bytes {
-            hash ^= u64::from(b);
-            hash = hash.wrapping_mul(0x0100_0000_01b3);
-        }
-    };
+    let mut hash = fnv::Fnv1a::default();
     let mut code = String::from(
         "/// The embedded files of `traces/`: (file name, contents).\npub static FILES: &[(&str, &[u8])] = &[\n",
     );
     for n in &names {
         let path = dir.join(n);
         let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        feed(n.as_bytes());
-        feed(&(bytes.len() as u64).to_le_bytes());
-        feed(&bytes);
+        hash.write(n.as_bytes());
+        hash.write(&(bytes.len() as u64).to_le_bytes());
+        hash.write(&bytes);
         writeln!(
             code,
             "    ({n:?}, include_bytes!({:?})),",
@@ -43,7 +40,12 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
-    writeln!(code, "/// Hash of every embedded name and byte.\npub const CONTENT_HASH: &str = \"{hash:016x}\";").unwrap();
+    writeln!(
+        code,
+        "/// Hash of every embedded name and byte.\npub const CONTENT_HASH: &str = \"{:016x}\";",
+        hash.finish()
+    )
+    .unwrap();
     let out = Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("reference_traces.rs");
     std::fs::write(&out, code).unwrap_or_else(|e| panic!("{}: {e}", out.display()));
 }

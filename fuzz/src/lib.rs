@@ -12,7 +12,6 @@
 //! target; `cargo test -p tracemark-fuzz` runs each for a few seconds.
 
 pub mod mutate;
-pub mod rng;
 pub mod targets;
 mod tmt_fix;
 
@@ -145,7 +144,7 @@ pub fn run(
     quiet_panics();
     let scratch = Scratch::new()?;
     let watchdog = Watchdog::start(&target.name, crash_dir);
-    let mut rng = rng::Rng::new(seed ^ crc32c_of(target.name.as_bytes()) as u64);
+    let mut rng = trace_format::rng::WyRand::new(seed ^ crc32c_of(target.name.as_bytes()) as u64);
     let mut corpus: Vec<Vec<u8>> = target.seeds.clone();
     let mut stats = RunStats {
         target: target.name.clone(),

@@ -2,7 +2,7 @@
 //! deletes, duplicated and spliced ranges) and text-aware (numbers replaced by
 //! edge values, lines swapped or repeated). Several are stacked per input.
 
-use crate::rng::Rng;
+use trace_format::rng::WyRand;
 
 /// Numbers that break parsers: zero, signs, the integer limits and one past
 /// them, floats at the edges, words that float parsers accept.
@@ -54,7 +54,7 @@ const INTS: &[u64] = &[
 
 /// One to five stacked mutations of `input`; `other` is another corpus entry
 /// to splice from.
-pub fn mutate(rng: &mut Rng, input: &[u8], other: &[u8], max_len: usize) -> Vec<u8> {
+pub fn mutate(rng: &mut WyRand, input: &[u8], other: &[u8], max_len: usize) -> Vec<u8> {
     let mut v = input.to_vec();
     let n = 1 + rng.below(5);
     for _ in 0..n {
@@ -64,7 +64,7 @@ pub fn mutate(rng: &mut Rng, input: &[u8], other: &[u8], max_len: usize) -> Vec<
     v
 }
 
-fn mutate_once(rng: &mut Rng, v: &mut Vec<u8>, other: &[u8]) {
+fn mutate_once(rng: &mut WyRand, v: &mut Vec<u8>, other: &[u8]) {
     if v.is_empty() {
         v.push(BYTES[rng.below(BYTES.len())]);
         return;
@@ -117,7 +117,7 @@ fn mutate_once(rng: &mut Rng, v: &mut Vec<u8>, other: &[u8]) {
 }
 
 /// Replaces a run of digits (a number in a text input) by an edge value.
-fn replace_number(rng: &mut Rng, v: &mut Vec<u8>) {
+fn replace_number(rng: &mut WyRand, v: &mut Vec<u8>) {
     let starts: Vec<usize> = (0..v.len())
         .filter(|&i| v[i].is_ascii_digit() && (i == 0 || !v[i - 1].is_ascii_digit()))
         .collect();
@@ -132,7 +132,7 @@ fn replace_number(rng: &mut Rng, v: &mut Vec<u8>) {
 }
 
 /// Swaps two lines, or repeats one (out-of-order and duplicate events).
-fn swap_or_repeat_line(rng: &mut Rng, v: &mut Vec<u8>) {
+fn swap_or_repeat_line(rng: &mut WyRand, v: &mut Vec<u8>) {
     let mut lines: Vec<Vec<u8>> = v.split(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
     if lines.len() < 2 {
         return;

@@ -20,7 +20,7 @@ pub type RunFn = fn(&Scratch, &[u8]) -> Result<(), String>;
 
 /// Post-processing of a mutated input before it is run (for the structure-aware
 /// `.tmt` targets: recompress and re-checksum).
-pub type FixFn = fn(&mut crate::rng::Rng, Vec<u8>) -> Vec<u8>;
+pub type FixFn = fn(&mut trace_format::rng::WyRand, Vec<u8>) -> Vec<u8>;
 
 pub struct Target {
     pub name: String,

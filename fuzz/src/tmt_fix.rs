@@ -5,7 +5,7 @@
 //! the consistency checks behind the CRCs instead of stopping at the first
 //! checksum.
 
-use crate::rng::Rng;
+use trace_format::rng::WyRand;
 use trace_format::Footer;
 
 fn u32_at(b: &[u8], at: usize) -> Option<u32> {
@@ -27,7 +27,7 @@ struct Frame {
     bytes: Vec<u8>,
 }
 
-pub fn recompress_and_checksum(rng: &mut Rng, input: Vec<u8>) -> Vec<u8> {
+pub fn recompress_and_checksum(rng: &mut WyRand, input: Vec<u8>) -> Vec<u8> {
     let Some(header_len) = u32_at(&input, 12).map(|l| l as usize) else {
         return input;
     };
@@ -115,7 +115,7 @@ pub fn recompress_and_checksum(rng: &mut Rng, input: Vec<u8>) -> Vec<u8> {
 
 /// Decompresses a frame's payload, changes a few bytes of the columns, and
 /// recompresses it into the frame (head lengths updated).
-fn mutate_payload(rng: &mut Rng, frame: &mut Frame) {
+fn mutate_payload(rng: &mut WyRand, frame: &mut Frame) {
     let b = &frame.bytes;
     let Some(raw_len) = u32_at(b, 8) else { return };
     let Ok(mut payload) = zstd::bulk::decompress(&b[24..b.len() - 4], raw_len as usize) else {

@@ -15,7 +15,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let iops: Option<u64> = args.get(5).map(|s| s.parse()).transpose()?;
     let out = std::io::BufWriter::new(std::fs::File::create(&args[1])?);
     let mut w = TraceWriter::new(out, &TraceHeader::new("synthetic-4k", "synthetic"))?;
-    let mut rng = replayer::rng::WyRand::new(42);
+    let mut rng = trace_format::rng::WyRand::new(42);
     for i in 0..ios {
         let op = if rng.next_u64() % 100 < read_pct {
             Op::Read

@@ -23,7 +23,6 @@
 use crate::engine::{Engine, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::options::{MappingKind, ReplayOptions, TimingMode};
-use crate::rng::WyRand;
 use crate::source::{RecordIter, TraceSource};
 use crate::target::{Target, TargetRequest};
 use crate::ReplayError;
@@ -31,6 +30,7 @@ use results::consistency::{ConsistencyResult, Durations, FillPass, Phase, Round,
 use results::schema::{PassMetrics, ToolInfo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use trace_format::rng::WyRand;
 use trace_format::{Bytes, Flags, IoRecord, Nanos, Op};
 
 const MIB: u64 = 1 << 20;

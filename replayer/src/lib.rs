@@ -38,7 +38,6 @@ pub mod mapping;
 pub mod metrics;
 pub mod precondition;
 pub mod prediction;
-pub mod rng;
 pub mod schedule;
 pub mod shard;
 pub mod source;

@@ -222,21 +222,12 @@ pub fn lateness(h: &Histogram<u64>) -> Lateness {
 }
 
 /// FNV-1a 64 over records, fed one record at a time.
-#[derive(Debug, Clone, Copy)]
-pub struct RecordChecksum(u64);
-
-impl Default for RecordChecksum {
-    fn default() -> Self {
-        RecordChecksum(0xcbf2_9ce4_8422_2325)
-    }
-}
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RecordChecksum(trace_format::fnv::Fnv1a);
 
 impl RecordChecksum {
     fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 ^= x as u64;
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
+        self.0.write(b);
     }
 
     pub fn add(&mut self, r: &trace_format::IoRecord) {
@@ -248,7 +239,7 @@ impl RecordChecksum {
     }
 
     pub fn hex(&self) -> String {
-        format!("{:016x}", self.0)
+        format!("{:016x}", self.0.finish())
     }
 }
 

@@ -21,7 +21,6 @@
 use crate::buffer::AlignedBuf;
 use crate::mapping::AddressMap;
 use crate::options::{PreconditionPolicy, ReplayOptions};
-use crate::rng::WyRand;
 use crate::source::TraceSource;
 use crate::target::Target;
 use crate::ReplayError;
@@ -31,6 +30,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::PathBuf;
 use std::time::Instant;
+use trace_format::rng::WyRand;
 use trace_format::Op;
 
 /// Granularity of what is preconditioned and remembered.

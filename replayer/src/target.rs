@@ -5,7 +5,6 @@
 use crate::buffer::AlignedBuf;
 use crate::mapping::{AddressMap, TargetSpace, TraceScan};
 use crate::options::{DeviceSelector, ReplayOptions};
-use crate::rng::WyRand;
 use crate::source::TraceSource;
 use crate::ReplayError;
 pub use results::schema::TargetKind;
@@ -15,6 +14,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use trace_format::rng::WyRand;
 use trace_format::Op;
 
 /// The scratch file created in the current directory when no target is given.

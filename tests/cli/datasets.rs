@@ -70,11 +70,9 @@ fn compressed_forms(data: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
 /// since the epoch, every 10th row 300 µs early (unsorted within the window).
 fn alibaba_rows(n: u64) -> Vec<u8> {
     let mut text = String::new();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rng = trace_format::rng::WyRand::new(0x9e37_79b9_7f4a_7c15);
     for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let volume = [0, 7, 42][(x % 3) as usize];
         let op = if x % 5 < 2 { 'W' } else { 'R' };
         let len = 4096 << (x % 5);

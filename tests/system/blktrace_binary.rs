@@ -724,13 +724,8 @@ fn random_corruptions_never_panic() {
     };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("fuzz.blktrace.0");
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = trace_format::rng::WyRand::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || rng.next_u64();
     for round in 0..600 {
         let mut bad = data.clone();
         match round % 3 {

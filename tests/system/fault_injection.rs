@@ -357,11 +357,9 @@ fn a_full_disk_while_converting_names_the_trace_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     // 50,000 random I/Os as blkparse text: a trace of far more than 16 KiB.
     let mut text = String::new();
-    let mut x: u64 = 1;
+    let mut rng = trace_format::rng::WyRand::new(1);
     for i in 0..50_000u64 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        let x = rng.next_u64();
         let sector = (x >> 20) % (1 << 30);
         text.push_str(&format!(
             "  8,0    0 {} {}.{:09} 100  D   R {sector} + 8 [fio]\n",

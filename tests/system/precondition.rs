@@ -43,14 +43,9 @@ fn fill(z: &Zram) {
     assert!(!ptr.is_null());
     // SAFETY: `ptr` is valid for the layout's size and not aliased.
     let buf = unsafe { std::slice::from_raw_parts_mut(ptr, layout.size()) };
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = trace_format::rng::WyRand::new(0x9e37_79b9_7f4a_7c15);
     for _ in 0..ZRAM_MIB / 4 {
-        for chunk in buf.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            chunk.copy_from_slice(&x.to_le_bytes());
-        }
+        rng.fill(buf);
         f.write_all(buf).unwrap();
     }
     // SAFETY: allocated above with this layout.
@@ -61,12 +56,10 @@ fn fill(z: &Zram) {
 /// data, not the engine's per-I/O cost, sets the latency.
 fn random_reads() -> MemorySource {
     let mut recs = Vec::new();
-    let mut x = 12345u64;
+    let mut rng = trace_format::rng::WyRand::new(12345);
     let span_blocks = 128 * MIB / READ_BYTES;
     for i in 0..3000u64 {
-        x = x
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        let x = rng.next_u64();
         recs.push(IoRecord {
             time: Nanos(i * 10_000),
             op: Op::Read,

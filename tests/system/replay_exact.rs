@@ -10,11 +10,9 @@ use trace_format::{IoRecord, Op};
 /// 2 TB "original disk", never adjacent (so nothing could merge).
 fn scattered_trace() -> Vec<IoRecord> {
     let mut recs = Vec::new();
-    let mut x: u64 = 0x1234_5678;
+    let mut rng = trace_format::rng::WyRand::new(0x1234_5678);
     for i in 0..400u64 {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let region = (x % 24) * 83_711 + 5; // distinct, far apart regions
         let slot = (x >> 20) % 7; // 7 slots of 144 KiB inside the region
         let len = 4 * KIB * (1 + (x >> 40) % 32); // 4..128 KiB

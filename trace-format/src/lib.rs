@@ -10,10 +10,12 @@
 
 mod codec;
 mod error;
+pub mod fnv;
 mod frame;
 mod meta;
 mod reader;
 mod record;
+pub mod rng;
 pub mod stats;
 mod units;
 mod writer;

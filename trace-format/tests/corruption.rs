@@ -12,11 +12,9 @@ fn sample_trace(n: u64, chunk_records: u32) -> (Vec<u8>, Vec<IoRecord>) {
     };
     let mut w = TraceWriter::with_options(Vec::new(), &header, opts).unwrap();
     let mut records = Vec::new();
-    let mut x = 0x9e3779b97f4a7c15u64;
+    let mut rng = trace_format::rng::WyRand::new(0x9e3779b97f4a7c15);
     for i in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
+        let x = rng.next_u64();
         let r = IoRecord {
             time: Nanos(i * 1500 + (x % 700)),
             op: Op::ALL[(x % 5) as usize],

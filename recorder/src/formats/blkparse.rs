@@ -670,13 +670,8 @@ mod tests {
     #[test]
     fn fast_path_agrees_with_general_parser() {
         const ALPHABET: &[u8] = b" \t0123456789+-.,()[]<>/ANRWDFSMQCGPUXZEm\x0b";
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = trace_format::rng::WyRand::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = move |n: usize| rng.below(n);
         let mut taken = 0;
         for _ in 0..200_000 {
             let mut line = SHAPES[next(SHAPES.len())].as_bytes().to_vec();

@@ -835,13 +835,8 @@ mod tests {
 
     #[test]
     fn reader_matches_reference_on_random_inputs() {
-        let mut state = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = trace_format::rng::WyRand::new(0x2545_F491_4F6C_DD1D);
+        let mut next = move |n: usize| rng.below(n);
         let lengths = [
             0,
             1,

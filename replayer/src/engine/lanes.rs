@@ -368,13 +368,8 @@ mod tests {
     /// each I/O depends on a varying set of earlier ones), on `devices`
     /// devices in runs of 1-3 records.
     fn trace(n: u64, devices: u16, latencies: bool) -> Vec<IoRecord> {
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = trace_format::rng::WyRand::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = move || rng.next_u64();
         let mut device = 0u16;
         (0..n)
             .map(|i| {

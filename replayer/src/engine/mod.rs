@@ -249,7 +249,7 @@ impl<'t> Engine<'t> {
         // into later writes.
         let write_data = WriteData::new(queue_depth as usize, slot_len as usize)
             .map_err(ring_err("cannot allocate buffers"))?;
-        crate::rng::WyRand::from_entropy().fill(read_bufs.as_mut_slice());
+        trace_format::rng::WyRand::from_entropy().fill(read_bufs.as_mut_slice());
         let mut iovecs: Vec<libc::iovec> = (0..queue_depth as usize)
             .map(|i| libc::iovec {
                 // SAFETY: each slot lies inside read_bufs.

@@ -13,8 +13,8 @@
 //! 17 µs with 32 such slots cycled through.
 
 use crate::buffer::AlignedBuf;
-use crate::rng::WyRand;
 use std::io;
+use trace_format::rng::WyRand;
 
 /// The stamp's granularity: the smallest logical block a device has.
 const SECTOR: usize = 512;

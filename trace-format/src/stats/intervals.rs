@@ -114,13 +114,8 @@ mod tests {
     fn agrees_with_a_byte_map() {
         let mut s = IntervalSet::new();
         let mut bytes = vec![false; 2000];
-        let mut x: u64 = 12345;
-        let mut next = |m: u64| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (x >> 33) % m
-        };
+        let mut rng = crate::rng::WyRand::new(12345);
+        let mut next = |m: u64| rng.next_u64() % m;
         for _ in 0..500 {
             let a = next(1990);
             let b = a + next(2000 - a);

@@ -452,16 +452,12 @@ fn corrupt_and_truncated_pages_name_cpu_and_page() {
 fn any_bytes_give_records_or_an_error_never_a_panic() {
     let l = layout();
     let d = decoder();
-    let mut state = 0x1234_5678_9abc_def0u64;
+    let mut rng = trace_format::rng::WyRand::new(0x1234_5678_9abc_def0);
     for round in 0..2000 {
         let mut page = vec![0u8; if round % 3 == 0 { 200 } else { 4096 }];
-        for b in page.iter_mut() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            *b = state as u8;
-        }
+        rng.fill(&mut page);
         // Small commit sizes, so the walk gets into the data.
+        let state = rng.next_u64();
         let commit = (state % 300) | (state & (3 << 30));
         page[8..16].copy_from_slice(&commit.to_ne_bytes());
         if let Ok(p) = open_page(&l, &page, 0, round) {
