@@ -21,15 +21,8 @@ pub fn format_table(r: &SuiteResult) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "target {} ({}, {:.1} GB{}), mode {}, {} pass{} + {}",
-        esc(&r.target.path),
-        r.target.kind.label(),
-        r.target.size_bytes as f64 / 1e9,
-        r.target
-            .model
-            .as_deref()
-            .map(|m| format!(", {}", esc(m)))
-            .unwrap_or_default(),
+        "target {}, mode {}, {} pass{} + {}",
+        super::target_description(&r.target, 1),
         r.mode,
         r.options.passes,
         if r.options.passes == 1 { "" } else { "es" },
