@@ -26,3 +26,4 @@ mod replay_metrics;
 mod replay_timing;
 mod results_db;
 mod results_leaderboard;
+mod snapshots;

@@ -1,0 +1,70 @@
+//! The text and JSON the commands print, byte for byte, pinned in
+//! `tests/cli/snapshots/`: a refactor of how an output is made must not
+//! change a byte of it. After a deliberate change of an output, rewrite the
+//! expected files with `TRACEMARK_BLESS=1 cargo test --release --test cli snapshots`
+//! and review the diff.
+
+use crate::support;
+use std::path::Path;
+
+/// `actual` equals the expected file `name`; with `TRACEMARK_BLESS=1` the
+/// file is written instead.
+pub fn assert_snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/cli/snapshots")
+        .join(name);
+    if std::env::var_os("TRACEMARK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (TRACEMARK_BLESS=1 writes it)", path.display()));
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the output, first at line {}:\nexpected: {:?}\nactual:   {:?}",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+/// `tracemark ARGS` run in the checkout (so paths in the output are the
+/// relative ones given): its stdout, after checking it succeeded.
+fn stdout_of(args: &[&str]) -> String {
+    let out = support::tracemark()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "tracemark {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// `info` on reference traces: a small one, and the boot trace (many
+/// processes, idle periods, read-after-write), as text, JSON and summary.
+#[test]
+fn info_text_and_json_of_reference_traces() {
+    for trace in ["office-calc", "boot"] {
+        let path = format!("traces/{trace}.tmt");
+        assert_snapshot(&format!("info-{trace}.txt"), &stdout_of(&["info", &path]));
+        assert_snapshot(
+            &format!("info-{trace}.json"),
+            &stdout_of(&["info", "--json", &path]),
+        );
+        assert_snapshot(
+            &format!("info-{trace}-summary.txt"),
+            &stdout_of(&["info", "--summary-only", &path]),
+        );
+    }
+}
