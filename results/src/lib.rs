@@ -11,6 +11,7 @@
 //!   its data whatever version wrote it.
 //! - [`compare`]: several result files side by side; [`leaderboard`]: drives
 //!   ranked by suite score over their runs.
+//! - [`trace_info`]: what a trace holds (`tracemark info --json`).
 //! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
 //!   with charts), for a suite run, a comparison and a consistency test.
 
@@ -27,5 +28,6 @@ pub mod schema;
 pub mod stats;
 pub mod text;
 pub mod validity;
+pub mod trace_info;
 
 pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

@@ -66,5 +66,9 @@ fn info_text_and_json_of_reference_traces() {
             &format!("info-{trace}-summary.txt"),
             &stdout_of(&["info", "--summary-only", &path]),
         );
+        assert_snapshot(
+            &format!("info-{trace}-summary.json"),
+            &stdout_of(&["info", "--summary-only", "--json", &path]),
+        );
     }
 }

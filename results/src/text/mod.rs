@@ -3,10 +3,13 @@
 mod compare;
 mod consistency;
 mod suite;
+mod trace_info;
+pub mod units;
 
 pub use compare::format_tables as compare_tables;
 pub use consistency::format_table as consistency_table;
 pub use suite::format_table as suite_table;
+pub use trace_info::format_trace_info;
 
 use crate::schema::TargetInfo;
 use std::borrow::Cow;
