@@ -2,10 +2,11 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
+use recorder::formats::{fio, tmt_csv};
 use recorder::tmt_output::OutputFile;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
-use trace_format::{IoRecord, Op, TraceFile};
+use trace_format::TraceFile;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ExportFormat {
@@ -76,10 +77,14 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         .records()
         .map(|r| r.with_context(|| format!("{}", path.display())));
     let written = match args.format {
-        ExportFormat::Csv => write_csv(records, &mut out),
+        ExportFormat::Csv => tmt_csv::write(records, &mut out),
         ExportFormat::Fio => {
-            let names = fio_file_names(&file, args.fio_file.as_deref());
-            write_fio(records, &names, &mut out)
+            let names = fio::iolog_file_names(&file, args.fio_file.as_deref());
+            fio::write_iolog(records, &names, &mut out).map(|zeroes| {
+                if zeroes > 0 {
+                    eprintln!("note: {zeroes} write-zeroes requests exported as fio `trim` (fio has no write-zeroes)");
+                }
+            })
         }
         // Written above, before a text output was opened.
         ExportFormat::Parquet => Ok(()),
@@ -96,102 +101,6 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         output.commit(file)?;
     }
     Ok(0)
-}
-
-/// The fio file name of each device of the trace.
-fn fio_file_names(file: &TraceFile, base: Option<&str>) -> Vec<String> {
-    let devices = file.footer().tail.devices.len().max(1);
-    let first = base.map(str::to_string).unwrap_or_else(|| {
-        file.header()
-            .original_device
-            .as_ref()
-            .filter(|d| !d.name.is_empty())
-            .map(|d| format!("/dev/{}", d.name))
-            .unwrap_or_else(|| "tracemark-target".to_string())
-    });
-    (0..devices)
-        .map(|i| {
-            if i == 0 {
-                first.clone()
-            } else {
-                format!("{first}.{i}")
-            }
-        })
-        .collect()
-}
-
-pub fn write_csv(
-    records: impl Iterator<Item = Result<IoRecord>>,
-    out: &mut impl Write,
-) -> Result<()> {
-    writeln!(out, "time_ns,op,offset,length,latency_ns,flags")?;
-    for r in records {
-        let r = r?;
-        write!(
-            out,
-            "{},{},{},{},",
-            r.time.0,
-            r.op.name(),
-            r.offset.0,
-            r.len.0
-        )?;
-        if let Some(l) = r.latency {
-            write!(out, "{}", l.0)?;
-        }
-        writeln!(out, ",{}", r.flags.names())?;
-    }
-    Ok(())
-}
-
-/// fio v3 iolog: `TIME FILE ACTION [OFFSET LENGTH]`, times in microseconds.
-/// Flushes become `sync`, discards `trim`; fio has no write-zeroes, so those
-/// become `trim` too (the same effect on the data: it reads back as zeroes on
-/// devices that zero discarded blocks) and are counted on stderr.
-pub fn write_fio(
-    records: impl Iterator<Item = Result<IoRecord>>,
-    names: &[String],
-    out: &mut impl Write,
-) -> Result<()> {
-    writeln!(out, "fio version 3 iolog")?;
-    for n in names {
-        writeln!(out, "0 {n} add")?;
-    }
-    for n in names {
-        writeln!(out, "0 {n} open")?;
-    }
-    let mut last_us = 0;
-    let mut zeroes = 0u64;
-    for r in records {
-        let r = r?;
-        let us = r.time.0 / 1000;
-        last_us = us;
-        let name = names.get(usize::from(r.device)).with_context(|| {
-            format!(
-                "record at {} names device {} outside the trace's device table",
-                r.time, r.device
-            )
-        })?;
-        let action = match r.op {
-            Op::Read => "read",
-            Op::Write => "write",
-            Op::Flush => "sync",
-            Op::Discard => "trim",
-            Op::WriteZeroes => {
-                zeroes += 1;
-                "trim"
-            }
-        };
-        writeln!(out, "{us} {name} {action} {} {}", r.offset.0, r.len.0)?;
-    }
-    for n in names {
-        writeln!(out, "{last_us} {n} close")?;
-    }
-    if zeroes > 0 {
-        eprintln!(
-            "note: {zeroes} write-zeroes requests exported as fio `trim` (fio has no write-zeroes)"
-        );
-    }
-    Ok(())
 }
 
 #[cfg(feature = "parquet")]

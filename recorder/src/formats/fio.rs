@@ -1,4 +1,5 @@
-//! fio I/O logs (`read_iolog` / `write_iolog` files), versions 2 and 3.
+//! fio I/O logs (`read_iolog` / `write_iolog` files), versions 2 and 3, read;
+//! and written, version 3, for `tracemark export --to fio` ([`write_iolog`]).
 //!
 //! Version 2 (`fio version 2 iolog`): `FILE ACTION` and `FILE ACTION OFFSET LENGTH`.
 //! Version 3 (`fio version 3 iolog`): the same with a leading `TIMESTAMP`.
@@ -240,6 +241,81 @@ fn parse_line(
             show(action_word)
         )),
     }
+}
+
+/// The fio file name of each device of the trace, for [`write_iolog`]: `base`
+/// (default `/dev/NAME` of the original device when known, else
+/// `tracemark-target`) for the first, `BASE.1`, `BASE.2`, ... for the others.
+pub fn iolog_file_names(file: &trace_format::TraceFile, base: Option<&str>) -> Vec<String> {
+    let devices = file.footer().tail.devices.len().max(1);
+    let first = base.map(str::to_string).unwrap_or_else(|| {
+        file.header()
+            .original_device
+            .as_ref()
+            .filter(|d| !d.name.is_empty())
+            .map(|d| format!("/dev/{}", d.name))
+            .unwrap_or_else(|| "tracemark-target".to_string())
+    });
+    (0..devices)
+        .map(|i| {
+            if i == 0 {
+                first.clone()
+            } else {
+                format!("{first}.{i}")
+            }
+        })
+        .collect()
+}
+
+/// Writes a fio v3 iolog (`TIME FILE ACTION [OFFSET LENGTH]`, times in
+/// microseconds), one file per name in `names` (indexed by the record's
+/// device). Flushes become `sync`, discards `trim`; fio has no write-zeroes,
+/// so those become `trim` too (the same effect on the data: it reads back as
+/// zeroes on devices that zero discarded blocks). Returns how many
+/// write-zeroes were written as `trim`, for the caller to say so.
+pub fn write_iolog<E: From<std::io::Error> + From<ConvertError>>(
+    records: impl Iterator<Item = Result<trace_format::IoRecord, E>>,
+    names: &[String],
+    out: &mut impl std::io::Write,
+) -> Result<u64, E> {
+    writeln!(out, "fio version 3 iolog")?;
+    for n in names {
+        writeln!(out, "0 {n} add")?;
+    }
+    for n in names {
+        writeln!(out, "0 {n} open")?;
+    }
+    let mut last_us = 0;
+    let mut zeroes = 0u64;
+    for r in records {
+        let r = r?;
+        let us = r.time.0 / 1000;
+        last_us = us;
+        let name = names
+            .get(usize::from(r.device))
+            .ok_or_else(|| ConvertError::Invalid {
+                location: format!("record at {}", r.time),
+                reason: format!(
+                    "names device {} outside the trace's device table",
+                    r.device
+                ),
+            })?;
+        let action = match r.op {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "sync",
+            Op::Discard => "trim",
+            Op::WriteZeroes => {
+                zeroes += 1;
+                "trim"
+            }
+        };
+        writeln!(out, "{us} {name} {action} {} {}", r.offset.0, r.len.0)?;
+    }
+    for n in names {
+        writeln!(out, "{last_us} {n} close")?;
+    }
+    Ok(zeroes)
 }
 
 #[cfg(test)]

@@ -60,6 +60,9 @@ mod line_input;
 /// Shared driver of the one-request-per-line dataset formats.
 mod request_lines;
 
+/// The CSV `tracemark export --to csv` writes (the Parquet export's columns).
+pub mod tmt_csv;
+
 /// How many bytes of an input detection looks at.
 pub const HEAD_BYTES: usize = 64 * 1024;
 
