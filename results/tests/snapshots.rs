@@ -1,0 +1,89 @@
+//! The reports, byte for byte: the suite and consistency tables, the
+//! comparison's tables and HTML and the consistency HTML, made from result
+//! files of real runs (`tests/fixtures/`: two replays of two reference traces
+//! on a scratch file, the second with a device model holding a terminal
+//! escape, and a short consistency test), pinned in `tests/snapshots/`. A
+//! refactor of how a report is made must not change a byte. After a
+//! deliberate change, rewrite them with
+//! `TRACEMARK_BLESS=1 cargo test --release -p results --test snapshots` and
+//! review the diff.
+
+use results::compare::{load_result, Comparison};
+use results::consistency::ConsistencyResult;
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn assert_snapshot(name: &str, actual: &str) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/snapshots")
+        .join(name);
+    if std::env::var_os("TRACEMARK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (TRACEMARK_BLESS=1 writes it)", path.display()));
+    if expected != actual {
+        let line = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(e, a)| e != a)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs, first at line {}:\nexpected: {:?}\nactual:   {:?}",
+            path.display(),
+            line + 1,
+            expected.lines().nth(line),
+            actual.lines().nth(line)
+        );
+    }
+}
+
+fn comparison(labels: &[String]) -> Comparison {
+    let results = ["suite-a.json", "suite-b.json"]
+        .iter()
+        .map(|n| {
+            let path = fixture(n);
+            let r = load_result(&path).unwrap();
+            (PathBuf::from(n), r)
+        })
+        .collect();
+    Comparison::new(results, labels).unwrap()
+}
+
+fn consistency() -> ConsistencyResult {
+    let text = std::fs::read_to_string(fixture("consistency.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn suite_tables() {
+    for name in ["suite-a", "suite-b"] {
+        let r = load_result(&fixture(&format!("{name}.json"))).unwrap();
+        assert_snapshot(&format!("{name}.txt"), &results::text::suite_table(&r));
+    }
+}
+
+#[test]
+fn compare_tables_and_report() {
+    let c = comparison(&[]);
+    assert_snapshot("compare.txt", &results::text::compare_tables(&c));
+    assert_snapshot("compare.html", &results::html::compare_report(&c));
+    let labelled = comparison(&["A".to_string(), "B".to_string()]);
+    assert_snapshot(
+        "compare-labelled.txt",
+        &results::text::compare_tables(&labelled),
+    );
+}
+
+#[test]
+fn consistency_table_and_report() {
+    let r = consistency();
+    assert_snapshot("consistency.txt", &results::text::consistency_table(&r));
+    assert_snapshot("consistency.html", &results::html::consistency_report(&r));
+}
