@@ -1,8 +1,7 @@
 //! The reports, byte for byte: the suite and consistency tables, the
-//! comparison's tables and HTML and the consistency HTML, made from result
-//! files of real runs (`tests/fixtures/`: two replays of two reference traces
-//! on a scratch file, the second with a device model holding a terminal
-//! escape, and a short consistency test), pinned in `tests/snapshots/`. A
+//! comparison's tables and HTML and the consistency HTML, made from the result
+//! files of real runs in `tests/fixtures/` (see its README), pinned in
+//! `tests/snapshots/`. A
 //! refactor of how a report is made must not change a byte. After a
 //! deliberate change, rewrite them with
 //! `TRACEMARK_BLESS=1 cargo test --release -p results --test snapshots` and
@@ -63,7 +62,14 @@ fn consistency() -> ConsistencyResult {
 
 #[test]
 fn suite_tables() {
-    for name in ["suite-a", "suite-b"] {
+    for name in [
+        "suite-a",
+        "suite-b",
+        "suite-two",
+        "replay-file",
+        "replay-zram",
+        "replay-readonly",
+    ] {
         let r = load_result(&fixture(&format!("{name}.json"))).unwrap();
         assert_snapshot(&format!("{name}.txt"), &results::text::suite_table(&r));
     }
