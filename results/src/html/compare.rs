@@ -3,7 +3,8 @@
 use super::axis::Axis;
 use super::chart::{line_chart, AxisSpec, Line};
 use super::{colour, esc, page_end, page_start};
-use crate::compare::{column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
+use crate::compare::{cell, column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
+use crate::schema::Timeline;
 use std::fmt::Write;
 
 fn legend(out: &mut String, c: &Comparison) {
@@ -217,6 +218,32 @@ fn identity_table(out: &mut String, c: &Comparison) {
 pub fn compare_report(c: &Comparison) -> String {
     let mut out = String::new();
     page_start(&mut out, "tracemark: drive comparison");
+    drives_table(&mut out, c);
+    mismatches(&mut out, c);
+    out.push_str("<h2>Scores</h2>\n");
+    legend(&mut out, c);
+    out.push_str("<h3>Score per trace (higher is better)</h3>\n");
+    bar_chart(&mut out, c, Metric::Score);
+    out.push_str("<h3>Bandwidth per trace, MB/s (higher is better)</h3>\n");
+    bar_chart(&mut out, c, Metric::Bandwidth);
+    out.push_str("<h2>Tables</h2>\n<p class=\"note\">Ratios are to the first column. A dash: the trace is not in that result.</p>\n");
+    for m in Metric::ALL {
+        metric_table(&mut out, c, m);
+    }
+    out.push_str("<h2>Per trace</h2>\n<p class=\"note\">Latency distribution over the scored passes (solid: reads, dashed: writes). Timelines: the last scored pass, per interval of playback.</p>\n");
+    for (ti, name) in c.traces.iter().enumerate() {
+        let _ = writeln!(out, "<h3 id=\"trace-{ti}\">{}</h3>", esc(name));
+        legend(&mut out, c);
+        let lines = TraceLines::of(c, name);
+        cdf_chart(&mut out, ti, &lines.cdfs);
+        timeline_charts(&mut out, ti, &lines);
+    }
+    page_end(&mut out);
+    out
+}
+
+/// One row per drive: label, target, mode, options, host, result file.
+fn drives_table(out: &mut String, c: &Comparison) {
     out.push_str("<h2>Drives</h2>\n<table class=\"drives\"><tr><th>column</th><th>label</th><th>target</th><th>size</th><th>mode</th><th>options</th><th>host</th><th>result file</th></tr>\n");
     for (i, d) in c.drives.iter().enumerate() {
         let r = &d.result;
@@ -244,37 +271,46 @@ pub fn compare_report(c: &Comparison) -> String {
         );
     }
     out.push_str("</table>\n");
-    identity_table(&mut out, c);
-    if !c.mismatches.is_empty() {
-        out.push_str("<div class=\"warn\" id=\"mismatches\"><strong>These results are not fully comparable</strong> (columns marked <span class=\"flag\">!</span>, cells marked <span class=\"flag\">≠</span>):<ul>\n");
-        for m in &c.mismatches {
-            let _ = writeln!(out, "<li class=\"mismatch\">{}</li>", esc(&m.message));
-        }
-        out.push_str("</ul></div>\n");
+    identity_table(out, c);
+}
+
+/// Why the results are not fully comparable, when they are not.
+fn mismatches(out: &mut String, c: &Comparison) {
+    if c.mismatches.is_empty() {
+        return;
     }
-    out.push_str("<h2>Scores</h2>\n");
-    legend(&mut out, c);
-    out.push_str("<h3>Score per trace (higher is better)</h3>\n");
-    bar_chart(&mut out, c, Metric::Score);
-    out.push_str("<h3>Bandwidth per trace, MB/s (higher is better)</h3>\n");
-    bar_chart(&mut out, c, Metric::Bandwidth);
-    out.push_str("<h2>Tables</h2>\n<p class=\"note\">Ratios are to the first column. A dash: the trace is not in that result.</p>\n");
-    for m in Metric::ALL {
-        metric_table(&mut out, c, m);
+    out.push_str("<div class=\"warn\" id=\"mismatches\"><strong>These results are not fully comparable</strong> (columns marked <span class=\"flag\">!</span>, cells marked <span class=\"flag\">≠</span>):<ul>\n");
+    for m in &c.mismatches {
+        let _ = writeln!(out, "<li class=\"mismatch\">{}</li>", esc(&m.message));
     }
-    out.push_str("<h2>Per trace</h2>\n<p class=\"note\">Latency distribution over the scored passes (solid: reads, dashed: writes). Timelines: the last scored pass, per interval of playback.</p>\n");
-    for (ti, name) in c.traces.iter().enumerate() {
-        let _ = writeln!(out, "<h3 id=\"trace-{ti}\">{}</h3>", esc(name));
-        legend(&mut out, c);
-        let mut cdfs = Vec::new();
-        let mut bws = Vec::new();
-        let mut lats = Vec::new();
-        let mut intervals: Vec<String> = Vec::new();
+    out.push_str("</ul></div>\n");
+}
+
+/// A trace's chart lines over the drives that have it.
+struct TraceLines {
+    /// Latency CDFs, reads solid and writes dashed.
+    cdfs: Vec<Line<'static>>,
+    /// Bandwidth per timeline interval.
+    bandwidth: Vec<Line<'static>>,
+    /// Mean latency per timeline interval (intervals with no completion left out).
+    latency: Vec<Line<'static>>,
+    /// Each drive's timeline interval, `A 0.5 s`.
+    intervals: Vec<String>,
+}
+
+impl TraceLines {
+    fn of(c: &Comparison, name: &str) -> TraceLines {
+        let mut lines = TraceLines {
+            cdfs: Vec::new(),
+            bandwidth: Vec::new(),
+            latency: Vec::new(),
+            intervals: Vec::new(),
+        };
         for i in 0..c.drives.len() {
             let Some(t) = c.trace(i, name) else { continue };
             for op in ["read", "write"] {
                 if let Some(points) = t.latency_cdf_us.get(op) {
-                    cdfs.push(Line {
+                    lines.cdfs.push(Line {
                         class: "cdf",
                         attrs: format!(
                             "data-trace=\"{}\" data-drive=\"{i}\" data-op=\"{op}\"",
@@ -287,85 +323,97 @@ pub fn compare_report(c: &Comparison) -> String {
                 }
             }
             if let Some(tl) = &t.timeline {
-                intervals.push(format!("{} {} s", column_name(i), tl.interval_s));
-                let mk = |metric: &str, ys: &[f64], keep: &dyn Fn(usize) -> bool| Line {
-                    class: "timeline",
-                    attrs: format!(
-                        "data-trace=\"{}\" data-drive=\"{i}\" data-metric=\"{metric}\"",
-                        esc(name)
-                    ),
-                    colour: colour(i),
-                    dashed: false,
-                    points: tl
-                        .t_s
-                        .iter()
-                        .copied()
-                        .zip(ys.iter().copied())
-                        .enumerate()
-                        .filter(|(k, _)| keep(*k))
-                        .map(|(_, p)| p)
-                        .collect(),
-                };
-                bws.push(mk("bandwidth", &tl.bandwidth_mb_s, &|_| true));
-                // Intervals where nothing completed have no latency: left out.
-                lats.push(mk("latency", &tl.mean_latency_us, &|k| {
-                    tl.ios.get(k).is_some_and(|n| *n > 0)
-                }));
+                lines.add_timeline(i, name, tl);
             }
         }
-        if cdfs.is_empty() {
-            out.push_str("<p class=\"note\">No latency distribution in these results.</p>\n");
-        } else {
-            line_chart(
-                &mut out,
-                &format!("cdf-{ti}"),
-                AxisSpec {
-                    title: "latency µs (log)",
-                    log: true,
-                },
-                AxisSpec {
-                    title: "fraction of I/Os",
-                    log: false,
-                },
-                &cdfs,
-            );
-        }
-        if bws.is_empty() {
-            out.push_str("<p class=\"note\">No timeline in these results.</p>\n");
-        } else {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">Timeline intervals: {}. Mean latency is left out where nothing completed.</p>",
-                esc(&intervals.join(", "))
-            );
-            line_chart(
-                &mut out,
-                &format!("timeline-bandwidth-{ti}"),
-                AxisSpec {
-                    title: "playback time s",
-                    log: false,
-                },
-                AxisSpec {
-                    title: "bandwidth MB/s",
-                    log: false,
-                },
-                &bws,
-            );
-            line_chart(
-                &mut out,
-                &format!("timeline-latency-{ti}"),
-                AxisSpec {
-                    title: "playback time s",
-                    log: false,
-                },
-                AxisSpec {
-                    title: "mean latency µs",
-                    log: false,
-                },
-                &lats,
-            );
-        }
+        lines
     }
-    page_end(&mut out);
-    out
+
+    fn add_timeline(&mut self, i: usize, name: &str, tl: &Timeline) {
+        self.intervals
+            .push(format!("{} {} s", column_name(i), tl.interval_s));
+        let mk = |metric: &str, ys: &[f64], keep: &dyn Fn(usize) -> bool| Line {
+            class: "timeline",
+            attrs: format!(
+                "data-trace=\"{}\" data-drive=\"{i}\" data-metric=\"{metric}\"",
+                esc(name)
+            ),
+            colour: colour(i),
+            dashed: false,
+            points: tl
+                .t_s
+                .iter()
+                .copied()
+                .zip(ys.iter().copied())
+                .enumerate()
+                .filter(|(k, _)| keep(*k))
+                .map(|(_, p)| p)
+                .collect(),
+        };
+        self.bandwidth
+            .push(mk("bandwidth", &tl.bandwidth_mb_s, &|_| true));
+        // Intervals where nothing completed have no latency: left out.
+        self.latency.push(mk("latency", &tl.mean_latency_us, &|k| {
+            tl.ios.get(k).is_some_and(|n| *n > 0)
+        }));
+    }
+}
+
+/// The latency CDFs of trace number `ti`, or a note that there are none.
+fn cdf_chart(out: &mut String, ti: usize, cdfs: &[Line<'_>]) {
+    if cdfs.is_empty() {
+        out.push_str("<p class=\"note\">No latency distribution in these results.</p>\n");
+        return;
+    }
+    line_chart(
+        out,
+        &format!("cdf-{ti}"),
+        AxisSpec {
+            title: "latency µs (log)",
+            log: true,
+        },
+        AxisSpec {
+            title: "fraction of I/Os",
+            log: false,
+        },
+        cdfs,
+    );
+}
+
+/// Bandwidth and mean latency over playback time, or a note that there is
+/// no timeline.
+fn timeline_charts(out: &mut String, ti: usize, lines: &TraceLines) {
+    if lines.bandwidth.is_empty() {
+        out.push_str("<p class=\"note\">No timeline in these results.</p>\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Timeline intervals: {}. Mean latency is left out where nothing completed.</p>",
+        esc(&lines.intervals.join(", "))
+    );
+    let time = || AxisSpec {
+        title: "playback time s",
+        log: false,
+    };
+    line_chart(
+        out,
+        &format!("timeline-bandwidth-{ti}"),
+        time(),
+        AxisSpec {
+            title: "bandwidth MB/s",
+            log: false,
+        },
+        &lines.bandwidth,
+    );
+    line_chart(
+        out,
+        &format!("timeline-latency-{ti}"),
+        time(),
+        AxisSpec {
+            title: "mean latency µs",
+            log: false,
+        },
+        &lines.latency,
+    );
 }
