@@ -27,7 +27,7 @@ use crate::source::{RecordIter, TraceSource};
 use crate::target::{Target, TargetRequest};
 use crate::ReplayError;
 use results::consistency::{ConsistencyResult, Durations, FillPass, Phase, Round, RoundTrace};
-use results::schema::{PassMetrics, ToolInfo};
+use results::schema::{PassMetrics, SuiteResult, TargetInfo, ToolInfo};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use trace_format::rng::WyRand;
@@ -289,6 +289,72 @@ pub fn run_consistency(
     opts: &ConsistencyOptions,
     observer: &mut dyn ConsistencyObserver,
 ) -> Result<ConsistencyResult, ReplayError> {
+    check_options(traces, opts)?;
+    let started_unix_s = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    crate::clock::use_fine_timer_slack();
+    let (info, size) = probe_target(target, opts)?;
+    let drive = Drive {
+        path: target,
+        size,
+        block: info.logical_block_size,
+        write_opts: write_options(opts),
+    };
+    let precondition = precondition(&drive, observer)?;
+    let unit_s = precondition.last().map_or(1.0, |p| p.seconds);
+    let durations = Durations {
+        degrade_start_s: scaled(opts.degrade_start, unit_s, 1.0, 600.0).as_secs_f64(),
+        degrade_step_s: scaled(opts.degrade_step, unit_s, 0.1, 60.0).as_secs_f64(),
+        steady_s: scaled(opts.steady, unit_s, 2.5, 1500.0).as_secs_f64(),
+        idle_s: scaled(opts.idle, unit_s, 0.5, 300.0).as_secs_f64(),
+        unit_s,
+    };
+    let mut seed = started_unix_s ^ 0x5bd1_e995;
+    let mut rounds = Vec::new();
+    let mut interrupted = crate::interrupt::interrupted();
+    for (phase, round) in round_plan(opts) {
+        if interrupted {
+            break;
+        }
+        let load = apply_load(&drive, phase, round, &durations, &mut seed, observer)?;
+        if crate::interrupt::interrupted() {
+            interrupted = true;
+            break;
+        }
+        observer.step(&format!("{phase} round {round}: suite pass"));
+        let r = retry_busy(|| {
+            crate::suite::run_suite(traces, Some(target), &opts.suite, &mut crate::NoObserver)
+        })?;
+        interrupted |= r.interrupted;
+        rounds.push(round_result(phase, round, load, &r));
+    }
+    Ok(ConsistencyResult {
+        schema_version: results::identity::SCHEMA_VERSION,
+        tool: ToolInfo {
+            name: "tracemark".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        host: crate::suite::host_info(),
+        target: info,
+        rounds_degrade: opts.rounds_degrade,
+        rounds_steady: opts.rounds_steady,
+        rounds_recovery: opts.rounds_recovery,
+        durations,
+        write_queue_depth: opts.write_queue_depth,
+        suite_options: opts.suite.clone(),
+        precondition,
+        rounds,
+        interrupted,
+        started_unix_s,
+    })
+}
+
+/// The suite options, a suite and the write queue depth, refused before any I/O.
+fn check_options(
+    traces: &[&dyn TraceSource],
+    opts: &ConsistencyOptions,
+) -> Result<(), ReplayError> {
     opts.suite.validate()?;
     if traces.is_empty() {
         return Err(ReplayError::Options("no traces in the suite".into()));
@@ -298,13 +364,15 @@ pub fn run_consistency(
             "--write-queue-depth must be between 1 and 4096".into(),
         ));
     }
-    let started_unix_s = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    crate::clock::use_fine_timer_slack();
+    Ok(())
+}
 
-    // The target's size and kind (the writes need them), then closed again:
-    // each step opens it as the replayer does (O_EXCL on devices).
+/// The target's description and its usable size (whole 4 KiB), opened and
+/// closed again: each step opens it as the replayer does (O_EXCL on devices).
+fn probe_target(
+    target: &Path,
+    opts: &ConsistencyOptions,
+) -> Result<(TargetInfo, u64), ReplayError> {
     let is_device = std::fs::metadata(target)
         .map(|m| {
             use std::os::unix::fs::FileTypeExt;
@@ -328,7 +396,13 @@ pub fn run_consistency(
             reason: "the consistency test needs a target of at least 2 MiB".into(),
         });
     }
-    let write_opts = ReplayOptions {
+    Ok((info, size))
+}
+
+/// How the fills and random writes are replayed: compressed, identity
+/// mapping, one pass, at the write queue depth.
+fn write_options(opts: &ConsistencyOptions) -> ReplayOptions {
+    ReplayOptions {
         mode: TimingMode::Compressed,
         queue_depth: opts.write_queue_depth,
         passes: 1,
@@ -338,19 +412,35 @@ pub fn run_consistency(
         allow_buffered: opts.suite.allow_buffered,
         io_timeout: opts.suite.io_timeout,
         ..Default::default()
-    };
+    }
+}
 
+/// The target as the writes see it.
+struct Drive<'a> {
+    path: &'a Path,
+    /// Usable bytes (whole 4 KiB).
+    size: u64,
+    /// Logical block size: the alignment of the random writes.
+    block: u64,
+    write_opts: ReplayOptions,
+}
+
+/// Two sequential fills of the whole target (fewer when interrupted).
+fn precondition(
+    drive: &Drive<'_>,
+    observer: &mut dyn ConsistencyObserver,
+) -> Result<Vec<FillPass>, ReplayError> {
     let mut precondition = Vec::new();
     for pass in 1..=2 {
         observer.step(&format!("precondition: sequential fill {pass}/2"));
         let fill = Writes {
             name: "precondition",
-            size,
-            block: info.logical_block_size,
+            size: drive.size,
+            block: drive.block,
             random_seed: None,
         };
         let start = Instant::now();
-        let m = write_pass(target, &fill, &write_opts, None)?;
+        let m = write_pass(drive.path, &fill, &drive.write_opts, None)?;
         let seconds = start.elapsed().as_secs_f64();
         precondition.push(FillPass {
             pass,
@@ -362,117 +452,101 @@ pub fn run_consistency(
             break;
         }
     }
-    let unit_s = precondition.last().map_or(1.0, |p| p.seconds);
-    let durations = Durations {
-        degrade_start_s: scaled(opts.degrade_start, unit_s, 1.0, 600.0).as_secs_f64(),
-        degrade_step_s: scaled(opts.degrade_step, unit_s, 0.1, 60.0).as_secs_f64(),
-        steady_s: scaled(opts.steady, unit_s, 2.5, 1500.0).as_secs_f64(),
-        idle_s: scaled(opts.idle, unit_s, 0.5, 300.0).as_secs_f64(),
-        unit_s,
-    };
+    Ok(precondition)
+}
 
-    let mut rounds = Vec::new();
-    let mut seed = started_unix_s ^ 0x5bd1_e995;
-    let plan: Vec<(Phase, u32)> = (1..=opts.rounds_degrade)
+/// Every round in order: degradation, steady state, recovery.
+fn round_plan(opts: &ConsistencyOptions) -> Vec<(Phase, u32)> {
+    (1..=opts.rounds_degrade)
         .map(|r| (Phase::Degradation, r))
         .chain((1..=opts.rounds_steady).map(|r| (Phase::Steady, r)))
         .chain((1..=opts.rounds_recovery).map(|r| (Phase::Recovery, r)))
-        .collect();
-    let mut interrupted = crate::interrupt::interrupted();
-    for (phase, round) in plan {
-        if interrupted {
-            break;
-        }
-        let (mut write_s, mut written, mut idle_s) = (0.0, 0, 0.0);
-        match phase {
-            Phase::Degradation | Phase::Steady => {
-                let secs = if phase == Phase::Degradation {
-                    durations.degrade_start_s + durations.degrade_step_s * (round - 1) as f64
-                } else {
-                    durations.steady_s
-                };
-                observer.step(&format!(
-                    "{phase} round {round}: random writes for {secs:.1} s"
-                ));
-                (write_s, written) = random_writes(
-                    target,
-                    size,
-                    info.logical_block_size,
-                    &write_opts,
-                    Duration::from_secs_f64(secs),
-                    &mut seed,
-                )?;
-            }
-            Phase::Recovery => {
-                observer.step(&format!(
-                    "{phase} round {round}: idle for {:.1} s",
-                    durations.idle_s
-                ));
-                let end = Instant::now() + Duration::from_secs_f64(durations.idle_s);
-                while Instant::now() < end && !crate::interrupt::interrupted() {
-                    std::thread::sleep(
-                        end.saturating_duration_since(Instant::now())
-                            .min(Duration::from_millis(100)),
-                    );
-                }
-                idle_s = durations.idle_s;
-            }
-        }
-        if crate::interrupt::interrupted() {
-            interrupted = true;
-            break;
-        }
-        observer.step(&format!("{phase} round {round}: suite pass"));
-        let r = retry_busy(|| {
-            crate::suite::run_suite(traces, Some(target), &opts.suite, &mut crate::NoObserver)
-        })?;
-        interrupted |= r.interrupted;
-        let suite = r.suite;
-        rounds.push(Round {
-            phase,
-            round,
-            write_s,
-            written_bytes: written,
-            write_mb_s: if write_s > 0.0 {
-                written as f64 / write_s / 1e6
+        .collect()
+}
+
+/// What a round did to the drive before its suite pass.
+#[derive(Default)]
+struct Load {
+    write_s: f64,
+    written: u64,
+    idle_s: f64,
+}
+
+/// A round's random writes (degradation, steady state) or idle (recovery).
+fn apply_load(
+    drive: &Drive<'_>,
+    phase: Phase,
+    round: u32,
+    durations: &Durations,
+    seed: &mut u64,
+    observer: &mut dyn ConsistencyObserver,
+) -> Result<Load, ReplayError> {
+    let mut load = Load::default();
+    match phase {
+        Phase::Degradation | Phase::Steady => {
+            let secs = if phase == Phase::Degradation {
+                durations.degrade_start_s + durations.degrade_step_s * (round - 1) as f64
             } else {
-                0.0
-            },
-            idle_s,
-            score: suite.map_or(0.0, |s| s.score),
-            bandwidth_mb_s: suite.map_or(0.0, |s| s.bandwidth_mb_s),
-            access_time_us: suite.map_or(0.0, |s| s.access_time_us),
-            traces: r
-                .traces
-                .iter()
-                .map(|t| RoundTrace {
-                    name: t.name.clone(),
-                    score: t.score,
-                    bandwidth_mb_s: t.bandwidth_mb_s,
-                    access_time_us: t.access_time_us,
-                })
-                .collect(),
-        });
+                durations.steady_s
+            };
+            observer.step(&format!(
+                "{phase} round {round}: random writes for {secs:.1} s"
+            ));
+            (load.write_s, load.written) = random_writes(
+                drive.path,
+                drive.size,
+                drive.block,
+                &drive.write_opts,
+                Duration::from_secs_f64(secs),
+                seed,
+            )?;
+        }
+        Phase::Recovery => {
+            observer.step(&format!(
+                "{phase} round {round}: idle for {:.1} s",
+                durations.idle_s
+            ));
+            let end = Instant::now() + Duration::from_secs_f64(durations.idle_s);
+            while Instant::now() < end && !crate::interrupt::interrupted() {
+                std::thread::sleep(
+                    end.saturating_duration_since(Instant::now())
+                        .min(Duration::from_millis(100)),
+                );
+            }
+            load.idle_s = durations.idle_s;
+        }
     }
-    Ok(ConsistencyResult {
-        schema_version: results::identity::SCHEMA_VERSION,
-        tool: ToolInfo {
-            name: "tracemark".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
+    Ok(load)
+}
+
+/// A round's line of the result: its load and its suite pass's figures.
+fn round_result(phase: Phase, round: u32, load: Load, r: &SuiteResult) -> Round {
+    let suite = r.suite;
+    Round {
+        phase,
+        round,
+        write_s: load.write_s,
+        written_bytes: load.written,
+        write_mb_s: if load.write_s > 0.0 {
+            load.written as f64 / load.write_s / 1e6
+        } else {
+            0.0
         },
-        host: crate::suite::host_info(),
-        target: info,
-        rounds_degrade: opts.rounds_degrade,
-        rounds_steady: opts.rounds_steady,
-        rounds_recovery: opts.rounds_recovery,
-        durations,
-        write_queue_depth: opts.write_queue_depth,
-        suite_options: opts.suite.clone(),
-        precondition,
-        rounds,
-        interrupted,
-        started_unix_s,
-    })
+        idle_s: load.idle_s,
+        score: suite.map_or(0.0, |s| s.score),
+        bandwidth_mb_s: suite.map_or(0.0, |s| s.bandwidth_mb_s),
+        access_time_us: suite.map_or(0.0, |s| s.access_time_us),
+        traces: r
+            .traces
+            .iter()
+            .map(|t| RoundTrace {
+                name: t.name.clone(),
+                score: t.score,
+                bandwidth_mb_s: t.bandwidth_mb_s,
+                access_time_us: t.access_time_us,
+            })
+            .collect(),
+    }
 }
 
 /// Writes the result file (pretty JSON).

@@ -4,7 +4,7 @@
 use crate::cpu_idle::CpuIdleHold;
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
-use crate::metrics::{trace_result, RecordChecksum, TimelineBuilder};
+use crate::metrics::{trace_result, PassOutcome, RecordChecksum, TimelineBuilder};
 use crate::options::{PreconditionPolicy, ReplayOptions};
 use crate::source::TraceSource;
 use crate::ReplayError;
@@ -60,39 +60,9 @@ pub fn run_suite(
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-
-    // First pass over every trace: extents, sizes, what it needs.
-    let mut scans = Vec::with_capacity(traces.len());
-    let mut identities = Vec::with_capacity(traces.len());
-    for t in traces {
-        let mut sum = RecordChecksum::default();
-        let scan = TraceScan::scan(
-            t.name(),
-            t.records().inspect(|r| {
-                if let Ok(r) = r {
-                    sum.add(r)
-                }
-            }),
-        )?;
-        identities.push(TraceIdentity {
-            records: scan.summary.ios,
-            read_bytes: scan.summary.read_bytes,
-            write_bytes: scan.summary.write_bytes,
-            duration_ns: scan.original_duration.0,
-            checksum: sum.hex(),
-        });
-        scans.push(scan);
-    }
+    let (scans, identities) = scan_traces(traces)?;
     let (target, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
-    let regions = match opts.precondition {
-        PreconditionPolicy::ReadRegions => {
-            crate::precondition::read_regions(traces, &maps, target.all().count(), opts)?
-        }
-        _ => Vec::new(),
-    };
-    let precondition = crate::precondition::precondition(&target, &regions, opts, &mut |w, t| {
-        observer.precondition_progress(w, t)
-    })?;
+    let precondition = precondition(traces, &target, &maps, opts, observer)?;
     // A stop signal before the first pass (while preconditioning, mostly)
     // ends the run there: nothing is replayed on a target only partly
     // prepared, and the result says so.
@@ -120,78 +90,26 @@ pub fn run_suite(
         builder: TimelineBuilder::default(),
         last: None,
     };
-    let observer = &mut observer;
     // The trace the run stopped in, and why (a stop signal, the I/O timeout).
     let mut stopped: Option<(String, String)> = None;
     for (((t, scan), map), identity) in traces.iter().zip(&scans).zip(&maps).zip(identities) {
         if interrupted || stopped.is_some() {
             break;
         }
-        let name = t.name();
         let plan = |kind| PassPlan {
-            trace: name,
+            trace: t.name(),
             source: *t,
             scan,
             map,
             opts,
             kind,
         };
-        let mut warmup = None;
-        let mut scored = Vec::new();
-        // A device that stops answering ends the run, but what was measured
-        // before is kept and the result says why it is partial.
-        let mut timed_out = None;
-        if opts.warmup {
-            match engine.run_pass(&plan(PassKind::Warmup), observer) {
-                Ok(p) => {
-                    interrupted |= p.interrupted;
-                    warmup = Some(p);
-                }
-                Err(e) => timed_out = Some(cut_short(e, "the warm-up pass")?),
-            }
+        let passes = replay_trace(&mut engine, &plan, opts, &mut observer)?;
+        interrupted |= passes.interrupted;
+        if let Some(why) = passes.stopped_because(opts) {
+            stopped = Some((t.name().to_string(), why));
         }
-        for n in 1..=opts.passes {
-            if interrupted || timed_out.is_some() {
-                break;
-            }
-            match engine.run_pass(&plan(PassKind::Scored(n)), observer) {
-                Ok(p) => {
-                    interrupted |= p.interrupted;
-                    scored.push(p);
-                }
-                Err(e) => {
-                    timed_out = Some(cut_short(
-                        e,
-                        &format!("scored pass {n} of {}", opts.passes),
-                    )?)
-                }
-            }
-        }
-        if let Some(why) = timed_out {
-            stopped = Some((name.to_string(), why));
-        } else if interrupted {
-            let signal = stop_reason();
-            let whole = scored.iter().filter(|p| !p.interrupted).count();
-            stopped = Some((
-                name.to_string(),
-                format!(
-                    "interrupted by {signal} after {whole} of {} scored passes",
-                    opts.passes
-                ),
-            ));
-        }
-        let deps = if scan.has_completions() && !(opts.open_loop) {
-            Dependencies::Completion
-        } else {
-            Dependencies::Order
-        };
-        let mut result = trace_result(
-            name,
-            t.path().map(|p| p.display().to_string()),
-            deps,
-            warmup.as_ref(),
-            &scored,
-        );
+        let mut result = passes.result(*t, scan, opts);
         result.trace_id = Some(identity);
         result.timeline = observer.last.take();
         results.push(result);
@@ -205,6 +123,147 @@ pub fn run_suite(
         mark_stopped(&mut result, &trace, &why, traces.len());
     }
     Ok(result)
+}
+
+/// Writes what the policy asks before scoring (see `crate::precondition`).
+fn precondition(
+    traces: &[&dyn TraceSource],
+    target: &crate::target::Target,
+    maps: &[crate::mapping::AddressMap],
+    opts: &ReplayOptions,
+    observer: &mut dyn Observer,
+) -> Result<Option<results::schema::Precondition>, ReplayError> {
+    let regions = match opts.precondition {
+        PreconditionPolicy::ReadRegions => {
+            crate::precondition::read_regions(traces, maps, target.all().count(), opts)?
+        }
+        _ => Vec::new(),
+    };
+    crate::precondition::precondition(target, &regions, opts, &mut |w, t| {
+        observer.precondition_progress(w, t)
+    })
+}
+
+/// First pass over every trace: extents, sizes, what it needs, and its
+/// identity (counts and a checksum of the records).
+fn scan_traces(
+    traces: &[&dyn TraceSource],
+) -> Result<(Vec<TraceScan>, Vec<TraceIdentity>), ReplayError> {
+    let mut scans = Vec::with_capacity(traces.len());
+    let mut identities = Vec::with_capacity(traces.len());
+    for t in traces {
+        let mut sum = RecordChecksum::default();
+        let scan = TraceScan::scan(
+            t.name(),
+            t.records().inspect(|r| {
+                if let Ok(r) = r {
+                    sum.add(r)
+                }
+            }),
+        )?;
+        identities.push(TraceIdentity {
+            records: scan.summary.ios,
+            read_bytes: scan.summary.read_bytes,
+            write_bytes: scan.summary.write_bytes,
+            duration_ns: scan.original_duration.0,
+            checksum: sum.hex(),
+        });
+        scans.push(scan);
+    }
+    Ok((scans, identities))
+}
+
+/// A trace's passes: the warm-up, the scored ones, and why they stopped early.
+struct TracePasses {
+    warmup: Option<PassOutcome>,
+    scored: Vec<PassOutcome>,
+    /// A stop signal came during a pass.
+    interrupted: bool,
+    /// The device stopped answering: the sentence saying which pass was cut.
+    timed_out: Option<String>,
+}
+
+/// The warm-up pass (unless disabled) and the scored passes of one trace,
+/// until a stop signal or a device that stops answering; what was measured
+/// before is kept.
+fn replay_trace<'a>(
+    engine: &mut Engine,
+    plan: &dyn Fn(PassKind) -> PassPlan<'a>,
+    opts: &ReplayOptions,
+    observer: &mut dyn Observer,
+) -> Result<TracePasses, ReplayError> {
+    let mut passes = TracePasses {
+        warmup: None,
+        scored: Vec::new(),
+        interrupted: false,
+        timed_out: None,
+    };
+    if opts.warmup {
+        match engine.run_pass(&plan(PassKind::Warmup), observer) {
+            Ok(p) => {
+                passes.interrupted |= p.interrupted;
+                passes.warmup = Some(p);
+            }
+            Err(e) => passes.timed_out = Some(cut_short(e, "the warm-up pass")?),
+        }
+    }
+    for n in 1..=opts.passes {
+        if passes.interrupted || passes.timed_out.is_some() {
+            break;
+        }
+        match engine.run_pass(&plan(PassKind::Scored(n)), observer) {
+            Ok(p) => {
+                passes.interrupted |= p.interrupted;
+                passes.scored.push(p);
+            }
+            Err(e) => {
+                passes.timed_out = Some(cut_short(
+                    e,
+                    &format!("scored pass {n} of {}", opts.passes),
+                )?)
+            }
+        }
+    }
+    Ok(passes)
+}
+
+impl TracePasses {
+    /// Why the run stops after this trace, if it does.
+    fn stopped_because(&self, opts: &ReplayOptions) -> Option<String> {
+        if let Some(why) = &self.timed_out {
+            return Some(why.clone());
+        }
+        if !self.interrupted {
+            return None;
+        }
+        let signal = stop_reason();
+        let whole = self.scored.iter().filter(|p| !p.interrupted).count();
+        Some(format!(
+            "interrupted by {signal} after {whole} of {} scored passes",
+            opts.passes
+        ))
+    }
+
+    /// The trace's figures from its passes.
+    fn result(
+        &self,
+        t: &dyn TraceSource,
+        scan: &TraceScan,
+        opts: &ReplayOptions,
+    ) -> results::schema::TraceResult {
+        let deps = if scan.has_completions() && !(opts.open_loop) {
+            Dependencies::Completion
+        } else {
+            Dependencies::Order
+        };
+        trace_result(
+            t.name(),
+            t.path().map(|p| p.display().to_string()),
+            deps,
+            self.warmup.as_ref(),
+            &self.scored,
+        )
+    }
 }
 
 /// The result of a run stopped by a signal before any trace was replayed

@@ -132,80 +132,11 @@ pub fn open_targets(
     scans: &[TraceScan],
     opts: &ReplayOptions,
 ) -> Result<(Target, Vec<AddressMap>), ReplayError> {
-    let first = primary
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_NAME));
-    let named: Vec<PathBuf> = std::iter::once(first)
-        .chain(opts.extra_targets.iter().cloned())
-        .collect();
-    let mut unique: Vec<PathBuf> = Vec::new();
-    let mut slot = |p: &Path| -> u32 {
-        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let found = unique
-            .iter()
-            .position(|u| std::fs::canonicalize(u).unwrap_or_else(|_| u.clone()) == key);
-        let i = found.unwrap_or_else(|| {
-            unique.push(p.to_path_buf());
-            unique.len() - 1
-        });
-        i as u32
-    };
-    let named_slots: Vec<u32> = named.iter().map(|p| slot(p)).collect();
-    let route_slots: Vec<u32> = opts.device_map.iter().map(|r| slot(&r.target)).collect();
-
-    // Per trace: (device, target) for every device it uses.
-    let mut routes_per_trace = Vec::with_capacity(traces.len());
-    let mut route_used = vec![false; opts.device_map.len()];
-    for (trace, scan) in traces.iter().zip(scans) {
-        let table = trace.devices();
-        let mut routes = Vec::new();
-        for &device in scan.device_max_end.keys() {
-            let explicit = opts.device_map.iter().position(|r| match r.source {
-                DeviceSelector::Index(i) => i == device,
-                DeviceSelector::Id(id) => table.get(device as usize) == Some(&id),
-            });
-            let target = match explicit {
-                Some(i) => {
-                    if let Some(u) = route_used.get_mut(i) {
-                        *u = true;
-                    }
-                    route_slots.get(i).copied().unwrap_or(0)
-                }
-                None if named.len() > 1 => named_slots.get(device as usize).copied().unwrap_or(0),
-                None => 0,
-            };
-            routes.push((device, target));
-        }
-        routes_per_trace.push(routes);
-    }
-    if let Some(i) = route_used.iter().position(|u| !u) {
-        let r = &opts.device_map[i];
-        return Err(ReplayError::Options(format!(
-            "--device-map {}={}: no trace has device {} (`tracemark info` lists a trace's devices)",
-            r.source,
-            r.target.display(),
-            r.source
-        )));
-    }
-
-    let writes_kept = |s: &TraceScan| {
-        (if opts.skips(Op::Write) {
-            0
-        } else {
-            s.summary.writes
-        }) + (if opts.skips(Op::Discard) {
-            0
-        } else {
-            s.summary.discards
-        })
-    };
-    // Preconditioning writes too, where the user allows writing at all.
-    let preconditions =
-        opts.precondition != crate::options::PreconditionPolicy::Skip && opts.allow_write;
-    let needs_write =
-        !opts.read_only && (preconditions || scans.iter().any(|s| writes_kept(s) > 0));
-    let mut targets = Vec::with_capacity(unique.len());
-    for (index, path) in unique.iter().enumerate() {
+    let slots = TargetSlots::new(primary, opts);
+    let routes_per_trace = route_devices(traces, scans, opts, &slots)?;
+    let needs_write = needs_write(scans, opts);
+    let mut targets = Vec::with_capacity(slots.unique.len());
+    for (index, path) in slots.unique.iter().enumerate() {
         let need = scans
             .iter()
             .zip(&routes_per_trace)
@@ -217,31 +148,7 @@ pub fn open_targets(
             .max()
             .unwrap_or(0)
             .max(1 << 20);
-        let target = Target::open(&TargetRequest {
-            path: Some(path.clone()),
-            required_size: need.saturating_add(opts.target_offset),
-            needs_write,
-            allow_write: opts.allow_write,
-            allow_buffered: opts.allow_buffered,
-        })?;
-        if !opts.target_offset.is_multiple_of(target.logical_block_size) {
-            return Err(ReplayError::Options(format!(
-                "--target-offset {} is not a multiple of {}'s logical block size ({} bytes)",
-                opts.target_offset,
-                target.path.display(),
-                target.logical_block_size
-            )));
-        }
-        if opts.target_offset >= target.size {
-            return Err(ReplayError::TargetRefused {
-                path: target.path.clone(),
-                reason: format!(
-                    "--target-offset {} is at or beyond its end ({} bytes)",
-                    opts.target_offset, target.size
-                ),
-            });
-        }
-        targets.push(target);
+        targets.push(open_routed_target(path, need, needs_write, opts)?);
     }
     let spaces: Vec<TargetSpace> = targets
         .iter()
@@ -267,6 +174,146 @@ pub fn open_targets(
     };
     primary.further = targets.collect();
     Ok((primary, maps))
+}
+
+/// The distinct targets (two names of one file are one target) and the
+/// slot in them of each `--target` and each `--device-map` entry.
+struct TargetSlots {
+    unique: Vec<PathBuf>,
+    /// Slot of each `--target`, in order (the primary first).
+    named: Vec<u32>,
+    /// Slot of each `--device-map` entry's target.
+    routes: Vec<u32>,
+}
+
+impl TargetSlots {
+    fn new(primary: Option<&Path>, opts: &ReplayOptions) -> TargetSlots {
+        let first = primary
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SCRATCH_NAME));
+        let named: Vec<PathBuf> = std::iter::once(first)
+            .chain(opts.extra_targets.iter().cloned())
+            .collect();
+        let mut unique: Vec<PathBuf> = Vec::new();
+        let mut slot = |p: &Path| -> u32 {
+            let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+            let found = unique
+                .iter()
+                .position(|u| std::fs::canonicalize(u).unwrap_or_else(|_| u.clone()) == key);
+            let i = found.unwrap_or_else(|| {
+                unique.push(p.to_path_buf());
+                unique.len() - 1
+            });
+            i as u32
+        };
+        let named_slots: Vec<u32> = named.iter().map(|p| slot(p)).collect();
+        let route_slots: Vec<u32> = opts.device_map.iter().map(|r| slot(&r.target)).collect();
+        TargetSlots {
+            unique,
+            named: named_slots,
+            routes: route_slots,
+        }
+    }
+}
+
+/// Per trace: (device, target slot) for every device it uses. A
+/// `--device-map` entry no trace uses is an error.
+fn route_devices(
+    traces: &[&dyn TraceSource],
+    scans: &[TraceScan],
+    opts: &ReplayOptions,
+    slots: &TargetSlots,
+) -> Result<Vec<Vec<(u16, u32)>>, ReplayError> {
+    let mut routes_per_trace = Vec::with_capacity(traces.len());
+    let mut route_used = vec![false; opts.device_map.len()];
+    for (trace, scan) in traces.iter().zip(scans) {
+        let table = trace.devices();
+        let mut routes = Vec::new();
+        for &device in scan.device_max_end.keys() {
+            let explicit = opts.device_map.iter().position(|r| match r.source {
+                DeviceSelector::Index(i) => i == device,
+                DeviceSelector::Id(id) => table.get(device as usize) == Some(&id),
+            });
+            let target = match explicit {
+                Some(i) => {
+                    if let Some(u) = route_used.get_mut(i) {
+                        *u = true;
+                    }
+                    slots.routes.get(i).copied().unwrap_or(0)
+                }
+                None if slots.named.len() > 1 => {
+                    slots.named.get(device as usize).copied().unwrap_or(0)
+                }
+                None => 0,
+            };
+            routes.push((device, target));
+        }
+        routes_per_trace.push(routes);
+    }
+    if let Some(i) = route_used.iter().position(|u| !u) {
+        let r = &opts.device_map[i];
+        return Err(ReplayError::Options(format!(
+            "--device-map {}={}: no trace has device {} (`tracemark info` lists a trace's devices)",
+            r.source,
+            r.target.display(),
+            r.source
+        )));
+    }
+    Ok(routes_per_trace)
+}
+
+/// Whether the run writes: writes or discards it keeps, or preconditioning
+/// where the user allows writing at all; never under `read_only`.
+fn needs_write(scans: &[TraceScan], opts: &ReplayOptions) -> bool {
+    let writes_kept = |s: &TraceScan| {
+        (if opts.skips(Op::Write) {
+            0
+        } else {
+            s.summary.writes
+        }) + (if opts.skips(Op::Discard) {
+            0
+        } else {
+            s.summary.discards
+        })
+    };
+    let preconditions =
+        opts.precondition != crate::options::PreconditionPolicy::Skip && opts.allow_write;
+    !opts.read_only && (preconditions || scans.iter().any(|s| writes_kept(s) > 0))
+}
+
+/// Opens one target for `need` bytes past `--target-offset`, and checks the
+/// offset against its block size and end.
+fn open_routed_target(
+    path: &Path,
+    need: u64,
+    needs_write: bool,
+    opts: &ReplayOptions,
+) -> Result<Target, ReplayError> {
+    let target = Target::open(&TargetRequest {
+        path: Some(path.to_path_buf()),
+        required_size: need.saturating_add(opts.target_offset),
+        needs_write,
+        allow_write: opts.allow_write,
+        allow_buffered: opts.allow_buffered,
+    })?;
+    if !opts.target_offset.is_multiple_of(target.logical_block_size) {
+        return Err(ReplayError::Options(format!(
+            "--target-offset {} is not a multiple of {}'s logical block size ({} bytes)",
+            opts.target_offset,
+            target.path.display(),
+            target.logical_block_size
+        )));
+    }
+    if opts.target_offset >= target.size {
+        return Err(ReplayError::TargetRefused {
+            path: target.path.clone(),
+            reason: format!(
+                "--target-offset {} is at or beyond its end ({} bytes)",
+                opts.target_offset, target.size
+            ),
+        });
+    }
+    Ok(target)
 }
 
 fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> ReplayError {
