@@ -11,6 +11,27 @@ use std::fmt::Write;
 /// cell of a result whose figures cannot be trusted (no ratio).
 pub fn format_tables(c: &Comparison) -> String {
     let mut out = String::new();
+    columns(&mut out, c);
+    warnings(&mut out, c);
+    let name_width = c
+        .traces
+        .iter()
+        .map(|t| esc(t).chars().count())
+        .chain(std::iter::once(22))
+        .max()
+        .unwrap_or(22)
+        .min(40);
+    for metric in Metric::ALL {
+        metric_table(&mut out, c, metric, name_width);
+    }
+    out
+}
+
+/// Width of a figure's column.
+const COL_WIDTH: usize = 20;
+
+/// What each column is: label, mode, queue depth, passes, host, file.
+fn columns(out: &mut String, c: &Comparison) {
     let _ = writeln!(out, "columns (ratios are to the first):");
     for (i, d) in c.drives.iter().enumerate() {
         let r = &d.result;
@@ -28,91 +49,95 @@ pub fn format_tables(c: &Comparison) -> String {
             esc(&d.file.display().to_string())
         );
     }
-    if !c.mismatches.is_empty() {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
-            "WARNING: these results are not fully comparable (marked ! and ≠ below):"
-        );
-        for m in &c.mismatches {
-            let _ = writeln!(out, "  - {}", esc(&m.message));
-        }
+}
+
+/// Why the results are not fully comparable, when they are not.
+fn warnings(out: &mut String, c: &Comparison) {
+    if c.mismatches.is_empty() {
+        return;
     }
-    let name_width = c
-        .traces
-        .iter()
-        .map(|t| esc(t).chars().count())
-        .chain(std::iter::once(22))
-        .max()
-        .unwrap_or(22)
-        .min(40);
-    let col_width = 20;
-    for metric in Metric::ALL {
-        let _ = writeln!(out);
-        let _ = writeln!(
-            out,
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "WARNING: these results are not fully comparable (marked ! and ≠ below):"
+    );
+    for m in &c.mismatches {
+        let _ = writeln!(out, "  - {}", esc(&m.message));
+    }
+}
+
+/// One metric: title, column heads, a row per trace, the suite row.
+fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "{}{}",
+        metric.title(),
+        if metric.lower_is_better() {
+            " (lower is better)"
+        } else {
+            " (higher is better)"
+        }
+    );
+    let _ = write!(out, "{:<name_width$}", "trace");
+    for (i, _) in c.drives.iter().enumerate() {
+        let head = format!(
             "{}{}",
-            metric.title(),
-            if metric.lower_is_better() {
-                " (lower is better)"
-            } else {
-                " (higher is better)"
-            }
+            column_name(i),
+            if c.drive_flagged(i) { "!" } else { "" }
         );
-        let _ = write!(out, "{:<name_width$}", "trace");
-        for (i, _) in c.drives.iter().enumerate() {
-            let head = format!(
-                "{}{}",
-                column_name(i),
-                if c.drive_flagged(i) { "!" } else { "" }
-            );
-            let _ = write!(out, " {head:>col_width$}");
-        }
-        let _ = writeln!(out);
-        for name in &c.traces {
-            let shown: String = esc(name).chars().take(name_width).collect();
-            let _ = write!(out, "{shown:<name_width$}");
-            let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
-            for i in 0..c.drives.len() {
-                let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
-                let mut text = c.cell(i, value, reference, metric.precision());
-                if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
-                    text = format!("{text} {NOT_SIGNIFICANT}");
-                }
-                if c.trace_flagged(i, name) {
-                    text.push('≠');
-                }
-                let _ = write!(out, " {text:>col_width$}");
-            }
-            let _ = writeln!(out);
-        }
-        let label = match metric {
-            Metric::Playback => "suite (total)",
-            Metric::P99Read | Metric::P99Write => "suite (geometric mean)",
-            _ => "suite (geometric mean)",
-        };
-        let _ = write!(out, "{label:<name_width$}");
-        let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
-        for (i, d) in c.drives.iter().enumerate() {
-            let mut text = c.cell(i, metric.of_suite(&d.result), reference, metric.precision());
-            if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
-                text = format!("{text} {NOT_SIGNIFICANT}");
-            }
-            let _ = write!(out, " {text:>col_width$}");
-        }
-        let _ = writeln!(out);
-        if metric == Metric::Score && (0..c.drives.len()).any(|i| c.drive_invalid(i)) {
-            let _ = writeln!(
-                out,
-                "{INVALID}: the result is not valid (see the warnings above); its figures are no measure of the drive"
-            );
-        }
-        if metric == Metric::Score {
-            let _ = writeln!(
-                out,
-                "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive)"
-            );
-        }
+        let _ = write!(out, " {head:>COL_WIDTH$}");
     }
-    out
+    let _ = writeln!(out);
+    for name in &c.traces {
+        trace_row(out, c, metric, name, name_width);
+    }
+    suite_row(out, c, metric, name_width);
+    if metric == Metric::Score && (0..c.drives.len()).any(|i| c.drive_invalid(i)) {
+        let _ = writeln!(
+            out,
+            "{INVALID}: the result is not valid (see the warnings above); its figures are no measure of the drive"
+        );
+    }
+    if metric == Metric::Score {
+        let _ = writeln!(
+            out,
+            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive)"
+        );
+    }
+}
+
+fn trace_row(out: &mut String, c: &Comparison, metric: Metric, name: &str, name_width: usize) {
+    let shown: String = esc(name).chars().take(name_width).collect();
+    let _ = write!(out, "{shown:<name_width$}");
+    let reference = c.trace(0, name).and_then(|t| metric.of_trace(t));
+    for i in 0..c.drives.len() {
+        let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
+        let mut text = c.cell(i, value, reference, metric.precision());
+        if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
+            text = format!("{text} {NOT_SIGNIFICANT}");
+        }
+        if c.trace_flagged(i, name) {
+            text.push('≠');
+        }
+        let _ = write!(out, " {text:>COL_WIDTH$}");
+    }
+    let _ = writeln!(out);
+}
+
+fn suite_row(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
+    let label = match metric {
+        Metric::Playback => "suite (total)",
+        _ => "suite (geometric mean)",
+    };
+    let _ = write!(out, "{label:<name_width$}");
+    let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
+    for (i, d) in c.drives.iter().enumerate() {
+        let mut text = c.cell(i, metric.of_suite(&d.result), reference, metric.precision());
+        if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
+            text = format!("{text} {NOT_SIGNIFICANT}");
+        }
+        let _ = write!(out, " {text:>COL_WIDTH$}");
+    }
+    let _ = writeln!(out);
 }
