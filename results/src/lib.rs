@@ -21,13 +21,13 @@ pub mod fleet;
 pub mod hdr;
 pub mod html;
 pub mod identity;
-pub mod merge;
 pub mod leaderboard;
+pub mod merge;
 pub mod options;
 pub mod schema;
 pub mod stats;
 pub mod text;
-pub mod validity;
 pub mod trace_info;
+pub mod validity;
 
 pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

@@ -68,6 +68,7 @@ mod tests {
 
     fn result_on(model: &str) -> ConsistencyResult {
         ConsistencyResult {
+            schema_version: crate::identity::SCHEMA_VERSION,
             tool: ToolInfo {
                 name: "tracemark".into(),
                 version: "0".into(),
@@ -76,6 +77,8 @@ mod tests {
                 hostname: "h".into(),
                 kernel: "k".into(),
                 cpus: 1,
+                cpu_model: None,
+                memory_bytes: None,
             },
             target: TargetInfo {
                 path: "/dev/sdz".into(),
@@ -86,6 +89,8 @@ mod tests {
                 direct_io: true,
                 io_path: None,
                 others: Vec::new(),
+                drive: None,
+                filesystem: None,
             },
             rounds_degrade: 0,
             rounds_steady: 0,
