@@ -78,12 +78,13 @@ drive_down() {
 
 # One run of a job on the drive that is up, from pristine.
 time_job() {
-  local drive=$1 job=$2
+  local drive=$1 job=$2 before=0
+  [ -f "$OUT/times-$drive.txt" ] && before=$(wc -l < "$OUT/times-$drive.txt")
   "$DRIVES_SH" restore "$drive"
   TM_DEVICE=$DEV TM_MODE=time TM_TIMES="$OUT/times-$drive.txt" TRACEMARK="$TRACEMARK" \
     "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1 ||
     die "$job on $drive failed (see $OUT/log-$drive-$job.txt)"
-  tail -n 3 "$OUT/times-$drive.txt" | sed "s/^/$drive /"
+  tail -n +"$((before + 1))" "$OUT/times-$drive.txt" | sed "s/^/$drive /"
 }
 
 "$DRIVES_SH" prepare
