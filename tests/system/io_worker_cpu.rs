@@ -102,7 +102,12 @@ fn realtime_holds_the_issuer_and_its_io_workers_on_one_cpu() {
     let Some(z) = t.zram(32) else {
         return;
     };
-    std::env::set_var("TRACEMARK_STATE_DIR", t.dir());
+    // One state directory for the whole test process: tests run in parallel
+    // threads, and a value set per test changed it under another test.
+    std::env::set_var(
+        "TRACEMARK_STATE_DIR",
+        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+    );
     // SAFETY: no arguments.
     let tid = unsafe { libc::gettid() }.to_string();
     let before = allowed(&tid);

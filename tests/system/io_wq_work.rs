@@ -87,7 +87,12 @@ fn compressed_mode_asks_io_wq_for_more_workers_only_where_one_would_not_do() {
     let Some(z) = t.zram(32) else {
         return;
     };
-    std::env::set_var("TRACEMARK_STATE_DIR", t.dir());
+    // One state directory for the whole test process: tests run in parallel
+    // threads, and a value set per test changed it under another test.
+    std::env::set_var(
+        "TRACEMARK_STATE_DIR",
+        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+    );
     let forced = |flags: &[u64]| flags.iter().filter(|f| *f & REQ_F_FORCE_ASYNC != 0).count();
 
     // One CPU: compressed mode does not poll, so everything is forced.

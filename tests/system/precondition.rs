@@ -161,7 +161,12 @@ fn preconditioned_fresh_zram_reads_like_a_filled_one() {
         return;
     };
     // The marker of this test's device goes to a directory of its own.
-    std::env::set_var("TRACEMARK_STATE_DIR", t.dir());
+    // One state directory for the whole test process: tests run in parallel
+    // threads, and a value set per test changed it under another test.
+    std::env::set_var(
+        "TRACEMARK_STATE_DIR",
+        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+    );
     // zram I/O runs on io-wq workers; on an idle 2-CPU machine a worker woken
     // on the other CPU adds ~30 µs to a QD1 read in some runs and not in others
     // (p50 6 µs or 30-48 µs at random, for empty and filled devices alike).
