@@ -13,18 +13,8 @@ static TASK_START_MONO: AtomicU64 = AtomicU64::new(0);
 static TASK_DONE_MONO: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn mark_task(signal: libc::c_int) {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime is async-signal-safe; a valid timespec pointer.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts);
-    }
-    let now = (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
-        .max(1);
+    // clock_gettime is async-signal-safe; 0 means "no mark", hence max(1).
+    let now = super::clock::mono_now_ns().max(1);
     let slot = if signal == libc::SIGUSR2 {
         &TASK_START_MONO
     } else {
