@@ -76,12 +76,12 @@ drive_down() {
   UP=
 }
 
-# One run of a job on the drive that is up, from pristine.
+# A job's REPS runs on the drive that is up, from pristine.
 time_job() {
   local drive=$1 job=$2 before=0
   [ -f "$OUT/times-$drive.txt" ] && before=$(wc -l < "$OUT/times-$drive.txt")
   "$DRIVES_SH" restore "$drive"
-  TM_DEVICE=$DEV TM_MODE=time TM_TIMES="$OUT/times-$drive.txt" TRACEMARK="$TRACEMARK" \
+  TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$OUT/times-$drive.txt" TRACEMARK="$TRACEMARK" \
     "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1 ||
     die "$job on $drive failed (see $OUT/log-$drive-$job.txt)"
   tail -n +"$((before + 1))" "$OUT/times-$drive.txt" | sed "s/^/$drive /"
@@ -99,42 +99,21 @@ read -r -a jobs <<< "$JOBS"
 read -r -a drives <<< "$DRIVES"
 echo "== $(date -u +%FT%TZ) validity study: drives ${drives[*]}, jobs ${jobs[*]}, $REPS repetitions; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
-# Ground truth: every job on every drive, REPS times; drives and jobs in an
-# order rotated each repetition, so drift in the machine's load spreads over
-# all of them.
-for ((rep = 0; rep < REPS; rep++)); do
-  for ((d = 0; d < ${#drives[@]}; d++)); do
-    drive=${drives[$(((d + rep) % ${#drives[@]}))]}
-    drive_up "$drive"
-    for ((j = 0; j < ${#jobs[@]}; j++)); do
-      time_job "$drive" "${jobs[$(((j + rep) % ${#jobs[@]}))]}"
-    done
-    drive_down
+# Ground truth, from pristine: a job's task REPS times back to back on the
+# drive that is up (native.sh's TM_REPS: each run from a dropped page
+# cache); the jobs in an order rotated from drive to drive, so drift in the
+# machine's load spreads over all of them.
+real_runs() {
+  local d=$1 j
+  [ "$REPS" -gt 0 ] || return 0
+  for ((j = 0; j < ${#jobs[@]}; j++)); do
+    time_job "${drives[d]}" "${jobs[$(((j + d) % ${#jobs[@]}))]}"
   done
-done
+}
 
-# The traces: each job captured once on the capture drive, with the tasks'
-# median untraced time there.
-untraced=$(python3 -c '
-import collections, statistics, sys
-t = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    name, secs = line.split()
-    t[name].append(float(secs))
-print(",".join(f"{k}={statistics.median(v):.6f}" for k, v in t.items()))' "$OUT/times-$CAPTURE_DRIVE.txt")
-drive_up "$CAPTURE_DRIVE"
-for job in "${jobs[@]}"; do
-  "$DRIVES_SH" restore "$CAPTURE_DRIVE"
-  TM_DEVICE=$DEV TM_UNTRACED_S=$untraced TRACEMARK_TRACE_DIR="$OUT/traces" TRACEMARK="$TRACEMARK" \
-    TM_PROVENANCE="$OUT/provenance.txt" \
-    TRACEMARK_GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest} \
-    "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
-done
-drive_down
-
-# Predictions and scores: each trace replayed on each drive.
-for drive in "${drives[@]}"; do
-  drive_up "$drive"
+# Predictions and scores: each trace replayed on the drive that is up.
+replays() {
+  local drive=$1 trace task
   for trace in "$OUT"/traces/*.tmt; do
     task=$(basename "$trace" .tmt)
     "$DRIVES_SH" restore "$drive"
@@ -145,6 +124,37 @@ for drive in "${drives[@]}"; do
     grep -E "predicted task time" "$OUT/log-replay-$drive-$task.txt" | sed "s/^/$drive /" || true
   done
   "$DRIVES_SH" restore "$drive"
+}
+
+# First the capture drive: its real runs, then each job captured once with
+# the tasks' median untraced time there, then the replays; then every other
+# drive, its real runs and its replays (so the report covers each drive
+# finished so far).
+for ((d = 0; d < ${#drives[@]}; d++)); do [ "${drives[d]}" = "$CAPTURE_DRIVE" ] && cd_index=$d; done
+drive_up "$CAPTURE_DRIVE"
+real_runs "$cd_index"
+untraced=$(python3 -c '
+import collections, statistics, sys
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    name, secs = line.split()
+    t[name].append(float(secs))
+print(",".join(f"{k}={statistics.median(v):.6f}" for k, v in t.items()))' "$OUT/times-$CAPTURE_DRIVE.txt")
+for job in "${jobs[@]}"; do
+  "$DRIVES_SH" restore "$CAPTURE_DRIVE"
+  TM_DEVICE=$DEV TM_UNTRACED_S=$untraced TRACEMARK_TRACE_DIR="$OUT/traces" TRACEMARK="$TRACEMARK" \
+    TM_PROVENANCE="$OUT/provenance.txt" \
+    TRACEMARK_GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest} \
+    "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
+done
+replays "$CAPTURE_DRIVE"
+drive_down
+for ((d = 0; d < ${#drives[@]}; d++)); do
+  [ "$d" = "$cd_index" ] && continue
+  drive_up "${drives[d]}"
+  real_runs "$d"
+  replays "${drives[d]}"
   drive_down
+  report > /dev/null
 done
 report

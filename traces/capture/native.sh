@@ -59,6 +59,12 @@
 #                         attaching guest.img;
 #   TM_MODE=time          run each task untraced and append "NAME SECONDS"
 #                         (start to done) to $TM_TIMES instead of capturing;
+#                         after the done mark, no tail: `sync`, then settle;
+#   TM_REPS=N             time mode: each job's task N times back to back,
+#                         each from its own cold start (page cache dropped;
+#                         launches: desktop warm, application killed between
+#                         runs; the one-off preparation, the desktop and the
+#                         warm-up launch only before the first);
 #   TM_UNTRACED_S=NAME=S,...  capture mode: the tasks' untraced times, stored
 #                         in their traces (capture --untraced);
 #   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img).
@@ -146,6 +152,9 @@ if [ "${1:-}" = --traced ]; then
   mark start
   if [ "${3:-}" = root ]; then as_root "$2"; else as_bench "$2"; fi
   mark done
+  # A timed run ends at its done mark: its writeback is forced out instead
+  # of left to expire, so it cannot overlap the next run.
+  if [ -n "${TM_MARKS:-}" ]; then sync; exit 0; fi
   [ -n "${TM_TAIL_S:-}" ] && sleep "$TM_TAIL_S"
   [ "${3:-}" = no-settle ] || settle 3 900
   exit 0
@@ -159,6 +168,9 @@ mountpoint -q "$MNT" 2>/dev/null && die "$MNT is already mounted (another captur
 source "$CAPTURE_DIR/work-jobs.sh"
 jobs=("$@"); [ ${#jobs[@]} -gt 0 ] || jobs=(video-render photo-light photo-heavy game-0ad)
 GAME_S=${TM_GAME_S:-120}
+REPS=${TM_REPS:-1}
+[[ $REPS =~ ^[1-9][0-9]*$ ]] || die "TM_REPS=$REPS is not a positive count"
+[ "$REPS" = 1 ] || [ "${TM_MODE:-capture}" = time ] || die "TM_REPS is for TM_MODE=time (a capture is one run)"
 
 LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
 # Every process left in the cgroup (a desktop session, an application).
@@ -295,6 +307,7 @@ native_time() {
     die "$name: no start and done marks"
   rm -f "$marks"
   tail -n 1 "$TM_TIMES"
+  [ "$how" = no-settle ] || settle 3 600
 }
 
 # The untraced preparation runs in the cgroup too.
@@ -457,10 +470,12 @@ launch_job() {
   done
   [ -n "$name" ] || die "unknown job $job"
   prog=$(basename "${cmd%% *}"); prog="[${prog:0:1}]${prog:1}"
-  desktop_start
-  [ "$name" = launch-inkscape ] && prepared "$INKSCAPE_RETURNING_USER"
-  echo "== $name: warm-up launch (untraced)"
-  prepared "$(launch_cmd "$pattern" "$cmd" 5)"
+  if [ "$REP" = 1 ]; then
+    desktop_start
+    [ "$name" = launch-inkscape ] && prepared "$INKSCAPE_RETURNING_USER"
+    echo "== $name: warm-up launch (untraced)"
+    prepared "$(launch_cmd "$pattern" "$cmd" 5)"
+  fi
   prepared "pkill -TERM -u 1000 -f '$prog' || true"; sleep 5; prepared "pkill -KILL -u 1000 -f '$prog' || true"
   settle 3 300
   session_cold
@@ -470,11 +485,16 @@ launch_job() {
     "$what launch at native speed on the guest's disk (chroot, the guest's Xfce session on Xvfb, llvmpipe), application files cold, desktop warm: until $LAUNCH_TAIL_S s after its window is mapped" \
     "$(launch_cmd "$pattern" "$cmd" 0)" no-settle
   # what the screen showed at the trace's end (ImageMagick's import)
-  prepared "import -window root /tmp/$name.png" && mv "$MNT/tmp/$name.png" "$WORK/$name-native.png" || true
-  desktop_stop   # the application with the session
+  if [ "${TM_MODE:-capture}" != time ]; then
+    prepared "import -window root /tmp/$name.png" && mv "$MNT/tmp/$name.png" "$WORK/$name-native.png" || true
+  fi
+  [ "$REP" = "$REPS" ] && desktop_stop   # the application with the session
+  return 0
 }
 
 for job in "${jobs[@]}"; do
+ for ((REP = 1; REP <= REPS; REP++)); do
+  [ "$REPS" = 1 ] || echo "== $job: run $REP of $REPS"
   case $job in
     video-render)
       prepared "$VIDEO_PREP"
@@ -514,7 +534,7 @@ for job in "${jobs[@]}"; do
       unset DISPLAY ;;
     launch-*|game-launch-*) launch_job ;;
     game-supertuxkart)
-      prepared "$STK_RACE"   # untraced: program and data read once
+      [ "$REP" = 1 ] && prepared "$STK_RACE"   # untraced: program and data read once
       sync; echo 3 > /proc/sys/vm/drop_caches
       # The race takes seconds here; the few kB the game writes at exit stay
       # under the usual 1 MiB, so the trace waits until they are written.
@@ -554,4 +574,5 @@ for job in "${jobs[@]}"; do
       fstrim "$MNT" || true ;;
     *) die "unknown job $job (the jobs are listed in the header of $0)" ;;
   esac
+ done
 done
