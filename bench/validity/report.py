@@ -142,6 +142,31 @@ def main():
             p(f"{task:<26} {d:>5} {len(runs):>4} {m:>11.3f} {spread:>9.1f} "
               f"{(pred.get('predicted_s') or float('nan')):>12.3f} {(score or float('nan')):>8.0f}")
 
+    # Against the capture drive, in seconds: how much the drive added to or
+    # took from the task, measured and predicted (the ratios below divide
+    # these by the task's time), and the capture's own span (tracing
+    # overhead: captured against untraced on the capture drive).
+    cap = args.capture_drive
+    p("")
+    p(f"{'task':<26} {'drive':>5} {'measured - ' + cap + ' s':>14} {'predicted - ' + cap + ' s':>15}")
+    for task in tasks:
+        mc, _, pc, _, _ = med.get((task, cap), (float("nan"), 0, None, {}, None))
+        for d in drives:
+            if d == cap:
+                continue
+            m, _, pd, _, _ = med[(task, d)]
+            dm = m - mc
+            dp = (pd - pc) if (pd and pc) else float("nan")
+            p(f"{task:<26} {d:>5} {dm:>14.3f} {dp:>15.3f}")
+    p("")
+    p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
+    for task in tasks:
+        r = replays[task].get(cap) or next(iter(replays[task].values()), None)
+        pred = (r or {}).get("task", {}) or {}
+        c, u = pred.get("captured_s"), pred.get("untraced_s")
+        if c and u:
+            p(f"{task:<26} {c:>11.3f} {u:>11.3f} {c / u:>20.3f}")
+
     # Pairs.
     p("")
     p(f"{'task':<26} {'pair':>5} {'measured':>9} {'predicted':>10} {'score':>8} {'error %':>8}")
@@ -178,6 +203,11 @@ def main():
         for m, e in sorted(model_errors.items()):
             p(f"  dependency model {m:<9} median {percentile(e, .5) * 100:.1f} %, p90 {percentile(e, .9) * 100:.1f} %, "
               f"largest {max(e) * 100:.1f} %")
+        per_task = defaultdict(list)
+        for (task, a, b, measured, predicted, _), e in zip(points, errors):
+            per_task[task].append(e)
+        for task, e in sorted(per_task.items()):
+            p(f"  {task:<24} median {percentile(e, .5) * 100:5.1f} %, largest {max(e) * 100:5.1f} %")
     if dilution:
         p(f"score dilution: median ln(score ratio) / ln(measured ratio) = {statistics.median(dilution):.2f} "
           f"over {len(dilution)} pairs (1: the score moves as the task time does)")
