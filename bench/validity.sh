@@ -76,15 +76,28 @@ drive_down() {
   UP=
 }
 
-# A job's REPS runs on the drive that is up, from pristine.
+# A job's REPS runs on the drive that is up, from pristine. A job whose runs
+# are all in (a marker in OUT) is not run again, so a study stopped part way
+# goes on where it stopped; a job that fails is tried once more, and its
+# times count only from a run of the job that completed.
 time_job() {
-  local drive=$1 job=$2 before=0
-  [ -f "$OUT/times-$drive.txt" ] && before=$(wc -l < "$OUT/times-$drive.txt")
-  "$DRIVES_SH" restore "$drive"
-  TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$OUT/times-$drive.txt" TRACEMARK="$TRACEMARK" \
-    "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1 ||
-    die "$job on $drive failed (see $OUT/log-$drive-$job.txt)"
-  tail -n +"$((before + 1))" "$OUT/times-$drive.txt" | sed "s/^/$drive /"
+  local drive=$1 job=$2 try part=$OUT/times-$drive-$job.part
+  [ -f "$OUT/done-$drive-$job" ] && return 0
+  for try in 1 2; do
+    rm -f "$part"
+    "$DRIVES_SH" restore "$drive"
+    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TRACEMARK="$TRACEMARK" \
+      "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1; then
+      cat "$part" >> "$OUT/times-$drive.txt"
+      sed "s/^/$drive /" "$part"
+      rm -f "$part"
+      touch "$OUT/done-$drive-$job"
+      return 0
+    fi
+    cp "$OUT/log-$drive-$job.txt" "$OUT/log-$drive-$job.failed-$try.txt"
+    echo "note: $job on $drive failed (try $try; see $OUT/log-$drive-$job.failed-$try.txt)" >&2
+  done
+  die "$job on $drive failed twice"
 }
 
 "$DRIVES_SH" prepare
@@ -116,6 +129,7 @@ replays() {
   local drive=$1 trace task
   for trace in "$OUT"/traces/*.tmt; do
     task=$(basename "$trace" .tmt)
+    [ -s "$OUT/replay-$drive-$task.json" ] && continue
     "$DRIVES_SH" restore "$drive"
     "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
       --precondition skip --queue-depth 128 --passes "$PASSES" \
@@ -141,11 +155,13 @@ for line in open(sys.argv[1]):
     t[name].append(float(secs))
 print(",".join(f"{k}={statistics.median(v):.6f}" for k, v in t.items()))' "$OUT/times-$CAPTURE_DRIVE.txt")
 for job in "${jobs[@]}"; do
+  [ -f "$OUT/done-capture-$job" ] && continue
   "$DRIVES_SH" restore "$CAPTURE_DRIVE"
   TM_DEVICE=$DEV TM_UNTRACED_S=$untraced TRACEMARK_TRACE_DIR="$OUT/traces" TRACEMARK="$TRACEMARK" \
     TM_PROVENANCE="$OUT/provenance.txt" \
     TRACEMARK_GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest} \
     "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
+  touch "$OUT/done-capture-$job"
 done
 replays "$CAPTURE_DRIVE"
 drive_down

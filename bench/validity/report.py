@@ -138,7 +138,14 @@ def main():
                 sd = statistics.stdev(runs) if len(runs) > 1 else 0.0
             else:
                 m = spread = sd = float("nan")
-            med[(task, d)] = (m, sd, pred.get("predicted_s"), pred.get("models", {}), score)
+            models = dict(pred.get("models", {}))
+            # The same shifts from the capture's own span instead of the
+            # untraced time: the drive's added time relative to the capture's
+            # latencies, over the capture's think time.
+            c, u, ps = pred.get("captured_s"), pred.get("untraced_s"), pred.get("predicted_s")
+            if c and u and ps:
+                models["capture-span base"] = c + (ps - u)
+            med[(task, d)] = (m, sd, ps, models, score)
             p(f"{task:<26} {d:>5} {len(runs):>4} {m:>11.3f} {spread:>9.1f} "
               f"{(pred.get('predicted_s') or float('nan')):>12.3f} {(score or float('nan')):>8.0f}")
 

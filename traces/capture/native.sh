@@ -178,10 +178,11 @@ LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
 # child dies, so one round can leave a process that was forked meanwhile.)
 cgroup_kill() {
   [ -n "$CG" ] && [ -f "$CG/cgroup.procs" ] || return 0
-  xargs -r kill -s TERM < "$CG/cgroup.procs" 2>/dev/null
+  # (a process may exit between the read and its kill: not an error)
+  xargs -r kill -s TERM < "$CG/cgroup.procs" 2>/dev/null || true
   for _ in $(seq 30); do [ -s "$CG/cgroup.procs" ] || return 0; sleep 0.1; done
   for _ in $(seq 50); do
-    xargs -r kill -s KILL < "$CG/cgroup.procs" 2>/dev/null
+    xargs -r kill -s KILL < "$CG/cgroup.procs" 2>/dev/null || true
     sleep 0.2
     [ -s "$CG/cgroup.procs" ] || return 0
   done
