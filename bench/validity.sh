@@ -81,7 +81,8 @@ drive_down() {
 # goes on where it stopped; a job that fails is tried once more, and its
 # times count only from a run of the job that completed.
 time_job() {
-  local drive=$1 job=$2 try part=$OUT/times-$drive-$job.part
+  local drive=$1 job=$2 try part
+  part=$OUT/times-$drive-$job.part
   [ -f "$OUT/done-$drive-$job" ] && return 0
   for try in 1 2; do
     rm -f "$part"

@@ -93,9 +93,13 @@ fn busy_time_bandwidth_and_access_time_match_the_timestamps() {
     );
     close(pass.score, (bandwidth / (access_us / 1e6)).sqrt(), "score");
     close(t.score, pass.score, "trace score over one pass");
-    // The idle between groups is not busy time.
+    // The idle between groups is not busy time: busy time is the union of
+    // the I/Os' intervals (checked above), which has gaps wherever the
+    // events do. (On a loaded machine a group's I/Os can take most of the
+    // 20 ms between groups, so no fixed share of the playback is asserted.)
+    let events_busy_everywhere = busy_ns >= last - first;
     assert!(
-        pass.busy_s < 0.5 * pass.playback_s,
+        events_busy_everywhere || pass.busy_s < pass.playback_s,
         "busy {} vs playback {}",
         pass.busy_s,
         pass.playback_s

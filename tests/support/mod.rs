@@ -96,10 +96,12 @@ pub fn data_home() -> &'static std::path::Path {
 }
 
 /// Points a command at [`data_home`] (and away from any database the
-/// environment names).
+/// environment names), with its state (the preconditioning markers) there
+/// too: a second copy of the tests, or the user's own runs, never see it.
 pub fn private_data(command: &mut Command) -> &mut Command {
     command
         .env("XDG_DATA_HOME", data_home())
+        .env("TRACEMARK_STATE_DIR", data_home().join("state"))
         .env_remove("TRACEMARK_DB")
 }
 

@@ -106,7 +106,7 @@ fn realtime_holds_the_issuer_and_its_io_workers_on_one_cpu() {
     // threads, and a value set per test changed it under another test.
     std::env::set_var(
         "TRACEMARK_STATE_DIR",
-        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+        crate::support::data_home().join("state"),
     );
     // SAFETY: no arguments.
     let tid = unsafe { libc::gettid() }.to_string();

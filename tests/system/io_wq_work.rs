@@ -91,7 +91,7 @@ fn compressed_mode_asks_io_wq_for_more_workers_only_where_one_would_not_do() {
     // threads, and a value set per test changed it under another test.
     std::env::set_var(
         "TRACEMARK_STATE_DIR",
-        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+        crate::support::data_home().join("state"),
     );
     let forced = |flags: &[u64]| flags.iter().filter(|f| *f & REQ_F_FORCE_ASYNC != 0).count();
 

@@ -165,7 +165,7 @@ fn preconditioned_fresh_zram_reads_like_a_filled_one() {
     // threads, and a value set per test changed it under another test.
     std::env::set_var(
         "TRACEMARK_STATE_DIR",
-        std::env::temp_dir().join(format!("tracemark-state-{}", std::process::id())),
+        crate::support::data_home().join("state"),
     );
     // zram I/O runs on io-wq workers; on an idle 2-CPU machine a worker woken
     // on the other CPU adds ~30 µs to a QD1 read in some runs and not in others
