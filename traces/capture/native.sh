@@ -188,6 +188,15 @@ cgroup_kill() {
   done
   echo "$(basename "$0"): processes left in $CG: $(tr '\n' ' ' < "$CG/cgroup.procs")" >&2
 }
+# Every process whose root is the chroot, in the cgroup or not (an oosplash
+# outlived cgroup_kill once and kept the next Xfce session from starting).
+chroot_kill() {
+  local p
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/root" 2>/dev/null)" = "$MNT" ] && kill -s KILL "${p#/proc/}" 2>/dev/null
+  done
+  return 0
+}
 cgroup_runs() {
   local pid
   for pid in $(cat "$CG/cgroup.procs"); do
@@ -198,6 +207,7 @@ cgroup_runs() {
 cleanup() {
   set +e
   cgroup_kill
+  chroot_kill
   [ -n "$XVFB_PID" ] && kill "$XVFB_PID" 2>/dev/null
   for ((i=${#MOUNTS[@]}-1; i>=0; i--)); do
     umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}"
@@ -351,6 +361,7 @@ desktop_start() {
 
 desktop_stop() {
   cgroup_kill
+  chroot_kill
   unset SESSION_BUS
 }
 
