@@ -1,20 +1,26 @@
 #!/bin/bash
 # Does the score predict what a user feels? The reference tasks run for real
-# on drives of different classes (bench/validity/drives.sh), each from the
-# same pristine copy of the aged filesystem the traces were captured on,
-# timed from their start to their own "done" point (traces/capture/native.sh
-# in TM_MODE=time: page cache dropped, 5 GiB memory cgroup, the capture's
-# writeback settings); the tasks are captured once on the capture drive (V),
-# with their untraced time there; each trace is replayed on every drive
-# (realtime, idle kept, identity mapping onto the drive itself); the report
+# on drives of different classes (bench/validity/drives.sh), each job from
+# the same pristine copy of the aged filesystem the traces were captured on,
+# its task timed REPS times back to back from its start to its own "done"
+# point (traces/capture/native.sh in TM_MODE=time: page cache dropped before
+# each run, 5 GiB memory cgroup, the capture's writeback settings); the
+# tasks are captured once on the capture drive (V), with their untraced
+# time there; each trace is replayed on every drive (realtime, idle kept,
+# identity mapping onto the drive itself); the report
 # (bench/validity/report.py) sets the measured time ratios between drives
 # against the predicted task-time ratios and the score ratios.
 #
 # Usage: bench/validity.sh [--reps N] [--drives "V F S U H L"]
 #                          [--jobs "copy-photos install-krita ..."]
 #                          [--passes N] [--out DIR] [--report-only]
-#   (as root, after traces/capture/build-guest.sh and cargo build --release)
+#   (as root, after traces/capture/build-guest.sh and cargo build --release;
+#   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
+# The capture drive goes first (real runs, captures, replays), then each
+# other drive (real runs, replays); what is done is kept in OUT (done-*
+# markers, replay-*.json), so the same command run again goes on where a
+# stopped study stopped, and the report covers every drive finished.
 # Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/traces/*.tmt,
 # DIR/replay-<drive>-<task>.json, DIR/validity.txt and DIR/validity.html.
 set -euo pipefail
@@ -41,7 +47,7 @@ while [ $# -gt 0 ]; do
     --passes) PASSES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
