@@ -2,8 +2,9 @@
 //! kernel's tracefs and streams the events into a `.tmt`.
 //!
 //! How it works:
-//! - tracefs is mounted at `/sys/kernel/tracing` if it is not (and unmounted at
-//!   the end);
+//! - tracefs is read at `/sys/kernel/tracing`; where it is not mounted there,
+//!   the capture mounts it on a private directory of its own (unmounted at
+//!   the end), so it changes nothing another program sees;
 //! - a private tracing instance `instances/tracemark-<pid>` gets its own ring
 //!   buffer, `trace_clock` `mono`, and the block events of the chosen
 //!   [`EventSet`] with a kernel-side `filter` on the device;
@@ -117,7 +118,8 @@ use stream::EventStream;
 use text_pipe::PipeRead;
 use view::CaptureView;
 
-/// Where tracefs is (or gets) mounted.
+/// Where the system mounts tracefs (a capture that finds none there mounts
+/// its own on a private directory).
 pub const TRACEFS_ROOT: &str = "/sys/kernel/tracing";
 
 /// Default per-CPU ring buffer: large enough that a reader which keeps up

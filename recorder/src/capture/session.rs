@@ -20,17 +20,22 @@ pub fn check_root() -> Result<(), CaptureError> {
     Ok(())
 }
 
-/// Unmounts tracefs on drop if this capture mounted it.
+/// tracefs where the capture reads it: the system's mount when there is
+/// one, else a mount of the capture's own on a private directory, unmounted
+/// (and the directory removed) on release. A private mount changes nothing
+/// others see, and nobody else can hold it busy: a capture that mounted
+/// tracefs at the system's place could not unmount it while another program
+/// (a second capture, a test) had started using it there.
 pub(super) struct TracefsMount {
-    root: PathBuf,
+    pub(super) root: PathBuf,
     mounted_here: bool,
 }
 
 impl TracefsMount {
-    pub(super) fn ensure(root: &Path) -> Result<TracefsMount, CaptureError> {
-        if root.join("trace").exists() {
+    pub(super) fn ensure(system_root: &Path) -> Result<TracefsMount, CaptureError> {
+        if system_root.join("trace").exists() {
             return Ok(TracefsMount {
-                root: root.to_path_buf(),
+                root: system_root.to_path_buf(),
                 mounted_here: false,
             });
         }
@@ -43,12 +48,7 @@ impl TracefsMount {
                 "this kernel has no tracefs (it needs CONFIG_TRACING)".into(),
             ));
         }
-        if !root.is_dir() {
-            return Err(CaptureError::NoTracefs(format!(
-                "{} does not exist",
-                root.display()
-            )));
-        }
+        let root = private_mount_point()?;
         let target = CString::new(root.as_os_str().as_bytes())
             .map_err(|_| CaptureError::Usage("tracefs path contains a NUL byte".into()))?;
         // SAFETY: all pointers are valid NUL-terminated strings; data is null.
@@ -62,14 +62,15 @@ impl TracefsMount {
             )
         };
         if rc != 0 {
+            let err = io::Error::last_os_error();
+            let _ = fs::remove_dir(&root);
             return Err(CaptureError::NoTracefs(format!(
-                "mounting tracefs at {} failed: {}",
+                "mounting tracefs at {} failed: {err}",
                 root.display(),
-                io::Error::last_os_error()
             )));
         }
         Ok(TracefsMount {
-            root: root.to_path_buf(),
+            root,
             mounted_here: true,
         })
     }
@@ -82,13 +83,49 @@ impl TracefsMount {
         let target = CString::new(self.root.as_os_str().as_bytes()).ok()?;
         // SAFETY: valid NUL-terminated path.
         let rc = unsafe { libc::umount2(target.as_ptr(), 0) };
-        (rc != 0).then(|| {
-            format!(
+        if rc != 0 {
+            return Some(format!(
                 "could not unmount tracefs at {} (mounted by the capture): {}",
                 self.root.display(),
                 io::Error::last_os_error()
+            ));
+        }
+        fs::remove_dir(&self.root).err().map(|e| {
+            format!(
+                "could not remove the capture's tracefs mount point {}: {e}",
+                self.root.display()
             )
         })
+    }
+}
+
+/// A new directory for a private tracefs mount: in /run (memory, root's)
+/// where it is writable, else in the temporary directory; named for the
+/// process and a count, so captures in one process each get their own.
+fn private_mount_point() -> Result<PathBuf, CaptureError> {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let run = Path::new("/run");
+    // SAFETY: access reads a valid NUL-terminated path.
+    let run_writable = unsafe { libc::access(c"/run".as_ptr(), libc::W_OK) } == 0;
+    let parent = if run.is_dir() && run_writable {
+        run.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    loop {
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = parent.join(format!("tracemark-tracefs-{}-{n}", std::process::id()));
+        match fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            // (left by a crashed capture of an earlier process with this pid)
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => continue,
+            Err(e) => {
+                return Err(CaptureError::NoTracefs(format!(
+                    "cannot make a mount point for tracefs at {}: {e}",
+                    dir.display()
+                )))
+            }
+        }
     }
 }
 
@@ -431,6 +468,8 @@ impl Tracing {
         messages: &mut Vec<String>,
     ) -> Result<Tracing, CaptureError> {
         let mount = TracefsMount::ensure(root)?;
+        let root = mount.root.clone();
+        let root = root.as_path();
         let start_event = root.join("events/block").join(events.start_event());
         if !start_event.is_dir() {
             return Err(CaptureError::NoTracefs(format!(
@@ -516,6 +555,48 @@ impl Tracing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_private_mount_point_is_a_new_directory_of_the_process() {
+        let a = private_mount_point().unwrap();
+        let b = private_mount_point().unwrap();
+        assert_ne!(a, b);
+        for dir in [&a, &b] {
+            let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(
+                name.starts_with(&format!("tracemark-tracefs-{}-", std::process::id())),
+                "{name}"
+            );
+            assert_eq!(fs::read_dir(dir).unwrap().count(), 0);
+        }
+        fs::remove_dir(&a).unwrap();
+        fs::remove_dir(&b).unwrap();
+    }
+
+    #[test]
+    fn without_a_system_mount_tracefs_is_mounted_privately_and_removed_after() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            assert!(
+                std::env::var_os("TRACEMARK_NO_SKIP").is_none(),
+                "needs root (TRACEMARK_NO_SKIP is set)"
+            );
+            eprintln!("SKIP: mounting tracefs needs root");
+            return;
+        }
+        // A "system" place with no tracefs in it: the mount goes elsewhere.
+        let system = tempfile::tempdir().unwrap();
+        let mut mount = TracefsMount::ensure(system.path()).unwrap();
+        assert!(mount.mounted_here);
+        assert_ne!(mount.root, system.path());
+        assert!(mount.root.join("trace").exists(), "{:?}", mount.root);
+        assert!(!system.path().join("trace").exists());
+        let root = mount.root.clone();
+        assert_eq!(mount.release(), None);
+        assert!(!root.exists(), "{root:?} left behind");
+        // Released once: a second release (the drop) does nothing.
+        assert_eq!(mount.release(), None);
+    }
 
     #[test]
     fn restore_values() {
