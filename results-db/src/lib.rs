@@ -10,7 +10,9 @@
 //!   writer killed mid-way loses nothing already stored.
 //! - [`runs`]: storing a result (recognising one already stored by its
 //!   content), listing, reading, labelling and removing runs.
+//! - [`export`]: runs as CSV or Parquet for other tools.
 
+pub mod export;
 pub mod migrations;
 pub mod runs;
 

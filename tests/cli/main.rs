@@ -25,5 +25,6 @@ mod replay_mapping;
 mod replay_metrics;
 mod replay_timing;
 mod results_db;
+mod results_export;
 mod results_leaderboard;
 mod snapshots;

@@ -21,6 +21,7 @@ use std::path::PathBuf;
   tracemark results compare 12 15 --html a-vs-b.html
   tracemark results label 12 'Drive A, firmware 2'
   tracemark results export --all --to csv -o runs.csv
+  tracemark results export --all --to parquet -o runs.parquet   # built with --features parquet
   tracemark results import other-machine/*.json
   tracemark results leaderboard --html board.html
 
@@ -57,7 +58,7 @@ pub enum ResultsCommand {
         include_invalid: bool,
     },
     /// Write runs out: one run's result JSON, or every run (--all) as a JSON
-    /// array or a CSV of their columns. (Parquet is not offered here.)
+    /// array; CSV and Parquet give one row of columns per run.
     Export {
         /// The run (or --all).
         #[arg(required_unless_present = "all", conflicts_with = "all")]
@@ -66,7 +67,7 @@ pub enum ResultsCommand {
         all: bool,
         #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
         to: ExportFormat,
-        /// Write here instead of standard output.
+        /// Write here instead of standard output (Parquet needs it).
         #[arg(long, short)]
         output: Option<PathBuf>,
     },
@@ -121,8 +122,13 @@ pub enum KindArg {
 
 #[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
 pub enum ExportFormat {
+    /// The result JSON (with --all, an array of them).
     Json,
+    /// A header line, then a line of columns per run.
     Csv,
+    /// Apache Parquet with the CSV's columns, typed (needs -o; build with
+    /// `--features parquet`).
+    Parquet,
 }
 
 pub fn run(args: ResultsArgs) -> Result<i32> {
@@ -296,15 +302,6 @@ fn compare(
     Ok(0)
 }
 
-/// A CSV field, quoted when it must be.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 fn export(
     db: &ResultsDb,
     id: Option<i64>,
@@ -312,6 +309,15 @@ fn export(
     to: ExportFormat,
     output: Option<PathBuf>,
 ) -> Result<i32> {
+    // Refused before anything is read.
+    if to == ExportFormat::Parquet {
+        if !results_db::export::PARQUET_BUILT {
+            return Err(results_db::export::ExportError::ParquetNotBuilt.into());
+        }
+        if output.is_none() {
+            bail!("--to parquet writes a file: name it with -o FILE.parquet");
+        }
+    }
     let rows: Vec<RunRow> = if all {
         let mut rows = db.list(&Filter::default())?;
         rows.reverse(); // oldest first in a file
@@ -319,11 +325,8 @@ fn export(
     } else {
         vec![db.get(id.context("give a run id or --all")?)?]
     };
-    let mut text = String::new();
-    match to {
-        ExportFormat::Json if !all => {
-            text = rows[0].result_json.clone().unwrap_or_default();
-        }
+    let bytes = match to {
+        ExportFormat::Json if !all => rows[0].result_json.clone().unwrap_or_default().into_bytes(),
         ExportFormat::Json => {
             let mut values = Vec::with_capacity(rows.len());
             for r in &rows {
@@ -332,42 +335,15 @@ fn export(
                     .with_context(|| format!("run {}: stored result is not JSON", r.id))?;
                 values.push(serde_json::json!({ "id": r.id, "label": r.label, "result": v }));
             }
-            text = serde_json::to_string_pretty(&values)? + "\n";
+            (serde_json::to_string_pretty(&values)? + "\n").into_bytes()
         }
-        ExportFormat::Csv => {
-            text.push_str("id,kind,started_unix_s,stored_unix_s,label,drive_model,drive_key,target_path,host,suite_name,trace_set,mode,score,score_low,score_high,valid,tool_version,origin\n");
-            let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
-            for r in &rows {
-                let fields = [
-                    r.id.to_string(),
-                    r.kind.name().to_string(),
-                    r.started_unix_s.to_string(),
-                    r.stored_unix_s.to_string(),
-                    r.label.clone().unwrap_or_default(),
-                    r.drive_model.clone().unwrap_or_default(),
-                    r.drive_key.clone().unwrap_or_default(),
-                    r.target_path.clone(),
-                    r.host.clone(),
-                    r.suite_name.clone().unwrap_or_default(),
-                    r.trace_set.clone().unwrap_or_default(),
-                    r.mode.clone().unwrap_or_default(),
-                    num(r.score),
-                    num(r.score_low),
-                    num(r.score_high),
-                    r.valid.to_string(),
-                    r.tool_version.clone(),
-                    r.origin.clone(),
-                ];
-                let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-                text.push_str(&line.join(","));
-                text.push('\n');
-            }
-        }
-    }
+        ExportFormat::Csv => results_db::export::csv_text(&rows).into_bytes(),
+        ExportFormat::Parquet => results_db::export::parquet_bytes(&rows)?,
+    };
     match output {
-        Some(path) => replayer::suite::write_atomically(&path, text.as_bytes())
+        Some(path) => replayer::suite::write_atomically(&path, &bytes)
             .with_context(|| format!("{}: cannot write", path.display()))?,
-        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+        None => std::io::stdout().lock().write_all(&bytes)?,
     }
     Ok(0)
 }
