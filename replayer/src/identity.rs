@@ -4,11 +4,15 @@
 //! target; the host's CPU and memory. Everything is best effort: a field
 //! the kernel does not show is left out, never guessed.
 
+pub use results::identity::hash_serial;
 use results::identity::{DriveIdentity, FilesystemInfo};
 use results::schema::{HostInfo, TargetInfo};
-use sha2::{Digest, Sha256};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+/// Where the devices are read from: the kernel's `/sys` (the tests give a
+/// tree of the same shape).
+const SYSFS: &str = "/sys";
 
 fn read_trimmed(path: &Path) -> Option<String> {
     std::fs::read_to_string(path)
@@ -21,17 +25,10 @@ fn read_number(path: &Path) -> Option<u64> {
     read_trimmed(path)?.parse().ok()
 }
 
-/// `sha256:` and the first 16 hex digits of the serial's SHA-256.
-pub fn hash_serial(serial: &str) -> String {
-    let digest = Sha256::digest(serial.as_bytes());
-    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
-}
-
 /// The whole disk's sysfs directory for device `major:minor` (a partition's
-/// parent), resolved.
-fn disk_dir(major: u32, minor: u32) -> Option<PathBuf> {
-    let dir = std::fs::canonicalize(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+/// parent), resolved, under `sys`.
+fn disk_dir(sys: &Path, major: u32, minor: u32) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(sys.join(format!("dev/block/{major}:{minor}"))).ok()?;
     if dir.join("partition").exists() {
         dir.parent().map(Path::to_path_buf)
     } else {
@@ -89,10 +86,15 @@ fn scheduler(dir: &Path) -> Option<String> {
     }
 }
 
-/// Device `major:minor`'s identity (its whole disk's, for a partition);
-/// None when sysfs does not know it.
+/// Device `major:minor`'s identity (its whole disk's, for a partition),
+/// the serial hashed; None when sysfs does not know it.
 pub fn drive_identity(major: u32, minor: u32) -> Option<DriveIdentity> {
-    let dir = disk_dir(major, minor)?;
+    drive_identity_in(Path::new(SYSFS), major, minor)
+}
+
+/// [`drive_identity`] read from the sysfs tree at `sys`.
+fn drive_identity_in(sys: &Path, major: u32, minor: u32) -> Option<DriveIdentity> {
+    let dir = disk_dir(sys, major, minor)?;
     let name = dir.file_name()?.to_string_lossy().to_string();
     let queue = dir.join("queue");
     let model = read_trimmed(&dir.join("device/model")).or_else(|| {
@@ -215,8 +217,13 @@ pub fn describe(info: &mut TargetInfo) {
 /// Replaces the hashed serials of `info` (and its further targets) with the
 /// serials as the devices report them (`--keep-serial`).
 pub fn keep_serial(info: &mut TargetInfo) {
+    keep_serial_in(Path::new(SYSFS), info)
+}
+
+/// [`keep_serial`] reading the devices from the sysfs tree at `sys`.
+fn keep_serial_in(sys: &Path, info: &mut TargetInfo) {
     let unhashed = |d: &mut DriveIdentity| {
-        let dir = Path::new("/sys/class/block").join(&d.name);
+        let dir = sys.join("class/block").join(&d.name);
         if let Ok(dir) = std::fs::canonicalize(dir) {
             d.serial = raw_serial(&dir);
         }
@@ -228,7 +235,7 @@ pub fn keep_serial(info: &mut TargetInfo) {
         unhashed(d);
     }
     for other in &mut info.others {
-        keep_serial(other);
+        keep_serial_in(sys, other);
     }
 }
 
@@ -267,6 +274,120 @@ mod tests {
         assert_eq!(h, hash_serial("S4EWNX0R123456"));
         assert_ne!(h, hash_serial("S4EWNX0R123457"));
         assert!(!h.contains("S4EW"));
+    }
+
+    /// A sysfs tree of the kernel's shape under `sys`: a SATA disk `sda`
+    /// (8:0, serial in the VPD page 0x80) with a partition `sda1` (8:1), a
+    /// virtio disk `vdb` (254:16, a `serial` file), an NVMe namespace
+    /// `nvme0n1` (259:0, the controller's `serial`), and a loop device
+    /// `loop3` (7:3, no serial).
+    fn fake_sysfs(sys: &Path) {
+        use std::os::unix::fs::symlink;
+        let write = |path: PathBuf, text: &[u8]| {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        };
+        let disk = |devpath: &str, name: &str, majmin: &str| -> PathBuf {
+            let dir = sys.join(devpath).join(name);
+            write(dir.join("size"), b"976773168\n");
+            write(dir.join("queue/logical_block_size"), b"512\n");
+            write(dir.join("queue/physical_block_size"), b"4096\n");
+            write(dir.join("queue/rotational"), b"0\n");
+            write(dir.join("queue/scheduler"), b"none [mq-deadline] kyber\n");
+            std::fs::create_dir_all(sys.join("dev/block")).unwrap();
+            std::fs::create_dir_all(sys.join("class/block")).unwrap();
+            symlink(&dir, sys.join("dev/block").join(majmin)).unwrap();
+            symlink(&dir, sys.join("class/block").join(name)).unwrap();
+            dir
+        };
+        let sda = disk(
+            "devices/pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block",
+            "sda",
+            "8:0",
+        );
+        write(sda.join("device/model"), b"Samsung SSD 870\n");
+        write(sda.join("device/rev"), b"SVT02B6Q\n");
+        let mut page = vec![0u8, 0x80, 0, 16];
+        page.extend_from_slice(b"  S6PNNS0T1234X ");
+        write(sda.join("device/vpd_pg80"), &page);
+        write(sda.join("sda1/partition"), b"1\n");
+        symlink(sda.join("sda1"), sys.join("dev/block/8:1")).unwrap();
+        let vdb = disk(
+            "devices/pci0000:00/0000:00:05.0/virtio2/block",
+            "vdb",
+            "254:16",
+        );
+        write(vdb.join("serial"), b"vol-0abc\n");
+        let nvme = disk(
+            "devices/pci0000:00/0000:00:06.0/nvme/nvme0",
+            "nvme0n1",
+            "259:0",
+        );
+        write(nvme.join("device/serial"), b"PHLJ123400AB1P0F \n");
+        write(nvme.join("device/model"), b"INTEL SSDPEKKF256G8L\n");
+        disk("devices/virtual/block", "loop3", "7:3");
+    }
+
+    fn block_target(path: &str, drive: Option<DriveIdentity>) -> TargetInfo {
+        TargetInfo {
+            path: path.into(),
+            kind: results::schema::TargetKind::BlockDevice,
+            size_bytes: 0,
+            model: None,
+            logical_block_size: 512,
+            direct_io: true,
+            io_path: None,
+            others: Vec::new(),
+            drive,
+            filesystem: None,
+        }
+    }
+
+    #[test]
+    fn serials_are_stored_hashed_and_kept_only_when_asked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let sys = tmp.path();
+        fake_sysfs(sys);
+        // A partition reports its whole disk, the serial hashed.
+        let sda = drive_identity_in(sys, 8, 1).unwrap();
+        assert_eq!(sda.name, "sda");
+        assert_eq!(sda.model.as_deref(), Some("Samsung SSD 870"));
+        assert_eq!(sda.firmware.as_deref(), Some("SVT02B6Q"));
+        assert_eq!(sda.transport.as_deref(), Some("sata"));
+        assert_eq!(sda.scheduler.as_deref(), Some("mq-deadline"));
+        assert_eq!(sda.capacity_bytes, 976_773_168 * 512);
+        assert_eq!(sda.serial, Some(hash_serial("S6PNNS0T1234X")));
+        let vdb = drive_identity_in(sys, 254, 16).unwrap();
+        assert_eq!(vdb.serial, Some(hash_serial("vol-0abc")));
+        assert_eq!(vdb.transport.as_deref(), Some("virtio"));
+        let nvme = drive_identity_in(sys, 259, 0).unwrap();
+        assert_eq!(nvme.serial, Some(hash_serial("PHLJ123400AB1P0F")));
+        assert_eq!(nvme.transport.as_deref(), Some("nvme"));
+        let loop3 = drive_identity_in(sys, 7, 3).unwrap();
+        assert_eq!(loop3.serial, None);
+        assert!(drive_identity_in(sys, 8, 2).is_none());
+
+        // Read again: the same hash, so the same drive key.
+        let again = drive_identity_in(sys, 8, 0).unwrap();
+        assert_eq!(again.serial, sda.serial);
+        let hashed = block_target("/dev/sda1", Some(sda));
+        let hashed_again = block_target("/dev/sda", Some(again));
+        assert_eq!(hashed.drive_key(), hashed_again.drive_key());
+
+        // --keep-serial: the serials as reported, in the further targets
+        // too; a device without one keeps none.
+        let mut kept = hashed.clone();
+        kept.others = vec![
+            block_target("/dev/nvme0n1", Some(nvme)),
+            block_target("/dev/loop3", Some(loop3)),
+        ];
+        keep_serial_in(sys, &mut kept);
+        let serial = |t: &TargetInfo| t.drive.as_ref().and_then(|d| d.serial.clone());
+        assert_eq!(serial(&kept).as_deref(), Some("S6PNNS0T1234X"));
+        assert_eq!(serial(&kept.others[0]).as_deref(), Some("PHLJ123400AB1P0F"));
+        assert_eq!(serial(&kept.others[1]), None);
+        // Kept or hashed, one drive groups as one on the leaderboard.
+        assert_eq!(kept.drive_key(), hashed.drive_key());
     }
 
     #[test]

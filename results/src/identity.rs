@@ -5,11 +5,28 @@
 
 use crate::schema::{SuiteResult, TargetInfo, TargetKind};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 
 /// The result file's schema version: 1 is every file without the field
 /// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
 /// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
 pub const SCHEMA_VERSION: u32 = 2;
+
+/// The form a drive's serial number is stored in unless `--keep-serial`:
+/// `sha256:` and the first 16 hex digits of the serial's SHA-256. The same
+/// serial always gives the same form, so runs of one drive stay together.
+pub fn hash_serial(serial: &str) -> String {
+    let digest = Sha256::digest(serial.as_bytes());
+    let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Whether a stored serial is in [`hash_serial`]'s form.
+pub fn is_hashed_serial(stored: &str) -> bool {
+    stored
+        .strip_prefix("sha256:")
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
 
 /// The schema version of a file that does not say (written before the field).
 pub fn first_schema_version() -> u32 {
@@ -82,15 +99,20 @@ impl TargetInfo {
             .or_else(|| self.filesystem.as_ref()?.drive.as_ref())
     }
 
-    /// A key that names the same drive in every result: its serial (hashed
-    /// or not), else model and capacity; for a file target the file and the
-    /// device under it; else the path.
+    /// A key that names the same drive in every result: its serial's hash
+    /// (whether the result kept the serial or stored it hashed, so runs with
+    /// and without `--keep-serial` group together), else model and
+    /// capacity; for a file target the file and the device under it; else
+    /// the path.
     pub fn drive_key(&self) -> String {
         match self.kind {
             TargetKind::BlockDevice => match &self.drive {
                 Some(DriveIdentity {
                     serial: Some(s), ..
-                }) => format!("serial {s}"),
+                }) if is_hashed_serial(s) => format!("serial {s}"),
+                Some(DriveIdentity {
+                    serial: Some(s), ..
+                }) => format!("serial {}", hash_serial(s)),
                 Some(d) if d.model.is_some() => format!(
                     "model {} {}",
                     d.model.as_deref().unwrap_or_default(),
@@ -240,4 +262,59 @@ pub fn describe_lines(
         ));
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn device(serial: Option<&str>) -> TargetInfo {
+        TargetInfo {
+            path: "/dev/sdb".into(),
+            kind: TargetKind::BlockDevice,
+            size_bytes: 500_107_862_016,
+            model: Some("Samsung SSD 870".into()),
+            logical_block_size: 512,
+            direct_io: true,
+            io_path: None,
+            others: Vec::new(),
+            drive: Some(DriveIdentity {
+                name: "sdb".into(),
+                model: Some("Samsung SSD 870".into()),
+                serial: serial.map(str::to_string),
+                capacity_bytes: 500_107_862_016,
+                ..Default::default()
+            }),
+            filesystem: None,
+        }
+    }
+
+    #[test]
+    fn a_serial_hashes_to_a_short_stable_digest_without_the_serial_in_it() {
+        let h = hash_serial("S4EWNX0R123456");
+        assert_eq!(h, "sha256:cd070ab6854646e7");
+        assert_eq!(h, hash_serial("S4EWNX0R123456"));
+        assert_ne!(h, hash_serial("S4EWNX0R123457"));
+        assert!(is_hashed_serial(&h));
+        assert!(!is_hashed_serial("S4EWNX0R123456"));
+        assert!(!is_hashed_serial("sha256:xyz"));
+    }
+
+    #[test]
+    fn runs_of_one_drive_share_a_key_whether_the_serial_was_kept_or_hashed() {
+        let hashed = device(Some(&hash_serial("S4EWNX0R123456")));
+        let hashed_again = device(Some(&hash_serial("S4EWNX0R123456")));
+        let kept = device(Some("S4EWNX0R123456"));
+        let other = device(Some(&hash_serial("S4EWNX0R999999")));
+        assert_eq!(hashed.drive_key(), hashed_again.drive_key());
+        assert_eq!(hashed.drive_key(), kept.drive_key());
+        assert!(!kept.drive_key().contains("S4EWNX0R123456"));
+        // Two drives of one model and size: told apart by the serial.
+        assert_ne!(hashed.drive_key(), other.drive_key());
+        // Without a serial: model and capacity.
+        assert_eq!(
+            device(None).drive_key(),
+            "model Samsung SSD 870 500107862016"
+        );
+    }
 }

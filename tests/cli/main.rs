@@ -15,6 +15,7 @@ mod convert_errors;
 mod convert_output;
 mod cpu_wait;
 mod datasets;
+mod drive_serial;
 mod fleet;
 mod html_report;
 mod info_export;
