@@ -1,4 +1,9 @@
 //! What a user chooses for a replay, as the result file records it.
+//!
+//! Each enumerated option is defined here once: its variants' docs are its
+//! help, and with the `clap` feature the enum is also the command line's
+//! value, spelled as in the result file (clap's kebab-case names are the
+//! serde names; the tests check it).
 
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -7,6 +12,7 @@ use trace_format::{DeviceId, Nanos, Op};
 
 /// How the trace's timing is reproduced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum TimingMode {
     /// The trace's pacing, idle gaps included.
@@ -27,6 +33,7 @@ impl TimingMode {
 
 /// How trace offsets become target offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum MappingKind {
     /// The touched 1 MiB regions of the trace, in order, packed together: the
@@ -213,6 +220,7 @@ impl std::str::FromStr for DeviceRoute {
 
 /// How the issuing thread is scheduled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Priority {
     /// The default time-sharing scheduler.
@@ -234,6 +242,7 @@ pub enum Priority {
 /// on zram repeat better on a loaded 2-CPU machine (14 alternating pairs,
 /// replayer/README.md, "Run-to-run spread"), so it is not the default.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum IoWorkerCpu {
     /// Realtime mode on such a target: the issuing thread and io-wq's worker
@@ -267,6 +276,7 @@ impl IoWorkerCpu {
 /// four alternating pairs (`bench/cpu_idle_pairs.sh`; replayer/README.md,
 /// "CPU idle states").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum CpuIdle {
     /// The CPUs poll instead of entering idle states while the run lasts:
@@ -300,6 +310,7 @@ impl CpuIdle {
 /// (fresh or trimmed SSD, fresh zram) reads without touching data, much
 /// faster than the same drive in use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "kebab-case")]
 pub enum PreconditionPolicy {
     /// Every region the traces read (before writing it themselves), under
@@ -429,5 +440,42 @@ mod duration_secs {
         Duration::try_from_secs_f64(secs.max(0.0)).map_err(|_| {
             serde::de::Error::custom(format!("{secs} seconds is not a usable duration"))
         })
+    }
+}
+
+#[cfg(all(test, feature = "clap"))]
+mod tests {
+    use super::*;
+    use clap::ValueEnum;
+
+    /// The command-line spelling of every value of `E`, its serde form and,
+    /// where the enum has one, its `name()`.
+    fn spellings<E: ValueEnum + Serialize>(name: Option<fn(&E) -> &'static str>) {
+        for v in E::value_variants() {
+            let cli = v.to_possible_value().expect("no value is hidden");
+            let serde = serde_json::to_value(v).unwrap();
+            assert_eq!(serde.as_str(), Some(cli.get_name()));
+            if let Some(name) = name {
+                assert_eq!(name(v), cli.get_name());
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_spells_each_value_as_the_result_file_does() {
+        spellings::<TimingMode>(Some(|m| m.name()));
+        spellings::<MappingKind>(Some(|m| m.name()));
+        spellings::<CpuIdle>(Some(|c| c.name()));
+        spellings::<PreconditionPolicy>(Some(|p| p.name()));
+        spellings::<Priority>(None);
+        spellings::<IoWorkerCpu>(None);
+        assert_eq!(
+            TimingMode::from_str("compressed", false),
+            Ok(TimingMode::Compressed)
+        );
+        assert_eq!(
+            PreconditionPolicy::from_str("read-regions", false),
+            Ok(PreconditionPolicy::ReadRegions)
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! Argument parsers and defaults shared by the subcommands.
 
-use clap::Args;
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, ValueEnum};
+use recorder::formats::{format_names, Format};
 use std::time::Duration;
 use trace_format::WriterOptions;
 
@@ -34,6 +36,56 @@ impl TraceMetaArgs {
             ..WriterOptions::default()
         })
     }
+}
+
+/// A choice whose default, `auto`, leaves it to the input or the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoOr<T> {
+    Auto,
+    Chosen(T),
+}
+
+impl<T> AutoOr<T> {
+    /// `None` for `auto`.
+    pub fn chosen(self) -> Option<T> {
+        match self {
+            AutoOr::Auto => None,
+            AutoOr::Chosen(t) => Some(t),
+        }
+    }
+}
+
+/// Parses `auto` (its help: `auto_help`) or one of `T`'s values, so that
+/// `--help` and completions list them all.
+pub fn auto_or<T: ValueEnum + Send + Sync + 'static>(
+    auto_help: &'static str,
+) -> impl TypedValueParser<Value = AutoOr<T>> {
+    let auto = PossibleValue::new("auto").help(auto_help);
+    let values = T::value_variants()
+        .iter()
+        .filter_map(ValueEnum::to_possible_value);
+    PossibleValuesParser::new(std::iter::once(auto).chain(values)).try_map(|name: String| {
+        if name == "auto" {
+            return Ok(AutoOr::Auto);
+        }
+        T::from_str(&name, false).map(AutoOr::Chosen)
+    })
+}
+
+/// Parses `convert --format`: `auto` or a format of the recorder's table,
+/// by name or alias, in any case; `--help` and completions list the names.
+pub fn input_format() -> impl TypedValueParser<Value = AutoOr<Format>> {
+    let formats = Format::all().map(|f| PossibleValue::new(f.name()).aliases(f.spec().aliases));
+    PossibleValuesParser::new(std::iter::once(PossibleValue::new("auto")).chain(formats)).try_map(
+        |name: String| {
+            if name.eq_ignore_ascii_case("auto") {
+                return Ok(AutoOr::Auto);
+            }
+            Format::from_name(&name)
+                .map(AutoOr::Chosen)
+                .ok_or_else(|| format!("unknown --format '{name}' (auto, {})", format_names()))
+        },
+    )
 }
 
 /// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.

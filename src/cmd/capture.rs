@@ -1,6 +1,6 @@
 //! `tracemark capture`: trace one block device live through tracefs into a `.tmt`.
 
-use super::args::{parse_duration, TraceMetaArgs};
+use super::args::{auto_or, parse_duration, AutoOr, TraceMetaArgs};
 use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
@@ -51,11 +51,11 @@ pub struct CaptureArgs {
     /// Stop after this long (`30s`, `5m`).
     #[arg(long, value_parser = parse_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Which block events to trace: `request` (block_rq_issue/complete),
-    /// `bio` (block_bio_queue/complete), or `auto`: bio events for a
-    /// bio-based device (zram, device-mapper, md), request events otherwise.
-    #[arg(long, default_value = "auto", value_parser = ["auto", "request", "bio"])]
-    pub events: String,
+    /// Which block events to trace.
+    #[arg(long, default_value = "auto", value_parser = auto_or::<EventSet>(
+        "bio events for a bio-based device (zram, device-mapper, md), request events otherwise"
+    ))]
+    pub events: AutoOr<EventSet>,
     /// The task's time in an untraced run on this drive (`1.52s`), kept with
     /// the task's marks: a replay's predicted task time starts from it.
     #[arg(long, value_parser = parse_duration)]
@@ -104,13 +104,7 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.use_instance = !args.no_instance;
     opts.text_pipe = args.text_pipe;
     opts.untraced = args.untraced;
-    opts.events = match args.events.as_str() {
-        "auto" => None,
-        name => match EventSet::from_name(name) {
-            Some(set) => Some(set),
-            None => bail!("unknown --events '{name}' (auto, request or bio)"),
-        },
-    };
+    opts.events = args.events.chosen();
     opts.writer = writer;
 
     let quiet = args.quiet;

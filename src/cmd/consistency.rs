@@ -2,7 +2,6 @@
 //! degradation, steady state, recovery), a suite pass after every round.
 
 use super::args::{parse_bytes, parse_duration};
-use super::replay::ModeArg;
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
@@ -63,8 +62,8 @@ pub struct ConsistencyArgs {
     #[arg(long, default_value_t = 32)]
     pub write_queue_depth: u32,
     /// How the suite passes replay the traces.
-    #[arg(long, value_enum, default_value_t = ModeArg::Compressed)]
-    pub mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = TimingMode::Compressed)]
+    pub mode: TimingMode,
     /// Most I/Os in flight in the suite passes.
     #[arg(long, short = 'q', default_value_t = 32)]
     pub queue_depth: u32,
@@ -115,10 +114,7 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         write_queue_depth: args.write_queue_depth,
         file_size: args.size,
         suite: ReplayOptions {
-            mode: match args.mode {
-                ModeArg::Realtime => TimingMode::Realtime,
-                ModeArg::Compressed => TimingMode::Compressed,
-            },
+            mode: args.mode,
             queue_depth: args.queue_depth,
             passes: args.passes,
             warmup: false,

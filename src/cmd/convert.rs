@@ -1,11 +1,11 @@
 //! `tracemark convert`: block I/O logs in, one `.tmt` out.
 
-use super::args::{parse_duration, TraceMetaArgs};
+use super::args::{input_format, parse_duration, AutoOr, TraceMetaArgs};
 use crate::output;
-use anyhow::{bail, Result};
-use clap::Args;
+use anyhow::Result;
+use clap::{Args, ValueEnum};
 use recorder::convert::{convert, ConvertOptions};
-use recorder::formats::{format_names, Format};
+use recorder::formats::Format;
 use recorder::normalize::EventChoice;
 use std::path::{Path, PathBuf};
 use trace_format::{DeviceId, Nanos};
@@ -21,17 +21,17 @@ pub struct ConvertArgs {
     /// traces in).
     #[arg(short, long)]
     pub output: PathBuf,
-    /// `volume`: write one trace per volume (device) of a multi-volume dataset
-    /// into the folder `-o` names, `NAME-volID.tmt`, in one pass.
-    #[arg(long, value_name = "volume")]
-    pub split_by: Option<String>,
+    /// Write one trace per part of a dataset into the folder `-o` names
+    /// (`NAME-volID.tmt`), in one pass.
+    #[arg(long, value_enum)]
+    pub split_by: Option<SplitBy>,
     /// Input format: auto, or one of the formats listed below.
-    #[arg(long, default_value = "auto")]
-    pub format: String,
-    /// Which event is a request's issue time: `issue` (driver dispatch, blkparse
-    /// D; the default where the input has it) or `queue` (blkparse Q).
-    #[arg(long)]
-    pub event: Option<String>,
+    #[arg(long, default_value = "auto", ignore_case = true, value_parser = input_format())]
+    pub format: AutoOr<Format>,
+    /// Which event is a request's issue time (default: issue where the
+    /// input has it, else queue).
+    #[arg(long, value_enum)]
+    pub event: Option<EventChoice>,
     /// Keep only this device (MAJ:MIN); without it every device is kept.
     #[arg(long)]
     pub device: Option<DeviceId>,
@@ -60,6 +60,13 @@ pub struct ConvertArgs {
     /// Print nothing on success.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+/// What `--split-by` splits a dataset by.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SplitBy {
+    /// One trace per volume (device) of a multi-volume dataset.
+    Volume,
 }
 
 /// The input formats (from the recorder's table) and examples.
@@ -94,24 +101,10 @@ fn nanos(d: std::time::Duration) -> Nanos {
 }
 
 pub fn run(args: ConvertArgs) -> Result<i32> {
-    let format = match args.format.as_str() {
-        "auto" => None,
-        name => match Format::from_name(name) {
-            Some(f) => Some(f),
-            None => bail!("unknown --format '{name}' (auto, {})", format_names()),
-        },
-    };
-    let event = match args.event.as_deref() {
-        None => None,
-        Some(name) => match EventChoice::from_name(name) {
-            Some(e) => Some(e),
-            None => bail!("unknown --event '{name}' (issue or queue)"),
-        },
-    };
     let writer = args.meta.writer_options().map_err(anyhow::Error::msg)?;
     let opts = ConvertOptions {
-        format,
-        event,
+        format: args.format.chosen(),
+        event: args.event,
         device: args
             .device
             .or(args.volume.map(|minor| DeviceId { major: 0, minor })),
@@ -124,10 +117,8 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         category: args.meta.category,
         writer,
     };
-    match args.split_by.as_deref() {
-        None => {}
-        Some("volume") => return split(&args.inputs, &args.output, args.quiet, &opts),
-        Some(other) => bail!("unknown --split-by '{other}' (volume)"),
+    if let Some(SplitBy::Volume) = args.split_by {
+        return split(&args.inputs, &args.output, args.quiet, &opts);
     }
     let report = convert(&args.inputs, &args.output, &opts)?;
     for m in &report.messages {

@@ -2,7 +2,7 @@
 
 use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use replayer::engine::{Observer, PassKind};
 use replayer::options::{CpuIdle, IoWorkerCpu, PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
@@ -51,40 +51,31 @@ pub struct RunArgs {
     pub target_offset: u64,
     /// Operations not to replay, counted as skipped (comma-separated).
     #[arg(long, value_enum, value_delimiter = ',', value_name = "OPS")]
-    pub skip_ops: Vec<OpArg>,
-    /// high: run the issuing thread as SCHED_FIFO (real-time) during each
-    /// pass, so a loaded machine delays issues less; needs root or
-    /// CAP_SYS_NICE (otherwise a warning, and normal priority).
-    #[arg(long, value_enum, default_value_t = PriorityArg::Normal)]
-    pub priority: PriorityArg,
-    /// On a target whose requests run on io_uring worker threads (zram,
-    /// some loop devices; the result says `io-wq`): issuer: in realtime
-    /// mode, hold the issuing thread and the worker on one CPU (a cross-CPU
+    pub skip_ops: Vec<Op>,
+    /// How the issuing thread is scheduled during each pass (high without
+    /// root or CAP_SYS_NICE: a warning, and normal priority).
+    #[arg(long, value_enum, default_value_t = Priority::Normal)]
+    pub priority: Priority,
+    /// Where io_uring's worker threads run on a target whose requests run on
+    /// them (zram, some loop devices; the result says `io-wq`): a cross-CPU
     /// wake-up made a QD1 zram read 5x slower in some runs; on a loaded
-    /// machine the one CPU may be a busy one); any: leave them to the
-    /// scheduler.
-    #[arg(long, value_enum, default_value_t = IoWorkerCpuArg::Any)]
-    pub io_worker_cpu: IoWorkerCpuArg,
-    /// What the CPUs do while idle during the run. poll: kept out of idle
-    /// states (a 0 µs CPU latency request through /dev/cpu_dma_latency,
-    /// needs root; dropped when the run ends), so waking a CPU from an idle
-    /// state, which moves with the machine and not with the drive, stays out
-    /// of access times; os: the OS's idle policy, as applications meet it.
-    #[arg(long, value_enum, default_value_t = CpuIdleArg::Poll)]
-    pub cpu_idle: CpuIdleArg,
-    /// Before scoring, write once with incompressible data what the traces
-    /// read (read-regions: the 1 MiB regions they read before writing them
-    /// themselves, under the address mapping), or the whole target (full),
-    /// so reads touch data as on a drive in use; skip: use the target as it
-    /// is. Regions tracemark already wrote (a marker in
+    /// machine the one CPU may be a busy one.
+    #[arg(long, value_enum, default_value_t = IoWorkerCpu::Any)]
+    pub io_worker_cpu: IoWorkerCpu,
+    /// What the CPUs do while idle during the run: waking a CPU from an idle
+    /// state adds to access times a latency that moves with the machine, not
+    /// with the drive.
+    #[arg(long, value_enum, default_value_t = CpuIdle::Poll)]
+    pub cpu_idle: CpuIdle,
+    /// What is written before scoring, so reads touch data as on a drive in
+    /// use (in 1 MiB regions). Regions tracemark already wrote (a marker in
     /// ~/.local/state/tracemark says so) are not written again. A block
     /// device needs --allow-write for this.
-    #[arg(long, value_enum, default_value_t = PreconditionArg::ReadRegions)]
-    pub precondition: PreconditionArg,
-    /// realtime: the trace's pacing, idle included; compressed: idle removed,
-    /// order and dependencies kept.
-    #[arg(long, value_enum, default_value_t = ModeArg::Realtime)]
-    pub mode: ModeArg,
+    #[arg(long, value_enum, default_value_t = PreconditionPolicy::ReadRegions)]
+    pub precondition: PreconditionPolicy,
+    /// How the trace's timing is reproduced.
+    #[arg(long, value_enum, default_value_t = TimingMode::Realtime)]
+    pub mode: TimingMode,
     /// Realtime: shorten idle periods longer than this to this (e.g. 100ms, 2s, 500us).
     #[arg(long, value_parser = parse_duration)]
     pub idle_cap: Option<Duration>,
@@ -118,11 +109,9 @@ pub struct RunArgs {
     /// Where O_DIRECT is refused, replay through the page cache instead of stopping.
     #[arg(long)]
     pub allow_buffered: bool,
-    /// Trace offset to target offset: compact keeps the touched extents in
-    /// order and closes the gaps; identity keeps offsets; wrap takes them
-    /// modulo the target size.
-    #[arg(long, value_enum, default_value_t = MappingArg::Compact)]
-    pub mapping: MappingArg,
+    /// How trace offsets become target offsets.
+    #[arg(long, value_enum, default_value_t = MappingKind::Compact)]
+    pub mapping: MappingKind,
     /// Fail when no I/O completes for this long (e.g. 60s).
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub io_timeout: Duration,
@@ -131,53 +120,6 @@ pub struct RunArgs {
     pub json: Option<PathBuf>,
     #[command(flatten)]
     pub store: super::store::StoreArgs,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum ModeArg {
-    Realtime,
-    Compressed,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum OpArg {
-    Read,
-    Write,
-    Flush,
-    Discard,
-    WriteZeroes,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum PriorityArg {
-    Normal,
-    High,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum IoWorkerCpuArg {
-    Issuer,
-    Any,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum CpuIdleArg {
-    Poll,
-    Os,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum, PartialEq, Eq)]
-pub enum PreconditionArg {
-    ReadRegions,
-    Full,
-    Skip,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum MappingArg {
-    Compact,
-    Identity,
-    Wrap,
 }
 
 impl RunArgs {
@@ -192,10 +134,7 @@ impl RunArgs {
 
     pub fn options(&self) -> ReplayOptions {
         ReplayOptions {
-            mode: match self.mode {
-                ModeArg::Realtime => TimingMode::Realtime,
-                ModeArg::Compressed => TimingMode::Compressed,
-            },
+            mode: self.mode,
             open_loop: self.open_loop,
             idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
             idle_policy: None,
@@ -207,43 +146,16 @@ impl RunArgs {
             read_only: self.read_only,
             allow_write: self.allow_write,
             allow_buffered: self.allow_buffered,
-            mapping: match self.mapping {
-                MappingArg::Compact => MappingKind::Compact,
-                MappingArg::Identity => MappingKind::Identity,
-                MappingArg::Wrap => MappingKind::Wrap,
-            },
+            mapping: self.mapping,
             io_timeout: self.io_timeout,
             extra_targets: self.target.iter().skip(1).cloned().collect(),
             device_map: self.device_map.clone(),
             target_offset: self.target_offset,
-            skip_ops: self
-                .skip_ops
-                .iter()
-                .map(|o| match o {
-                    OpArg::Read => Op::Read,
-                    OpArg::Write => Op::Write,
-                    OpArg::Flush => Op::Flush,
-                    OpArg::Discard => Op::Discard,
-                    OpArg::WriteZeroes => Op::WriteZeroes,
-                })
-                .collect(),
-            priority: match self.priority {
-                PriorityArg::Normal => Priority::Normal,
-                PriorityArg::High => Priority::High,
-            },
-            precondition: match self.precondition {
-                PreconditionArg::ReadRegions => PreconditionPolicy::ReadRegions,
-                PreconditionArg::Full => PreconditionPolicy::Full,
-                PreconditionArg::Skip => PreconditionPolicy::Skip,
-            },
-            io_worker_cpu: match self.io_worker_cpu {
-                IoWorkerCpuArg::Issuer => IoWorkerCpu::Issuer,
-                IoWorkerCpuArg::Any => IoWorkerCpu::Any,
-            },
-            cpu_idle: match self.cpu_idle {
-                CpuIdleArg::Poll => CpuIdle::Poll,
-                CpuIdleArg::Os => CpuIdle::Os,
-            },
+            skip_ops: self.skip_ops.clone(),
+            priority: self.priority,
+            precondition: self.precondition,
+            io_worker_cpu: self.io_worker_cpu,
+            cpu_idle: self.cpu_idle,
             shard: None,
             start_at_unix_ns: None,
         }

@@ -1,6 +1,6 @@
 //! `tracemark suite`: a profile of the reference suite (or any suite file), one score.
 
-use super::replay::{replay_paths, ModeArg, RunArgs};
+use super::replay::{replay_paths, RunArgs};
 use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -77,7 +77,7 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
     if args.verify {
         return verify(&suite, &source);
     }
-    let realtime = matches!(args.run.mode, ModeArg::Realtime);
+    let realtime = args.run.mode == replayer::TimingMode::Realtime;
     let policy = if !realtime {
         "compressed mode: idle removed".to_string()
     } else if args.run.open_loop {

@@ -68,6 +68,93 @@ fn bash_completes_subcommands_and_options() {
 }
 
 #[test]
+fn bash_completes_the_values_of_every_enumerated_option() {
+    let formats = bash_complete(&["tracemark", "convert", "--format", ""]);
+    for name in ["auto", "blkparse", "alibaba", "vscsi-bin"] {
+        assert!(
+            formats.contains(&name.to_string()),
+            "{name} not in {formats:?}"
+        );
+    }
+    for (words, want) in [
+        (&["tracemark", "convert", "--event", ""][..], "queue"),
+        (&["tracemark", "convert", "--split-by", ""], "volume"),
+        (&["tracemark", "capture", "--events", ""], "bio"),
+        (
+            &["tracemark", "replay", "--precondition", ""],
+            "read-regions",
+        ),
+        (&["tracemark", "replay", "--skip-ops", ""], "write-zeroes"),
+        (&["tracemark", "suite", "--cpu-idle", ""], "poll"),
+        (&["tracemark", "consistency", "--mode", ""], "realtime"),
+    ] {
+        let got = bash_complete(words);
+        assert!(got.contains(&want.to_string()), "{words:?}: {got:?}");
+    }
+}
+
+/// `convert --help` lists every name of the recorder's format table.
+#[test]
+fn convert_help_lists_every_format_name() {
+    let out = support::tracemark()
+        .args(["convert", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let (_, values) = help
+        .split_once("[possible values: auto, ")
+        .unwrap_or_else(|| panic!("no list of --format values: {help}"));
+    let listed: Vec<&str> = values.split(']').next().unwrap().split(", ").collect();
+    let table: Vec<&str> = recorder::formats::Format::all().map(|f| f.name()).collect();
+    assert_eq!(listed, table);
+}
+
+/// The typed options accept what the hand-matched strings did: any case and
+/// the aliases for `--format`, blkparse's letters for `--event`; other
+/// values are refused with the list of the valid ones.
+#[test]
+fn convert_takes_format_aliases_in_any_case_and_blkparse_event_letters() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.txt");
+    let blkparse = recorder::formats::Format::from_name("blkparse").unwrap();
+    std::fs::write(&input, blkparse.spec().example).unwrap();
+    let convert = |args: &[&str]| {
+        support::tracemark()
+            .arg("convert")
+            .arg(&input)
+            .arg("-o")
+            .arg(dir.path().join("out.tmt"))
+            .args(args)
+            .arg("-q")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["--format", "BlkParse", "--event", "D"][..],
+        &["--format", "AUTO", "--event", "Q"],
+        &["--format", "blkparse", "--event", "queue"],
+    ] {
+        let out = convert(args);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = convert(&["--format", "nosuch"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("'nosuch'") && err.contains("blkparse, xperf"),
+        "{err}"
+    );
+    let out = convert(&["--event", "A"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[possible values: issue, queue]"), "{err}");
+}
+
+#[test]
 fn zsh_and_fish_scripts_name_the_subcommands() {
     for shell in ["zsh", "fish"] {
         let out = support::tracemark()

@@ -5,14 +5,20 @@ use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The operation of a block request.
+/// The operation of a block request. On the command line (`clap` feature)
+/// its values are kebab-case: `read`, ..., `write-zeroes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Op {
+    /// Data read from the drive.
     Read,
+    /// Data written to the drive.
     Write,
     /// A request with no data whose only purpose is a cache flush.
     Flush,
+    /// Blocks the drive may forget (TRIM, UNMAP).
     Discard,
+    /// Blocks set to zeroes without sending the data.
     WriteZeroes,
 }
 

@@ -7,8 +7,9 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 use trace_format::{Bytes, DeviceId, DeviceInfo};
 
-/// Which block events a capture traces.
+/// Which block events a capture traces (`--events`, with the `clap` feature).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EventSet {
     /// `block_rq_issue`, `block_rq_complete`, `block_rq_requeue`: requests as
     /// the driver got them (request-based disks only).
@@ -25,14 +26,6 @@ impl EventSet {
         match self {
             EventSet::Request => "request",
             EventSet::Bio => "bio",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<EventSet> {
-        match name {
-            "request" => Some(EventSet::Request),
-            "bio" => Some(EventSet::Bio),
-            _ => None,
         }
     }
 
@@ -386,10 +379,20 @@ mod tests {
             ]
         );
         for set in [EventSet::Request, EventSet::Bio] {
-            assert_eq!(EventSet::from_name(set.name()), Some(set));
             assert_eq!(traced_events(set, true)[0].name, set.start_event());
         }
-        assert_eq!(EventSet::from_name("auto"), None);
+    }
+
+    #[cfg(feature = "clap")]
+    #[test]
+    fn the_command_line_names_the_event_sets_as_name_does() {
+        use clap::ValueEnum;
+        for set in [EventSet::Request, EventSet::Bio] {
+            let value = set.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), set.name());
+            assert_eq!(EventSet::from_str(set.name(), false), Ok(set));
+        }
+        assert!(EventSet::from_str("auto", false).is_err());
     }
 
     #[test]

@@ -4,14 +4,18 @@
 use crate::error::ConvertError;
 use trace_format::{DeviceId, IoRecord, IssueEvent, Nanos, TraceTail};
 
-/// Which block-layer event defines a record's issue time.
+/// Which block-layer event defines a record's issue time. On the command
+/// line (`clap` feature): `issue` or `queue`, or blkparse's `D` or `Q`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum EventChoice {
     /// The driver dispatch (blkparse `D`, tracefs `block_rq_issue`): what the
     /// device saw.
+    #[cfg_attr(feature = "clap", value(alias = "D"))]
     Issue,
     /// The request's entry into the block layer (blkparse `Q`, tracefs
     /// `block_bio_queue`): what the application asked for, before merging.
+    #[cfg_attr(feature = "clap", value(alias = "Q"))]
     Queue,
 }
 
@@ -20,14 +24,6 @@ impl EventChoice {
         match self {
             EventChoice::Issue => "issue",
             EventChoice::Queue => "queue",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<EventChoice> {
-        match name {
-            "issue" | "D" => Some(EventChoice::Issue),
-            "queue" | "Q" => Some(EventChoice::Queue),
-            _ => None,
         }
     }
 }
@@ -145,4 +141,20 @@ pub mod note {
     pub const ISSUE_WITHOUT_QUEUE: &str = "issues without a queued request (--event queue)";
     pub const CLAMPED: &str = "records moved later to keep time order";
     pub const EMPTY_REQUEST: &str = "requests of zero length (not replayed)";
+}
+
+#[cfg(all(test, feature = "clap"))]
+mod tests {
+    use super::EventChoice;
+    use clap::ValueEnum;
+
+    #[test]
+    fn the_command_line_takes_the_names_and_blkparse_letters() {
+        for e in [EventChoice::Issue, EventChoice::Queue] {
+            assert_eq!(e.to_possible_value().unwrap().get_name(), e.name());
+        }
+        assert_eq!(EventChoice::from_str("D", false), Ok(EventChoice::Issue));
+        assert_eq!(EventChoice::from_str("Q", false), Ok(EventChoice::Queue));
+        assert!(EventChoice::from_str("A", false).is_err());
+    }
 }
