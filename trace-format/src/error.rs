@@ -26,19 +26,71 @@ pub enum FormatError {
     CorruptChunk {
         chunk: usize,
         chunks: usize,
+        /// [`FormatErrorKind::CorruptChunk`], or what is wrong in it.
+        kind: FormatErrorKind,
         reason: String,
     },
     #[error("record {index}: {reason}")]
-    BadRecord { index: u64, reason: String },
+    BadRecord {
+        index: u64,
+        kind: FormatErrorKind,
+        reason: String,
+    },
     #[error("{path}: is {kind}, not a trace file")]
     NotAFile { path: PathBuf, kind: &'static str },
     #[error("the file was changed by another program while being read (rewritten in place?); what was read of it cannot be trusted")]
     Changed,
     #[error("metadata could not be encoded: {0}")]
     Encode(String),
+    #[error("metadata could not be encoded: a record names device {device} but the device table has {table} entries")]
+    UnknownDevice { device: u16, table: usize },
+}
+
+/// What went wrong, for a caller (or a test) to act on without reading the
+/// message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormatErrorKind {
+    /// Reading or writing the file failed.
+    Io,
+    NotATrace,
+    NewerVersion,
+    /// The file ends early.
+    Truncated,
+    CorruptHeader,
+    CorruptFooter,
+    CorruptChunk,
+    /// A record names a device the trace's device table does not have.
+    UnknownDevice,
+    /// A record's time is before the previous record's.
+    RecordOutOfOrder,
+    /// A request ends beyond 2^63 bytes.
+    RecordBeyondRange,
+    /// The path is a directory, a FIFO, a device: not a trace file.
+    NotAFile,
+    /// The file was rewritten while being read.
+    Changed,
+    Encode,
 }
 
 impl FormatError {
+    pub fn kind(&self) -> FormatErrorKind {
+        use FormatErrorKind as K;
+        match self {
+            FormatError::Io { .. } | FormatError::Stream(_) => K::Io,
+            FormatError::NotATrace => K::NotATrace,
+            FormatError::NewerVersion { .. } => K::NewerVersion,
+            FormatError::Truncated(_) => K::Truncated,
+            FormatError::CorruptHeader(_) => K::CorruptHeader,
+            FormatError::CorruptFooter(_) => K::CorruptFooter,
+            FormatError::CorruptChunk { kind, .. } | FormatError::BadRecord { kind, .. } => *kind,
+            FormatError::NotAFile { .. } => K::NotAFile,
+            FormatError::Changed => K::Changed,
+            FormatError::Encode(_) => K::Encode,
+            FormatError::UnknownDevice { .. } => K::UnknownDevice,
+        }
+    }
+
     /// Attaches a path to a bare I/O error.
     pub fn with_path(self, path: impl Into<PathBuf>) -> FormatError {
         match self {

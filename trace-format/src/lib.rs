@@ -20,7 +20,7 @@ pub mod stats;
 mod units;
 mod writer;
 
-pub use error::FormatError;
+pub use error::{FormatError, FormatErrorKind};
 pub use meta::{
     task_note, DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary,
     TaskMarks, TraceHeader, TraceTail,

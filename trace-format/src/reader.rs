@@ -1,4 +1,4 @@
-use crate::error::FormatError;
+use crate::error::{FormatError, FormatErrorKind};
 use crate::frame::{
     self, decode_frame, decode_meta, u32_at, u64_at, CHUNK_HEAD_LEN, CHUNK_OVERHEAD, FOOTER_MAGIC,
     PREAMBLE_LEN, TRAILER_LEN,
@@ -178,6 +178,7 @@ fn chunk_error(chunk: usize, chunks: usize, reason: impl Into<String>) -> Format
     FormatError::CorruptChunk {
         chunk,
         chunks,
+        kind: FormatErrorKind::CorruptChunk,
         reason: reason.into(),
     }
 }
@@ -457,12 +458,22 @@ impl TraceFile {
             })?;
         let checked = decode_frame(frame, out)
             .and_then(|head| check_chunk(info, head.records, head.first_time, out))
-            .and_then(|()| check_devices(out, self.footer.tail.devices.len()));
-        if let Err(reason) = checked {
+            .map_err(|reason| chunk_error(index, chunks, reason))
+            .and_then(|()| {
+                check_devices(out, self.footer.tail.devices.len()).map_err(|reason| {
+                    FormatError::CorruptChunk {
+                        chunk: index,
+                        chunks,
+                        kind: FormatErrorKind::UnknownDevice,
+                        reason,
+                    }
+                })
+            });
+        if let Err(error) = checked {
             // A chunk that fails its checks in a file rewritten since it was
             // opened is not corrupt, it is someone else's bytes: say that.
             self.backing.check_unchanged()?;
-            return Err(chunk_error(index, chunks, reason));
+            return Err(error);
         }
         Ok(())
     }

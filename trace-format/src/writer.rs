@@ -1,5 +1,5 @@
 use crate::codec::encode_chunk;
-use crate::error::FormatError;
+use crate::error::{FormatError, FormatErrorKind};
 use crate::meta::{Summary, TraceHeader, TraceTail};
 use crate::reader::{ChunkInfo, Footer};
 use crate::record::IoRecord;
@@ -90,6 +90,7 @@ impl<W: Write> TraceWriter<W> {
         if record.time < self.last_time {
             return Err(FormatError::BadRecord {
                 index,
+                kind: FormatErrorKind::RecordOutOfOrder,
                 reason: format!(
                     "time {} is before the previous record's {}",
                     record.time, self.last_time
@@ -99,6 +100,7 @@ impl<W: Write> TraceWriter<W> {
         if record.end().is_none_or(|e| e.0 > i64::MAX as u64) {
             return Err(FormatError::BadRecord {
                 index,
+                kind: FormatErrorKind::RecordBeyondRange,
                 reason: format!(
                     "request at offset {} of {} bytes ends beyond 2^63",
                     record.offset.0, record.len.0
@@ -153,10 +155,10 @@ impl<W: Write> TraceWriter<W> {
     pub fn finish(mut self, tail: &TraceTail) -> Result<(W, Summary), FormatError> {
         let table = tail.devices.len();
         if usize::from(self.max_device) >= table.max(1) {
-            return Err(FormatError::Encode(format!(
-                "a record names device {} but the device table has {table} entries",
-                self.max_device
-            )));
+            return Err(FormatError::UnknownDevice {
+                device: self.max_device,
+                table,
+            });
         }
         self.flush_chunk()?;
         let footer = Footer {
