@@ -25,7 +25,7 @@ use crate::mapping::TraceScan;
 use crate::options::{MappingKind, ReplayOptions, TimingMode};
 use crate::source::{RecordIter, TraceSource};
 use crate::target::{Target, TargetRequest};
-use crate::ReplayError;
+use crate::{ReplayError, TargetProblem};
 use results::consistency::{ConsistencyResult, Durations, FillPass, Phase, Round, RoundTrace};
 use results::schema::{PassMetrics, SuiteResult, TargetInfo, ToolInfo};
 use std::path::{Path, PathBuf};
@@ -164,9 +164,10 @@ fn retry_busy<T>(mut f: impl FnMut() -> Result<T, ReplayError>) -> Result<T, Rep
     let give_up = Instant::now() + Duration::from_secs(5);
     loop {
         match f() {
-            Err(ReplayError::TargetRefused { reason, .. })
-                if reason.contains("refused exclusive access") && Instant::now() < give_up =>
-            {
+            Err(ReplayError::TargetRefused {
+                kind: TargetProblem::Busy,
+                ..
+            }) if Instant::now() < give_up => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             other => return other,
@@ -393,6 +394,7 @@ fn probe_target(
     if size < 2 * MIB {
         return Err(ReplayError::TargetRefused {
             path: target.to_path_buf(),
+            kind: TargetProblem::TooSmall,
             reason: "the consistency test needs a target of at least 2 MiB".into(),
         });
     }

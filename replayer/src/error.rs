@@ -24,7 +24,11 @@ pub enum ReplayError {
         source: std::io::Error,
     },
     #[error("{path}: {reason}")]
-    TargetRefused { path: PathBuf, reason: String },
+    TargetRefused {
+        path: PathBuf,
+        kind: TargetProblem,
+        reason: String,
+    },
     #[error("{path}: the filesystem does not support O_DIRECT; rerun with --allow-buffered to replay through the page cache (results will then measure the cache, not the drive)")]
     NoDirectIo { path: PathBuf },
     #[error("{trace}: {reason}")]
@@ -49,6 +53,31 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// Why a target was refused, for a caller (or a test) to act on without
+/// reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TargetProblem {
+    /// Neither a regular file nor a block device.
+    NotFileOrDevice,
+    /// A block device the traces would write, without `--allow-write`.
+    WriteNotAllowed,
+    /// Mounted, a holder's, backing a loop device, a swap file: someone's data.
+    InUse,
+    /// The kernel refused exclusive access (still claimed, perhaps only for
+    /// a moment by an io_uring being torn down).
+    Busy,
+    /// The kernel's read-only flag is set and the traces write.
+    ReadOnly,
+    /// Too small for what is asked of it (`--target-offset` at or beyond
+    /// its end, a consistency test under 2 MiB).
+    TooSmall,
+    /// The scratch file's filesystem lacks the space to grow it.
+    NoSpace,
+    /// Filling the scratch file was interrupted (Ctrl-C).
+    FillInterrupted,
 }
 
 impl From<results::options::InvalidOptions> for ReplayError {

@@ -46,7 +46,7 @@ pub mod suite_file;
 pub mod target;
 
 pub use engine::{IoEvent, Observer, PassKind};
-pub use error::ReplayError;
+pub use error::{ReplayError, TargetProblem};
 pub use options::{MappingKind, ReplayOptions, TimingMode};
 pub use results::options;
 pub use results::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};

@@ -470,6 +470,6 @@ mod tests {
                 .map(Ok),
         )
         .unwrap_err();
-        assert!(e.to_string().contains("record 1"), "{e}");
+        assert!(matches!(e, ReplayError::BadRecord { index: 1, .. }), "{e}");
     }
 }

@@ -6,7 +6,7 @@ use crate::buffer::AlignedBuf;
 use crate::mapping::{AddressMap, TargetSpace, TraceScan};
 use crate::options::{DeviceSelector, ReplayOptions};
 use crate::source::TraceSource;
-use crate::ReplayError;
+use crate::{ReplayError, TargetProblem};
 pub use results::schema::TargetKind;
 use results::schema::{IoPath, TargetInfo};
 use std::fs::{File, OpenOptions};
@@ -105,6 +105,7 @@ impl Target {
             Ok(meta) if meta.is_file() => open_file(&path, req),
             Ok(_) => Err(ReplayError::TargetRefused {
                 path,
+                kind: TargetProblem::NotFileOrDevice,
                 reason: "is neither a regular file nor a block device".into(),
             }),
             Err(e) if e.kind() == io::ErrorKind::NotFound && !path.starts_with("/dev") => {
@@ -307,6 +308,7 @@ fn open_routed_target(
     if opts.target_offset >= target.size {
         return Err(ReplayError::TargetRefused {
             path: target.path.clone(),
+            kind: TargetProblem::TooSmall,
             reason: format!(
                 "--target-offset {} is at or beyond its end ({} bytes)",
                 opts.target_offset, target.size
@@ -352,6 +354,7 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
         if let Some(why) = crate::in_use::file_refusal(&file) {
             return Err(ReplayError::TargetRefused {
                 path: path.to_path_buf(),
+                kind: TargetProblem::InUse,
                 reason: format!("{why}; tracemark never writes to a device in use"),
             });
         }
@@ -388,6 +391,7 @@ fn check_free_space(file: &File, path: &Path, needed: u64) -> Result<(), ReplayE
     if needed > free {
         return Err(ReplayError::TargetRefused {
             path: path.to_path_buf(),
+            kind: TargetProblem::NoSpace,
             reason: format!(
                 "the scratch file needs {} MiB more but its filesystem has {} MiB free; free space, use a larger filesystem, or pass --mapping wrap with a smaller target",
                 needed.div_ceil(1 << 20),
@@ -413,6 +417,7 @@ fn fill_file(file: &File, path: &Path, from: u64, to: u64) -> Result<(), ReplayE
             let _ = file.sync_all();
             return Err(ReplayError::TargetRefused {
                 path: path.to_path_buf(),
+                kind: TargetProblem::FillInterrupted,
                 reason: format!(
                     "filling the scratch file was interrupted after {} of {} MiB; the next run resumes the fill",
                     (at - from) >> 20,
@@ -483,22 +488,25 @@ fn dev_numbers(rdev: u64) -> (u32, u32) {
 }
 
 fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Target, ReplayError> {
-    let refuse = |reason: String| ReplayError::TargetRefused {
+    let refuse = |kind: TargetProblem, reason: String| ReplayError::TargetRefused {
         path: path.to_path_buf(),
+        kind,
         reason,
     };
     let (major, minor) = dev_numbers(rdev);
     let writes = req.needs_write;
     if writes && !req.allow_write {
         return Err(refuse(
+            TargetProblem::WriteNotAllowed,
             "is a block device and the traces write; pass --allow-write to let tracemark overwrite its contents, or --read-only to replay only the reads".into(),
         ));
     }
     if writes {
         if let Some(why) = crate::in_use::block_device_refusal(path, major, minor) {
-            return Err(refuse(format!(
-                "{why}; tracemark never writes to a device in use"
-            )));
+            return Err(refuse(
+                TargetProblem::InUse,
+                format!("{why}; tracemark never writes to a device in use"),
+            ));
         }
     }
     let mut o = OpenOptions::new();
@@ -518,6 +526,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
             Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {
                 if std::time::Instant::now() >= give_up {
                     return Err(refuse(
+                        TargetProblem::Busy,
                         "is in use (the kernel refused exclusive access)".into(),
                     ));
                 }
@@ -533,6 +542,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
     // refused here, before a pass measures nothing but errors.
     if writes && rc == 0 && read_only != 0 {
         return Err(refuse(
+            TargetProblem::ReadOnly,
             "is read-only (its kernel read-only flag is set) and the traces write; replay with --read-only, or make it writable first (blockdev --setrw)".into(),
         ));
     }

@@ -369,7 +369,23 @@ pub struct PageError {
     pub page: u64,
     /// Byte offset in the page.
     pub byte: usize,
+    pub kind: PageProblem,
     pub reason: String,
+}
+
+/// What is wrong with a ring-buffer page, for a caller (or a test) to act on
+/// without reading the message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PageProblem {
+    /// The page, or the committed data, ends inside a header or a record's
+    /// fixed part.
+    Truncated,
+    /// The page's commit word, or a record's length, reaches past the data
+    /// there is.
+    Overrun,
+    /// A length shorter than the header that carries it.
+    BadLength,
 }
 
 impl fmt::Display for PageError {
@@ -436,15 +452,17 @@ pub fn open_page<'p>(
     cpu: u32,
     page_no: u64,
 ) -> Result<Page<'p>, PageError> {
-    let error = |byte: usize, reason: String| PageError {
+    let error = |byte: usize, kind: PageProblem, reason: String| PageError {
         cpu,
         page: page_no,
         byte,
+        kind,
         reason,
     };
     if page.len() < layout.data_offset {
         return Err(error(
             0,
+            PageProblem::Truncated,
             format!(
                 "truncated page: {} bytes, shorter than the {}-byte page header",
                 page.len(),
@@ -452,10 +470,20 @@ pub fn open_page<'p>(
             ),
         ));
     }
-    let timestamp = read_ne(page, layout.timestamp_offset, 8)
-        .ok_or_else(|| error(layout.timestamp_offset, "no page timestamp".into()))?;
-    let commit = read_ne(page, layout.commit_offset, layout.commit_size)
-        .ok_or_else(|| error(layout.commit_offset, "no commit word".into()))?;
+    let timestamp = read_ne(page, layout.timestamp_offset, 8).ok_or_else(|| {
+        error(
+            layout.timestamp_offset,
+            PageProblem::Truncated,
+            "no page timestamp".into(),
+        )
+    })?;
+    let commit = read_ne(page, layout.commit_offset, layout.commit_size).ok_or_else(|| {
+        error(
+            layout.commit_offset,
+            PageProblem::Truncated,
+            "no commit word".into(),
+        )
+    })?;
     // The flags sit in the low 32 bits of an 8-byte commit word too.
     let data_len = commit & COMMIT_SIZE_MASK;
     let available = page.len() - layout.data_offset;
@@ -465,6 +493,7 @@ pub fn open_page<'p>(
         .ok_or_else(|| {
             error(
                 layout.commit_offset,
+                PageProblem::Overrun,
                 format!(
                     "the page says it holds {data_len} bytes of events, more than the {available} \
                      bytes after its header (corrupt or truncated page)"
@@ -479,6 +508,7 @@ pub fn open_page<'p>(
         let count = read_ne(page, at, layout.commit_size).ok_or_else(|| {
             error(
                 at,
+                PageProblem::Truncated,
                 "the page says a lost-events count follows its data, but the page ends there"
                     .into(),
             )
@@ -527,12 +557,17 @@ pub struct Records<'p> {
 }
 
 impl<'p> Records<'p> {
-    fn fail(&mut self, reason: String) -> Option<Result<RawRecord<'p>, PageError>> {
+    fn fail(
+        &mut self,
+        kind: PageProblem,
+        reason: String,
+    ) -> Option<Result<RawRecord<'p>, PageError>> {
         self.done = true;
         Some(Err(PageError {
             cpu: self.cpu,
             page: self.page,
             byte: self.data_offset + self.pos,
+            kind,
             reason,
         }))
     }
@@ -549,9 +584,10 @@ impl<'p> Iterator for Records<'p> {
         while !self.done && self.pos < self.data.len() {
             let left = self.data.len() - self.pos;
             let Some(word) = self.word(self.pos) else {
-                return self.fail(format!(
-                    "truncated event header: {left} bytes left of the committed data"
-                ));
+                return self.fail(
+                    PageProblem::Truncated,
+                    format!("truncated event header: {left} bytes left of the committed data"),
+                );
             };
             let (type_len, delta) = split_header(word);
             let array0 = self.word(self.pos + 4);
@@ -564,14 +600,16 @@ impl<'p> Iterator for Records<'p> {
                     }
                     // A discarded record: its length follows; its delta counts.
                     let Some(len) = array0 else {
-                        return self.fail("truncated padding record".into());
+                        return self
+                            .fail(PageProblem::Truncated, "truncated padding record".into());
                     };
                     self.time = self.time.wrapping_add(u64::from(delta));
                     let total = (len as usize).saturating_add(4);
                     if total < 8 {
-                        return self.fail(format!(
-                            "padding record of {total} bytes is shorter than its header"
-                        ));
+                        return self.fail(
+                            PageProblem::BadLength,
+                            format!("padding record of {total} bytes is shorter than its header"),
+                        );
                     }
                     if total >= left {
                         // Padding that runs to (or past) the end closes the page.
@@ -582,14 +620,17 @@ impl<'p> Iterator for Records<'p> {
                 }
                 TYPE_TIME_EXTEND | TYPE_TIME_STAMP => {
                     let Some(high) = array0 else {
-                        return self.fail(format!(
-                            "truncated time {} record",
-                            if type_len == TYPE_TIME_EXTEND {
-                                "extend"
-                            } else {
-                                "stamp"
-                            }
-                        ));
+                        return self.fail(
+                            PageProblem::Truncated,
+                            format!(
+                                "truncated time {} record",
+                                if type_len == TYPE_TIME_EXTEND {
+                                    "extend"
+                                } else {
+                                    "stamp"
+                                }
+                            ),
+                        );
                     };
                     let value = (u64::from(high) << TIME_DELTA_BITS) | u64::from(delta);
                     self.time = if type_len == TYPE_TIME_EXTEND {
@@ -601,22 +642,29 @@ impl<'p> Iterator for Records<'p> {
                 }
                 0 => {
                     let Some(len) = array0 else {
-                        return self.fail("truncated record: its length word is missing".into());
+                        return self.fail(
+                            PageProblem::Truncated,
+                            "truncated record: its length word is missing".into(),
+                        );
                     };
                     let len = len as usize;
                     if len < 4 {
-                        return self.fail(format!(
-                            "record length {len} is smaller than its own length word"
-                        ));
+                        return self.fail(
+                            PageProblem::BadLength,
+                            format!("record length {len} is smaller than its own length word"),
+                        );
                     }
                     // The length counts itself; records are 4-byte aligned.
                     let payload_len = len - 4;
                     let total = 8usize.saturating_add(payload_len.div_ceil(4) * 4);
                     if total > left {
-                        return self.fail(format!(
-                            "a record of {total} bytes runs past the page's committed data \
+                        return self.fail(
+                            PageProblem::Overrun,
+                            format!(
+                                "a record of {total} bytes runs past the page's committed data \
                              ({left} bytes left; corrupt or truncated page)"
-                        ));
+                            ),
+                        );
                     }
                     let start = self.pos + 8;
                     let offset = self.pos;
@@ -632,10 +680,13 @@ impl<'p> Iterator for Records<'p> {
                     let payload_len = n as usize * 4;
                     let total = 4 + payload_len;
                     if total > left {
-                        return self.fail(format!(
-                            "a record of {total} bytes runs past the page's committed data \
+                        return self.fail(
+                            PageProblem::Overrun,
+                            format!(
+                                "a record of {total} bytes runs past the page's committed data \
                              ({left} bytes left; corrupt or truncated page)"
-                        ));
+                            ),
+                        );
                     }
                     let start = self.pos + 4;
                     let offset = self.pos;
