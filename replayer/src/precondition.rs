@@ -321,36 +321,7 @@ pub fn precondition(
         region_bytes: REGION_BYTES,
         not_done: None,
     };
-    let mut plans = Vec::new();
-    for (i, t) in target.all().enumerate() {
-        let needed = match opts.precondition {
-            PreconditionPolicy::Full => whole_space(t, opts.target_offset),
-            _ => regions.get(i).cloned().unwrap_or_default(),
-        };
-        if needed.is_empty() {
-            continue;
-        }
-        record.needed_bytes += needed.len() * REGION_BYTES;
-        if !t.writable || opts.read_only {
-            record.not_done = Some(format!(
-                "{}: not writable in this replay ({}); its never-written blocks may read faster than in use",
-                t.path.display(),
-                if opts.read_only {
-                    "--read-only"
-                } else {
-                    "--allow-write not given"
-                }
-            ));
-            continue;
-        }
-        // Checking the marker reads a few blocks: only where it may spare writes.
-        let marked = marked_regions(t);
-        let todo = needed.difference(&marked);
-        record.already_bytes += (needed.len() - todo.len()) * REGION_BYTES;
-        if !todo.is_empty() {
-            plans.push((t, marked, todo));
-        }
-    }
+    let plans = plan(target, regions, opts, &mut record);
     let total: u64 = plans.iter().map(|p| p.2.len() * REGION_BYTES).sum();
     let mut buf =
         AlignedBuf::new(WRITE_BYTES as usize).map_err(|source| ReplayError::TargetIo {
@@ -404,6 +375,52 @@ pub fn precondition(
     }
     record.seconds = started.elapsed().as_secs_f64();
     Ok(Some(record))
+}
+
+/// One target's regions still to write, with those its marker says are
+/// written.
+type Plan<'t> = (&'t Target, RegionSet, RegionSet);
+
+/// What each target still needs written. Counts in `record` what is needed
+/// and what was already written, and says there why a target that needs
+/// writes gets none.
+fn plan<'t>(
+    target: &'t Target,
+    regions: &[RegionSet],
+    opts: &ReplayOptions,
+    record: &mut Precondition,
+) -> Vec<Plan<'t>> {
+    let mut plans = Vec::new();
+    for (i, t) in target.all().enumerate() {
+        let needed = match opts.precondition {
+            PreconditionPolicy::Full => whole_space(t, opts.target_offset),
+            _ => regions.get(i).cloned().unwrap_or_default(),
+        };
+        if needed.is_empty() {
+            continue;
+        }
+        record.needed_bytes += needed.len() * REGION_BYTES;
+        if !t.writable || opts.read_only {
+            record.not_done = Some(format!(
+                "{}: not writable in this replay ({}); its never-written blocks may read faster than in use",
+                t.path.display(),
+                if opts.read_only {
+                    "--read-only"
+                } else {
+                    "--allow-write not given"
+                }
+            ));
+            continue;
+        }
+        // Checking the marker reads a few blocks: only where it may spare writes.
+        let marked = marked_regions(t);
+        let todo = needed.difference(&marked);
+        record.already_bytes += (needed.len() - todo.len()) * REGION_BYTES;
+        if !todo.is_empty() {
+            plans.push((t, marked, todo));
+        }
+    }
+    plans
 }
 
 fn write_all_at(t: &Target, mut data: &[u8], mut offset: u64) -> Result<(), ReplayError> {

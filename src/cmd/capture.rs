@@ -5,7 +5,8 @@ use crate::output;
 use anyhow::{bail, Result};
 use clap::Args;
 use recorder::capture::{
-    capture, default_output, CaptureOptions, EventSet, StopReason, TracedDevice, DEFAULT_BUFFER_MIB,
+    capture, default_output, CaptureOptions, CaptureReport, EventSet, StopReason, TracedDevice,
+    DEFAULT_BUFFER_MIB,
 };
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -83,6 +84,31 @@ pub struct CaptureArgs {
 }
 
 pub fn run(args: CaptureArgs) -> Result<i32> {
+    let opts = capture_options(&args)?;
+    let quiet = args.quiet;
+    let until = until(&args);
+    let mut on_started = |d: &TracedDevice| {
+        if !quiet {
+            eprintln!(
+                "tracemark: tracing {} ({}) {until}; Ctrl-C stops",
+                d.info.name, d.info.id
+            );
+        }
+    };
+    let report = capture(&opts, &mut on_started)?;
+    print_warnings(&report, quiet);
+    if !quiet {
+        print_summary(&report);
+    }
+    Ok(match report.command_status {
+        Some(code) if code != 0 => code,
+        _ if !report.not_restored.is_empty() => 1,
+        _ => 0,
+    })
+}
+
+/// The recorder's options from the command line, checked.
+fn capture_options(args: &CaptureArgs) -> Result<CaptureOptions> {
     let writer = args.meta.writer_options().map_err(anyhow::Error::msg)?;
     if args.buffer_mb == 0 || args.buffer_mb > 1 << 20 {
         bail!("--buffer-mb {} is outside 1..=1048576", args.buffer_mb);
@@ -106,9 +132,12 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     opts.untraced = args.untraced;
     opts.events = args.events.chosen();
     opts.writer = writer;
+    Ok(opts)
+}
 
-    let quiet = args.quiet;
-    let until = match (&args.duration, args.command.first()) {
+/// When the capture stops, for the line that says it started.
+fn until(args: &CaptureArgs) -> String {
+    match (&args.duration, args.command.first()) {
         (Some(d), Some(c)) => format!(
             "for {} or until `{}` exits",
             output::duration_ns(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)),
@@ -120,17 +149,12 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
         ),
         (None, Some(c)) => format!("until `{}` exits", c.to_string_lossy()),
         (None, None) => "until Ctrl-C".to_string(),
-    };
-    let mut on_started = |d: &TracedDevice| {
-        if !quiet {
-            eprintln!(
-                "tracemark: tracing {} ({}) {until}; Ctrl-C stops",
-                d.info.name, d.info.id
-            );
-        }
-    };
-    let report = capture(&opts, &mut on_started)?;
+    }
+}
 
+/// The notes and warnings on stderr: skipped lines, lost events, settings
+/// not restored.
+fn print_warnings(report: &CaptureReport, quiet: bool) {
     for m in &report.messages {
         eprintln!("note: {m}");
     }
@@ -155,35 +179,32 @@ pub fn run(args: CaptureArgs) -> Result<i32> {
     if report.stop == StopReason::Duration && report.command_status.is_some() && !quiet {
         eprintln!("note: the capture ended at --duration; the command ran on untraced");
     }
-    if !quiet {
-        let s = &report.summary;
-        let stopped = match report.stop {
-            StopReason::Duration => "duration reached",
-            StopReason::CommandExited => "command exited",
-            StopReason::Interrupted => "interrupted",
-        };
-        println!(
-            "{}: {} I/Os on {} over {} ({stopped}): {} reads ({}), {} writes ({}), {} flushes, \
-             {} discards; {} with latency; lost events: {}; {}; read from the {}",
-            report.output.display(),
-            s.ios,
-            report.device.info.name,
-            output::duration_ns(u64::try_from(report.traced_for.as_nanos()).unwrap_or(u64::MAX)),
-            s.reads,
-            output::bytes(s.read_bytes),
-            s.writes,
-            output::bytes(s.write_bytes),
-            s.flushes,
-            s.discards,
-            s.with_latency,
-            report.lost.total(),
-            report.events.describe(),
-            report.reader.describe(),
-        );
-    }
-    Ok(match report.command_status {
-        Some(code) if code != 0 => code,
-        _ if !report.not_restored.is_empty() => 1,
-        _ => 0,
-    })
+}
+
+/// The summary line on stdout.
+fn print_summary(report: &CaptureReport) {
+    let s = &report.summary;
+    let stopped = match report.stop {
+        StopReason::Duration => "duration reached",
+        StopReason::CommandExited => "command exited",
+        StopReason::Interrupted => "interrupted",
+    };
+    println!(
+        "{}: {} I/Os on {} over {} ({stopped}): {} reads ({}), {} writes ({}), {} flushes, \
+         {} discards; {} with latency; lost events: {}; {}; read from the {}",
+        report.output.display(),
+        s.ios,
+        report.device.info.name,
+        output::duration_ns(u64::try_from(report.traced_for.as_nanos()).unwrap_or(u64::MAX)),
+        s.reads,
+        output::bytes(s.read_bytes),
+        s.writes,
+        output::bytes(s.write_bytes),
+        s.flushes,
+        s.discards,
+        s.with_latency,
+        report.lost.total(),
+        report.events.describe(),
+        report.reader.describe(),
+    );
 }

@@ -219,11 +219,32 @@ pub fn merge(inputs: &[(String, RankInput)]) -> Result<FleetResult, MergeError> 
     if inputs.is_empty() {
         return Err(MergeError::Nothing);
     }
+    let Placed {
+        mut ranks,
+        mut failed,
+        size,
+    } = place_inputs(inputs)?;
+    check_one_trace(&ranks)?;
+    failed.extend(missing_and_invalid_ranks(&ranks, &failed, size));
+    failed.sort_by_key(|f| (f.rank.unwrap_or(u32::MAX), f.file.clone()));
+    ranks.sort_by_key(|r| r.rank);
+    add_up(&ranks, failed, size)
+}
+
+/// The inputs sorted out: the ranks' results, the failures, the fleet's size.
+struct Placed<'a> {
+    ranks: Vec<Rank<'a>>,
+    failed: Vec<FailedRank>,
+    size: u32,
+}
+
+/// Sorts the inputs into results and failures, checking that every file
+/// speaks of the same fleet, each rank once.
+fn place_inputs(inputs: &[(String, RankInput)]) -> Result<Placed<'_>, MergeError> {
     let mut failed: Vec<FailedRank> = Vec::new();
     let mut ranks: Vec<Rank> = Vec::new();
     let mut fleet_size: Option<(u32, String)> = None;
     let mut first_file_of_rank: BTreeMap<u32, String> = BTreeMap::new();
-    // Every file must speak of the same fleet, each rank once.
     let mut place = |file: &str, rank: u32, size: u32| -> Result<(), MergeError> {
         match &fleet_size {
             Some((n, other)) if *n != size => {
@@ -276,9 +297,17 @@ pub fn merge(inputs: &[(String, RankInput)]) -> Result<FleetResult, MergeError> 
             }),
         }
     }
-    // The trace: every rank's must be the same.
+    Ok(Placed {
+        ranks,
+        failed,
+        size: fleet_size.map_or(0, |(n, _)| n),
+    })
+}
+
+/// Fails unless every rank replayed the same trace.
+fn check_one_trace(ranks: &[Rank]) -> Result<(), MergeError> {
     let mut identity: Option<(&str, &str, u64)> = None;
-    for r in &ranks {
+    for r in ranks {
         let Some(f) = &r.result.fleet else { continue };
         match identity {
             Some((other, sum, records))
@@ -297,108 +326,166 @@ pub fn merge(inputs: &[(String, RankInput)]) -> Result<FleetResult, MergeError> 
             None => identity = Some((r.file, &f.trace_checksum, f.trace_records)),
         }
     }
-    let size = fleet_size.map_or(0, |(n, _)| n);
+    Ok(())
+}
+
+/// The ranks of `0..size` no input speaks for, then the ranks whose result
+/// is not valid.
+fn missing_and_invalid_ranks(ranks: &[Rank], failed: &[FailedRank], size: u32) -> Vec<FailedRank> {
     let present: Vec<u32> = ranks
         .iter()
         .map(|r| r.rank)
         .chain(failed.iter().filter_map(|f| f.rank))
         .collect();
-    for rank in 0..size {
-        if !present.contains(&rank) {
-            failed.push(FailedRank {
-                rank: Some(rank),
-                file: None,
-                reason: "no result among the inputs (the rank died or never wrote one)".into(),
-            });
+    let missing = (0..size)
+        .filter(|rank| !present.contains(rank))
+        .map(|rank| FailedRank {
+            rank: Some(rank),
+            file: None,
+            reason: "no result among the inputs (the rank died or never wrote one)".into(),
+        });
+    let invalid = ranks
+        .iter()
+        .filter(|r| !r.result.valid)
+        .map(|r| FailedRank {
+            rank: Some(r.rank),
+            file: Some(r.file.to_string()),
+            reason: format!(
+                "its result is not valid: {}",
+                r.result.invalid_reasons.join("; ")
+            ),
+        });
+    missing.chain(invalid).collect()
+}
+
+/// What the ranks' passes add up to, as they are read.
+struct Totals {
+    /// Per operation: the sums, the merged histogram, and the sum of the
+    /// latencies (µs) for the mean.
+    ops: BTreeMap<String, (FleetOp, Option<Histogram<u64>>, f64)>,
+    /// Reads and writes together.
+    access: Option<Histogram<u64>>,
+    access_sum_us: f64,
+    /// The first issue and the last completion, ns since the Unix epoch.
+    start: u64,
+    end: u64,
+}
+
+impl Totals {
+    fn new() -> Totals {
+        Totals {
+            ops: BTreeMap::new(),
+            access: None,
+            access_sum_us: 0.0,
+            start: u64::MAX,
+            end: 0,
         }
     }
-    for r in &ranks {
-        if !r.result.valid {
-            failed.push(FailedRank {
-                rank: Some(r.rank),
-                file: Some(r.file.to_string()),
-                reason: format!(
-                    "its result is not valid: {}",
-                    r.result.invalid_reasons.join("; ")
-                ),
-            });
+
+    /// Adds one pass of rank `r`: its clock, its operations; its volumes
+    /// into `volumes`.
+    fn add_pass(
+        &mut self,
+        r: &Rank,
+        p: &crate::schema::PassMetrics,
+        volumes: &mut BTreeMap<String, VolumeMetrics>,
+    ) -> Result<(), MergeError> {
+        if let Some(c) = p.clock {
+            if let Some(t) = c.first_issue_unix_ns {
+                self.start = self.start.min(t);
+            }
+            if let Some(t) = c.last_complete_unix_ns {
+                self.end = self.end.max(t);
+            }
         }
+        for v in &p.volumes {
+            volumes
+                .entry(v.volume.clone())
+                .or_insert_with(|| VolumeMetrics {
+                    volume: v.volume.clone(),
+                    ..VolumeMetrics::default()
+                })
+                .add(v);
+        }
+        for (name, m) in &p.ops {
+            self.add_op(r.file, name, m)?;
+        }
+        Ok(())
     }
-    failed.sort_by_key(|f| (f.rank.unwrap_or(u32::MAX), f.file.clone()));
-    ranks.sort_by_key(|r| r.rank);
-    add_up(&ranks, failed, size)
+
+    /// Adds one operation's figures of a pass read from `file`.
+    fn add_op(
+        &mut self,
+        file: &str,
+        name: &str,
+        m: &crate::schema::OpMetrics,
+    ) -> Result<(), MergeError> {
+        let entry = self.ops.entry(name.to_string()).or_insert_with(|| {
+            (
+                FleetOp {
+                    count: 0,
+                    bytes: 0,
+                    errors: 0,
+                    latency_us: None,
+                    latency_hdr: None,
+                },
+                None,
+                0.0,
+            )
+        });
+        entry.0.count += m.count;
+        entry.0.bytes += m.bytes;
+        entry.0.errors += m.errors;
+        let Some(text) = &m.latency_hdr else {
+            if m.count > m.errors {
+                return Err(MergeError::NoHistogram {
+                    file: file.to_string(),
+                    op: name.to_string(),
+                    count: m.count,
+                });
+            }
+            return Ok(());
+        };
+        let h = crate::hdr::decode(text).map_err(|source| MergeError::Histogram {
+            file: file.to_string(),
+            op: name.to_string(),
+            source,
+        })?;
+        let weight = m.latency_us.map_or(0.0, |l| l.mean * h.len() as f64);
+        entry.2 += weight;
+        add_histogram(&mut entry.1, &h, file, name)?;
+        if name == "read" || name == "write" {
+            self.access_sum_us += weight;
+            add_histogram(&mut self.access, &h, file, name)?;
+        }
+        Ok(())
+    }
+
+    /// Each operation's sums with its latency summary and histogram.
+    fn op_results(&mut self) -> BTreeMap<String, FleetOp> {
+        std::mem::take(&mut self.ops)
+            .into_iter()
+            .map(|(name, (mut op, h, sum_us))| {
+                if let Some(h) = h {
+                    op.latency_us = summary(&h, sum_us);
+                    op.latency_hdr = crate::hdr::encode(&h);
+                }
+                (name, op)
+            })
+            .collect()
+    }
 }
 
 /// The sums, merged histograms and rows of checked ranks.
 fn add_up(ranks: &[Rank], failed: Vec<FailedRank>, size: u32) -> Result<FleetResult, MergeError> {
-    let mut ops: BTreeMap<String, (FleetOp, Option<Histogram<u64>>, f64)> = BTreeMap::new();
-    let mut access: Option<Histogram<u64>> = None;
-    let mut access_sum_us = 0.0;
+    let mut totals = Totals::new();
     let mut per_rank = Vec::new();
     let mut per_volume = Vec::new();
-    let (mut start, mut end) = (u64::MAX, 0u64);
     for r in ranks {
         let mut row = rank_row(r);
-        let passes = r.result.traces.iter().flat_map(|t| t.passes.iter());
         let mut volumes: BTreeMap<String, VolumeMetrics> = BTreeMap::new();
-        for p in passes {
-            if let Some(c) = p.clock {
-                if let Some(t) = c.first_issue_unix_ns {
-                    start = start.min(t);
-                }
-                if let Some(t) = c.last_complete_unix_ns {
-                    end = end.max(t);
-                }
-            }
-            for v in &p.volumes {
-                volumes
-                    .entry(v.volume.clone())
-                    .or_insert_with(|| VolumeMetrics {
-                        volume: v.volume.clone(),
-                        ..VolumeMetrics::default()
-                    })
-                    .add(v);
-            }
-            for (name, m) in &p.ops {
-                let entry = ops.entry(name.clone()).or_insert_with(|| {
-                    (
-                        FleetOp {
-                            count: 0,
-                            bytes: 0,
-                            errors: 0,
-                            latency_us: None,
-                            latency_hdr: None,
-                        },
-                        None,
-                        0.0,
-                    )
-                });
-                entry.0.count += m.count;
-                entry.0.bytes += m.bytes;
-                entry.0.errors += m.errors;
-                let Some(text) = &m.latency_hdr else {
-                    if m.count > m.errors {
-                        return Err(MergeError::NoHistogram {
-                            file: r.file.to_string(),
-                            op: name.clone(),
-                            count: m.count,
-                        });
-                    }
-                    continue;
-                };
-                let h = crate::hdr::decode(text).map_err(|source| MergeError::Histogram {
-                    file: r.file.to_string(),
-                    op: name.clone(),
-                    source,
-                })?;
-                let weight = m.latency_us.map_or(0.0, |l| l.mean * h.len() as f64);
-                entry.2 += weight;
-                add_histogram(&mut entry.1, &h, r.file, name)?;
-                if name == "read" || name == "write" {
-                    access_sum_us += weight;
-                    add_histogram(&mut access, &h, r.file, name)?;
-                }
-            }
+        for p in r.result.traces.iter().flat_map(|t| t.passes.iter()) {
+            totals.add_pass(r, p, &mut volumes)?;
         }
         for (_, v) in volumes {
             per_volume.push(VolumeRow {
@@ -415,16 +502,7 @@ fn add_up(ranks: &[Rank], failed: Vec<FailedRank>, size: u32) -> Result<FleetRes
             .unwrap_or_default();
         per_rank.push(row);
     }
-    let ops: BTreeMap<String, FleetOp> = ops
-        .into_iter()
-        .map(|(name, (mut op, h, sum_us))| {
-            if let Some(h) = h {
-                op.latency_us = summary(&h, sum_us);
-                op.latency_hdr = crate::hdr::encode(&h);
-            }
-            (name, op)
-        })
-        .collect();
+    let ops = totals.op_results();
     let sum = |f: fn(&RankRow) -> u64| per_rank.iter().map(f).sum::<u64>();
     let (ios, read_bytes, write_bytes, errors) = (
         sum(|r| r.ios),
@@ -432,9 +510,7 @@ fn add_up(ranks: &[Rank], failed: Vec<FailedRank>, size: u32) -> Result<FleetRes
         sum(|r| r.write_bytes),
         sum(|r| r.errors),
     );
-    if start > end {
-        start = end;
-    }
+    let (start, end) = (totals.start.min(totals.end), totals.end);
     let interval_s = (end - start) as f64 / 1e9;
     let data_ios: u64 = ["read", "write"]
         .iter()
@@ -450,18 +526,7 @@ fn add_up(ranks: &[Rank], failed: Vec<FailedRank>, size: u32) -> Result<FleetRes
     };
     let first = ranks.first().map(|r| r.result);
     let fleet = first.and_then(|r| r.fleet.as_ref());
-    let mut invalid_reasons: Vec<String> = failed
-        .iter()
-        .map(|f| match (f.rank, &f.file) {
-            (Some(rank), Some(file)) => format!("rank {rank} ({file}): {}", f.reason),
-            (Some(rank), None) => format!("rank {rank}: {}", f.reason),
-            (None, Some(file)) => format!("{file}: {}", f.reason),
-            (None, None) => f.reason.clone(),
-        })
-        .collect();
-    if errors > 0 && failed.is_empty() {
-        invalid_reasons.push(format!("{errors} I/Os failed on the ranks' targets"));
-    }
+    let invalid_reasons = invalid_reasons(&failed, errors);
     let slowest_rank = slowest(&per_rank);
     let worst_start_error_us = per_rank
         .iter()
@@ -491,12 +556,33 @@ fn add_up(ranks: &[Rank], failed: Vec<FailedRank>, size: u32) -> Result<FleetRes
         iops: per_s(data_ios as f64),
         bandwidth_mb_s: per_s((read_bytes + write_bytes) as f64) / 1e6,
         ops,
-        access_latency_us: access.as_ref().and_then(|h| summary(h, access_sum_us)),
+        access_latency_us: totals
+            .access
+            .as_ref()
+            .and_then(|h| summary(h, totals.access_sum_us)),
         slowest_rank,
         worst_start_error_us,
         per_rank,
         per_volume,
     })
+}
+
+/// Why the merged result is not valid: each failed rank, and the targets'
+/// I/O errors where no rank failed.
+fn invalid_reasons(failed: &[FailedRank], errors: u64) -> Vec<String> {
+    let mut reasons: Vec<String> = failed
+        .iter()
+        .map(|f| match (f.rank, &f.file) {
+            (Some(rank), Some(file)) => format!("rank {rank} ({file}): {}", f.reason),
+            (Some(rank), None) => format!("rank {rank}: {}", f.reason),
+            (None, Some(file)) => format!("{file}: {}", f.reason),
+            (None, None) => f.reason.clone(),
+        })
+        .collect();
+    if errors > 0 && failed.is_empty() {
+        reasons.push(format!("{errors} I/Os failed on the ranks' targets"));
+    }
+    reasons
 }
 
 /// Adds `h` into `into` (a copy of `h` when empty).

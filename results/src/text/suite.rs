@@ -19,6 +19,28 @@ fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {
 /// ([`crate::validity`]), with the reasons after the notes.
 pub fn format_table(r: &SuiteResult) -> String {
     let mut out = String::new();
+    header(&mut out, r);
+    run_notes(&mut out, r);
+    let verdict = crate::validity::judge(r);
+    table(&mut out, r, &verdict);
+    for t in &r.traces {
+        notes(&mut out, t, r.mode);
+    }
+    if r.interrupted {
+        let _ = writeln!(out, "interrupted: partial result");
+    }
+    if !verdict.valid {
+        let _ = writeln!(
+            out,
+            "INVALID: these figures are no measure of the drive: {}",
+            esc(&verdict.reasons.join("; "))
+        );
+    }
+    out
+}
+
+/// The target, mode and passes, then the drive, host and version lines.
+fn header(out: &mut String, r: &SuiteResult) {
     let _ = writeln!(
         out,
         "target {}, mode {}, {} pass{} + {}",
@@ -37,6 +59,11 @@ pub fn format_table(r: &SuiteResult) -> String {
     {
         let _ = writeln!(out, "{}", esc(&line));
     }
+}
+
+/// What the run did that bears on the figures: io_uring workers, CPU idle
+/// states, the preconditioning.
+fn run_notes(out: &mut String, r: &SuiteResult) {
     for t in std::iter::once(&r.target).chain(&r.target.others) {
         if t.io_path == Some(IoPath::IoWq) {
             let _ = writeln!(
@@ -80,6 +107,10 @@ pub fn format_table(r: &SuiteResult) -> String {
             let _ = writeln!(out, "note: precondition not done: {}", esc(why));
         }
     }
+}
+
+/// The column heads, a row per trace, and the suite line.
+fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) {
     // The predicted task time, where any trace has one (realtime mode).
     let task_column = r.traces.iter().any(|t| t.task.is_some());
     let _ = write!(
@@ -88,9 +119,8 @@ pub fn format_table(r: &SuiteResult) -> String {
         "trace", "score", "bandwidth MB/s", "access time µs", "playback s", "read MB", "write MB"
     );
     let _ = writeln!(out, "{}", if task_column { "     task s" } else { "" });
-    let verdict = crate::validity::judge(r);
     for (t, why) in r.traces.iter().zip(&verdict.traces) {
-        row(&mut out, t, task_column, why.is_some());
+        row(out, t, task_column, why.is_some());
     }
     match &r.suite {
         Some(s) => {
@@ -108,20 +138,6 @@ pub fn format_table(r: &SuiteResult) -> String {
             let _ = writeln!(out, "suite: no trace moved data; no score");
         }
     }
-    for t in &r.traces {
-        notes(&mut out, t, r.mode);
-    }
-    if r.interrupted {
-        let _ = writeln!(out, "interrupted: partial result");
-    }
-    if !verdict.valid {
-        let _ = writeln!(
-            out,
-            "INVALID: these figures are no measure of the drive: {}",
-            esc(&verdict.reasons.join("; "))
-        );
-    }
-    out
 }
 
 /// One trace's row; `invalid` marks a trace whose figures cannot be trusted.
