@@ -380,12 +380,7 @@ pub fn capture(
     opts: &CaptureOptions,
     on_started: &mut dyn FnMut(&TracedDevice),
 ) -> Result<CaptureReport, CaptureError> {
-    check_root()?;
-    if opts.buffer_kb_per_cpu == 0 {
-        return Err(CaptureError::Usage(
-            "the trace buffer size must be at least 1 MiB".into(),
-        ));
-    }
+    check_can_start(opts)?;
     let device = resolve_device(&opts.device)?;
     let mut messages = Vec::new();
     let (events, why) = choose_events(&device, opts.events, &opts.device)?;
@@ -409,17 +404,7 @@ pub fn capture(
             h.capture_start_unix_ns = Some(clock.unix_ns(first_seen.get()));
         },
     );
-    let mut normaliser = Normaliser::new(
-        NormaliseOptions {
-            event: Some(match events {
-                EventSet::Request => EventChoice::Issue,
-                EventSet::Bio => EventChoice::Queue,
-            }),
-            skip_bad: true,
-            ..NormaliseOptions::default()
-        },
-        &mut out,
-    );
+    let mut normaliser = Normaliser::new(normalise_options(events), &mut out);
     let mut view = CaptureView::new(&mut normaliser, &device, first_time);
 
     tracing.switch(true)?;
@@ -434,15 +419,7 @@ pub fn capture(
     // Stop tracing, then drain what the buffer still holds.
     tracing.switch(false)?;
     let traced_for = started.elapsed();
-    stream.drain(&mut view)?;
-    let (reader_missed, uncounted_marks) = stream.missed();
-    let lost = LostEvents {
-        reader_missed,
-        uncounted_marks,
-        ..tracing.lost_since_set_up()
-    };
-    let reader = stream.reader();
-    drop(stream);
+    let (lost, reader) = drain(stream, &tracing, &mut view)?;
     let (starts, completions) = (view.starts, view.completions);
     messages.extend(lost_and_missing_messages(&lost, &tracing.missing));
 
@@ -463,14 +440,7 @@ pub fn capture(
             .push((note::NO_BIO_COMPLETIONS.to_string(), outcome.records));
         messages.push(message);
     }
-    outcome.tail.notes.push((
-        note::LOST_OVERRUN.to_string(),
-        lost.overrun.max(lost.reader_missed),
-    ));
-    outcome
-        .tail
-        .notes
-        .push((note::LOST_DROPPED.to_string(), lost.dropped));
+    outcome.tail.notes.extend(lost_notes(&lost));
     outcome.tail.capture_start_unix_ns = out.header().capture_start_unix_ns;
     let summary = out.commit(&outcome.tail)?;
 
@@ -496,6 +466,58 @@ pub fn capture(
         messages,
         not_restored,
     })
+}
+
+/// How a capture's events become records: the first event of `events` is
+/// the issue; a line the parser cannot read is counted, not fatal.
+fn normalise_options(events: EventSet) -> NormaliseOptions {
+    NormaliseOptions {
+        event: Some(match events {
+            EventSet::Request => EventChoice::Issue,
+            EventSet::Bio => EventChoice::Queue,
+        }),
+        skip_bad: true,
+        ..NormaliseOptions::default()
+    }
+}
+
+/// Refuses a capture that cannot start: not root, no trace buffer.
+fn check_can_start(opts: &CaptureOptions) -> Result<(), CaptureError> {
+    check_root()?;
+    if opts.buffer_kb_per_cpu == 0 {
+        return Err(CaptureError::Usage(
+            "the trace buffer size must be at least 1 MiB".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads what the stopped tracing's buffers still hold into `view`; the
+/// events lost, and which reader read them.
+fn drain(
+    mut stream: EventStream,
+    tracing: &Tracing,
+    view: &mut CaptureView<'_>,
+) -> Result<(LostEvents, Reader), CaptureError> {
+    stream.drain(view)?;
+    let (reader_missed, uncounted_marks) = stream.missed();
+    let lost = LostEvents {
+        reader_missed,
+        uncounted_marks,
+        ..tracing.lost_since_set_up()
+    };
+    Ok((lost, stream.reader()))
+}
+
+/// The trace's notes of the events the kernel lost.
+fn lost_notes(lost: &LostEvents) -> [(String, u64); 2] {
+    [
+        (
+            note::LOST_OVERRUN.to_string(),
+            lost.overrun.max(lost.reader_missed),
+        ),
+        (note::LOST_DROPPED.to_string(), lost.dropped),
+    ]
 }
 
 /// The trace header of a capture (what is known before the first event).

@@ -134,17 +134,6 @@ impl TimeCheck {
         let Some(t) = arrival.item.time() else {
             return Verdict::InLine;
         };
-        let tol = self.tolerance;
-        // `a` is not before `b` by more than the tolerance.
-        let reaches = |a: Nanos, b: Nanos| a.0.saturating_add(tol.0) >= b.0;
-        let first = self.first.unwrap_or(t);
-        let since_start = |x: Nanos| {
-            if x < first {
-                format!("{} before the trace start", first.saturating_sub(x))
-            } else {
-                format!("{} since the trace start", x.saturating_sub(first))
-            }
-        };
         // The records after it, evenly sampled (at most about `SAMPLES`), so
         // that a trace whose every record follows an idle gap (sparse I/O)
         // costs a few dozen comparisons a record, not the whole queue.
@@ -153,82 +142,9 @@ impl TimeCheck {
             .step_by(stride)
             .filter_map(|i| self.queue.get(i).and_then(|a| a.item.time()));
         let verdict = match self.latest {
-            None => {
-                // The first time: out of line only when clearly more of the
-                // next records are before it than not.
-                let (mut before, mut with) = (0usize, 0usize);
-                for f in next {
-                    if reaches(f, t) {
-                        with += 1;
-                    } else {
-                        before += 1;
-                    }
-                }
-                if before > with + 1 {
-                    Verdict::Bad(format!(
-                        "time {t} is out of line: {before} of {} records sampled after it are \
-                         more than {tol} before it (a bad timestamp)",
-                        before + with
-                    ))
-                } else {
-                    Verdict::InLine
-                }
-            }
-            Some(m) if !reaches(m, t) => {
-                // A jump forward: real (an idle gap) when the next records
-                // follow it, a bad timestamp when most stay where the
-                // records before it were.
-                let (mut back, mut with) = (0usize, 0usize);
-                for f in next {
-                    if reaches(f, t) {
-                        with += 1;
-                    } else if reaches(f, m) {
-                        back += 1;
-                    }
-                }
-                if back > with {
-                    Verdict::Bad(format!(
-                        "time jumps ahead by {} to {}, and {back} of {} records \
-                         sampled from the next {} are back before it by more than \
-                         {tol}: a bad timestamp",
-                        t.saturating_sub(m),
-                        since_start(t),
-                        self.queue.len().div_ceil(stride),
-                        self.queue.len()
-                    ))
-                } else {
-                    Verdict::InLine
-                }
-            }
-            Some(m) if !reaches(t, m) => {
-                // A step backward: one bad timestamp when the next records
-                // are back in line, an input out of time order when they
-                // follow it.
-                let (mut in_line, mut with) = (0usize, 0usize);
-                for f in next {
-                    if reaches(f, m) {
-                        in_line += 1;
-                    } else if reaches(f, t) {
-                        with += 1;
-                    }
-                }
-                let step = format!(
-                    "time goes backwards by {} (from {} to {}; at most \
-                     {tol} is tolerated; `convert --reorder-window` widens it)",
-                    m.saturating_sub(t),
-                    since_start(m),
-                    since_start(t)
-                );
-                Verdict::Bad(if in_line >= with {
-                    format!("{step}; the records after it are back in line: a bad timestamp")
-                } else {
-                    format!(
-                        "{step}, and {with} of the records sampled after it stay there: the input is not \
-                         in time order (several captures one after the other? convert them \
-                         one by one)"
-                    )
-                })
-            }
+            None => self.judge_first(t, next),
+            Some(m) if !self.reaches(m, t) => self.judge_jump(t, m, next, stride),
+            Some(m) if !self.reaches(t, m) => self.judge_step(t, m, next),
             Some(_) => Verdict::InLine,
         };
         if verdict == Verdict::InLine {
@@ -236,5 +152,108 @@ impl TimeCheck {
             self.latest = Some(self.latest.map_or(t, |m| m.max(t)));
         }
         verdict
+    }
+
+    /// `a` is not before `b` by more than the tolerance.
+    fn reaches(&self, a: Nanos, b: Nanos) -> bool {
+        a.0.saturating_add(self.tolerance.0) >= b.0
+    }
+
+    /// `x` against the trace start (the first time judged in line, else `t`).
+    fn since_start(&self, x: Nanos, t: Nanos) -> String {
+        let first = self.first.unwrap_or(t);
+        if x < first {
+            format!("{} before the trace start", first.saturating_sub(x))
+        } else {
+            format!("{} since the trace start", x.saturating_sub(first))
+        }
+    }
+
+    /// The first time `t`: out of line only when clearly more of the `next`
+    /// records are before it than not.
+    fn judge_first(&self, t: Nanos, next: impl Iterator<Item = Nanos>) -> Verdict {
+        let tol = self.tolerance;
+        let (mut before, mut with) = (0usize, 0usize);
+        for f in next {
+            if self.reaches(f, t) {
+                with += 1;
+            } else {
+                before += 1;
+            }
+        }
+        if before > with + 1 {
+            Verdict::Bad(format!(
+                "time {t} is out of line: {before} of {} records sampled after it are \
+                 more than {tol} before it (a bad timestamp)",
+                before + with
+            ))
+        } else {
+            Verdict::InLine
+        }
+    }
+
+    /// A jump forward from the latest time `m` to `t`: real (an idle gap)
+    /// when the `next` records follow it, a bad timestamp when most stay
+    /// where the records before it were.
+    fn judge_jump(
+        &self,
+        t: Nanos,
+        m: Nanos,
+        next: impl Iterator<Item = Nanos>,
+        stride: usize,
+    ) -> Verdict {
+        let tol = self.tolerance;
+        let (mut back, mut with) = (0usize, 0usize);
+        for f in next {
+            if self.reaches(f, t) {
+                with += 1;
+            } else if self.reaches(f, m) {
+                back += 1;
+            }
+        }
+        if back > with {
+            Verdict::Bad(format!(
+                "time jumps ahead by {} to {}, and {back} of {} records \
+                 sampled from the next {} are back before it by more than \
+                 {tol}: a bad timestamp",
+                t.saturating_sub(m),
+                self.since_start(t, t),
+                self.queue.len().div_ceil(stride),
+                self.queue.len()
+            ))
+        } else {
+            Verdict::InLine
+        }
+    }
+
+    /// A step backward from the latest time `m` to `t`: one bad timestamp
+    /// when the `next` records are back in line, an input out of time order
+    /// when they follow it.
+    fn judge_step(&self, t: Nanos, m: Nanos, next: impl Iterator<Item = Nanos>) -> Verdict {
+        let tol = self.tolerance;
+        let (mut in_line, mut with) = (0usize, 0usize);
+        for f in next {
+            if self.reaches(f, m) {
+                in_line += 1;
+            } else if self.reaches(f, t) {
+                with += 1;
+            }
+        }
+        let step = format!(
+            "time goes backwards by {} (from {} to {}; at most \
+             {tol} is tolerated; `convert --reorder-window` widens it)",
+            m.saturating_sub(t),
+            self.since_start(m, t),
+            self.since_start(t, t)
+        );
+        Verdict::Bad(if in_line >= with {
+            format!("{step}; the records after it are back in line: a bad timestamp")
+        } else {
+            format!(
+                "{step}, and {with} of the records sampled after it stay there: the input is not \
+                 in time order (several captures one after the other? convert them \
+                 one by one)"
+            )
+        })
     }
 }
