@@ -17,30 +17,15 @@ fn fixture(name: &str) -> PathBuf {
         .join(name)
 }
 
+/// The comparison the binary's snapshot tests use too.
+#[path = "../../tests/support/snapshot.rs"]
+mod snapshot;
+
 fn assert_snapshot(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/snapshots")
         .join(name);
-    if std::env::var_os("TRACEMARK_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (TRACEMARK_BLESS=1 writes it)", path.display()));
-    if expected != actual {
-        let line = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(e, a)| e != a)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs, first at line {}:\nexpected: {:?}\nactual:   {:?}",
-            path.display(),
-            line + 1,
-            expected.lines().nth(line),
-            actual.lines().nth(line)
-        );
-    }
+    snapshot::assert_snapshot(&path, actual);
 }
 
 fn comparison(labels: &[String]) -> Comparison {

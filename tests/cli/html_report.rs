@@ -3,10 +3,10 @@
 //! of the page is drawn.
 
 use crate::support;
+use crate::support::browser::{self, chromium};
 use crate::support::result_fixture::{result, write, Figures};
 use serde_json::Value;
 use std::path::Path;
-use std::process::Command;
 
 const CDF_POINTS: usize = 40;
 
@@ -15,25 +15,6 @@ fn figures(name: &'static str, score: f64, timeline_points: usize) -> Figures {
     f.cdf_points = CDF_POINTS;
     f.timeline_points = timeline_points;
     f
-}
-
-/// Chromium with the flags that keep it off the network and out of the
-/// user's profile.
-pub fn chromium(profile: &Path) -> Command {
-    let mut c = Command::new("chromium");
-    c.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-    ])
-    .arg(format!("--user-data-dir={}", profile.display()));
-    c
 }
 
 /// What the browser laid out, measured by a script appended to a copy of
@@ -57,13 +38,6 @@ r.scripts = document.scripts.length;
 document.getElementById('probe').textContent = JSON.stringify(r);
 </script>
 "#;
-
-pub fn html_unescape(s: &str) -> String {
-    s.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
-}
 
 #[test]
 fn report_charts_render_in_chromium() {
@@ -132,28 +106,7 @@ fn report_charts_render_in_chromium() {
     assert!(html.contains("Fast &lt;NVMe&gt; &amp; co"));
 
     // The DOM as the browser built and laid it out.
-    let probe_page = dir.path().join("probe.html");
-    std::fs::write(
-        &probe_page,
-        html.replace("</body>", &format!("{PROBE}</body>")),
-    )
-    .unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let dom = chromium(profile.path())
-        .arg("--dump-dom")
-        .arg(format!("file://{}", probe_page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
-    let start = dom.find("<pre id=\"probe\">").expect("probe in the DOM") + 16;
-    let end = start + dom[start..].find("</pre>").unwrap();
-    let probe: Value = serde_json::from_str(&html_unescape(&dom[start..end]))
-        .unwrap_or_else(|e| panic!("{e}: {}", &dom[start..end]));
+    let probe = browser::probe(dir.path(), &html, PROBE);
 
     // Bars: one per drive that has the trace, and the suite group.
     for metric in ["score", "bandwidth"] {
@@ -202,6 +155,7 @@ fn report_charts_render_in_chromium() {
 
     // A screenshot of the report itself.
     let png = dir.path().join("report.png");
+    let profile = tempfile::tempdir().unwrap();
     let shot = chromium(profile.path())
         .arg(format!("--screenshot={}", png.display()))
         .arg("--window-size=1200,2000")

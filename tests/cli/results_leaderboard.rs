@@ -3,10 +3,9 @@
 //! that exists, the per-trace column, the chart's bars laid out in the
 //! order of the scores, and nothing loaded from anywhere.
 
-use crate::html_report::{chromium, html_unescape};
 use crate::support;
+use crate::support::browser;
 use crate::support::replay::{rec, write_trace, KIB, MIB};
-use serde_json::Value;
 use trace_format::Op;
 
 const PROBE: &str = r#"
@@ -92,28 +91,7 @@ fn the_leaderboard_of_two_targets_renders_in_chromium() {
         assert!(!html.contains(needle), "page contains {needle}");
     }
 
-    let probe_page = dir.path().join("probe.html");
-    std::fs::write(
-        &probe_page,
-        html.replace("</body>", &format!("{PROBE}</body>")),
-    )
-    .unwrap();
-    let profile = tempfile::tempdir().unwrap();
-    let dom = chromium(profile.path())
-        .arg("--dump-dom")
-        .arg(format!("file://{}", probe_page.display()))
-        .output()
-        .unwrap();
-    assert!(
-        dom.status.success(),
-        "{}",
-        String::from_utf8_lossy(&dom.stderr)
-    );
-    let dom = String::from_utf8_lossy(&dom.stdout).to_string();
-    let start = dom.find("<pre id=\"probe\">").expect("probe in the DOM") + 16;
-    let end = start + dom[start..].find("</pre>").unwrap();
-    let probe: Value = serde_json::from_str(&html_unescape(&dom[start..end]))
-        .unwrap_or_else(|e| panic!("{e}: {}", &dom[start..end]));
+    let probe = browser::probe(dir.path(), &html, PROBE);
 
     assert_eq!(probe["scripts"], 1, "the page itself has no script");
     assert_eq!(probe["traces"], serde_json::json!(["small"]));

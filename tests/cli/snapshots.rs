@@ -13,26 +13,7 @@ pub fn assert_snapshot(name: &str, actual: &str) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/cli/snapshots")
         .join(name);
-    if std::env::var_os("TRACEMARK_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        return;
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (TRACEMARK_BLESS=1 writes it)", path.display()));
-    if expected != actual {
-        let line = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(e, a)| e != a)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs from the output, first at line {}:\nexpected: {:?}\nactual:   {:?}",
-            path.display(),
-            line + 1,
-            expected.lines().nth(line),
-            actual.lines().nth(line)
-        );
-    }
+    support::snapshot::assert_snapshot(&path, actual);
 }
 
 /// `tracemark ARGS` run in the checkout (so paths in the output are the

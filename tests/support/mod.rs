@@ -1,13 +1,16 @@
 //! Shared helpers of the end-to-end tests (both test binaries): the one skip
 //! rule, the built binary, the root-test harness with its private devices and
-//! tracing instances, synthetic traces and result files.
+//! tracing instances, synthetic traces and result files, a headless browser,
+//! byte-for-byte snapshots.
 
+pub mod browser;
 pub mod devices;
 pub mod fleet;
 pub mod harness;
 pub mod replay;
 pub mod result_fixture;
 pub mod slurm;
+pub mod snapshot;
 pub mod tracefs;
 
 pub use devices::{LoopDevice, Zram};
