@@ -124,8 +124,9 @@ def main():
 
     # Per task and drive: measured median and spread, predicted, score.
     p("")
-    p(f"{'task':<26} {'drive':>5} {'runs':>4} {'measured s':>11} {'spread %':>9} {'predicted s':>12} {'score':>8}")
+    p(f"{'task':<26} {'drive':>5} {'runs':>4} {'measured s':>11} {'spread %':>9} {'predicted s':>12} {'score':>8} {'cpu wait %':>11}")
     med = {}
+    starved = []
     for task in tasks:
         for d in drives:
             runs = times[task].get(d, [])
@@ -146,8 +147,16 @@ def main():
             if c and u and ps:
                 models["capture-span base"] = c + (ps - u)
             med[(task, d)] = (m, sd, ps, models, score)
+            # The share of the replay its threads waited for a CPU: above 5 %
+            # the machine's other load is in its latencies (and prediction).
+            fid = (r or {}).get("fidelity") or {}
+            playback = (r or {}).get("playback_s") or 0
+            wait = fid.get("cpu_wait_s")
+            wait_pct = wait / playback * 100 if (wait is not None and playback > 0) else float("nan")
+            if wait_pct > 5:
+                starved.append((task, d, wait_pct))
             p(f"{task:<26} {d:>5} {len(runs):>4} {m:>11.3f} {spread:>9.1f} "
-              f"{(pred.get('predicted_s') or float('nan')):>12.3f} {(score or float('nan')):>8.0f}")
+              f"{(pred.get('predicted_s') or float('nan')):>12.3f} {(score or float('nan')):>8.0f} {wait_pct:>11.1f}")
 
     # Against the capture drive, in seconds: how much the drive added to or
     # took from the task, measured and predicted (the ratios below divide
@@ -230,6 +239,9 @@ def main():
     if len(suite_scores) >= 2:
         p(f"Spearman of the suite score vs the tasks' geometric-mean speed over {len(speeds)} drives: "
           f"{spearman(suite_scores, speeds):.3f}")
+    p(f"replays that waited over 5 % of their playback for a CPU (their drive's latencies include the machine's load): {len(starved)}")
+    for task, d, w in starved:
+        p(f"  {task} on {d}: {w:.1f} %")
     p(f"pairs the score orders differently from the tasks (where they differ beyond their spread): {len(inversions)}")
     for task, a, b, ma, mb, sa, sb in inversions:
         p(f"  {task} {a}/{b}: measured {ma:.3f} s vs {mb:.3f} s, score {sa:.0f} vs {sb:.0f}")
