@@ -6,7 +6,7 @@
 //! `blktrace_speed parse PATH...`: parses a capture with the blktrace parser and
 //! prints `records=N seconds=S records_per_second=R`.
 
-use recorder::{BlockEvent, ConvertError, Location, Sink, SourceIo};
+use recorder::{BadReason, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -26,11 +26,12 @@ impl Sink for Count {
     fn io(&mut self, _: Location<'_>, _: SourceIo) -> Result<(), ConvertError> {
         Ok(())
     }
-    fn bad_input(&mut self, at: Location<'_>, c: &str, r: &str) -> Result<(), ConvertError> {
+    fn bad_input(&mut self, at: Location<'_>, c: &str, r: &BadReason) -> Result<(), ConvertError> {
         Err(ConvertError::BadInput {
             location: at.to_string(),
             content: c.into(),
-            reason: r.into(),
+            reason: r.message.clone(),
+            kind: r.kind,
         })
     }
     fn note(&mut self, _: &str) {

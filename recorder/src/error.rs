@@ -8,6 +8,8 @@ pub enum ConvertError {
         location: String,
         content: String,
         reason: String,
+        /// What is wrong with the line or record, for callers that act on it.
+        kind: BadInputKind,
     },
     #[error("{location}: {reason}")]
     Invalid { location: String, reason: String },
@@ -23,4 +25,73 @@ pub enum ConvertError {
     Usage(String),
     #[error("writing the trace: {0}")]
     Format(#[from] trace_format::FormatError),
+}
+
+impl ConvertError {
+    /// What is wrong with the input, when the error is a bad line or record.
+    pub fn bad_input_kind(&self) -> Option<BadInputKind> {
+        match self {
+            ConvertError::BadInput { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+}
+
+/// What is wrong with a bad line or record, so that a caller (or a test) can
+/// tell without reading the message. More kinds may come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BadInputKind {
+    /// Not the shape of the format: wrong number of fields, no such line.
+    Syntax,
+    /// A field the format requires is empty or absent.
+    Missing,
+    /// A field that must be a number is not one.
+    NotANumber,
+    /// A negative number where only zero or more makes sense.
+    Negative,
+    /// A number beyond what the format or a trace can hold (too large, past
+    /// 2^63 bytes, an absurd time).
+    OutOfRange,
+    /// An operation (read, write, RWBS, command) the format does not define.
+    UnknownOp,
+    /// A line or record that ends before its last field.
+    Truncated,
+    /// A binary record that fails a check (bad magic, an impossible value).
+    Corrupt,
+    /// A line longer than the recorder keeps.
+    TooLong,
+    /// A line that is not UTF-8 text where text is required.
+    NotText,
+    /// An input without any content.
+    Empty,
+    /// A time that runs backwards beyond what reordering tolerates.
+    TimeOrder,
+}
+
+/// Why a line or record is bad: its kind and the message the user reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadReason {
+    pub kind: BadInputKind,
+    pub message: String,
+}
+
+impl BadReason {
+    pub fn new(kind: BadInputKind, message: impl Into<String>) -> Self {
+        BadReason {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for BadReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// A [`BadReason`] of `kind`: what the parsers build their errors with.
+pub(crate) fn bad(kind: BadInputKind, message: impl Into<String>) -> BadReason {
+    BadReason::new(kind, message)
 }

@@ -1,6 +1,6 @@
 //! The interface between a parser and the rest of the recorder.
 
-use crate::error::ConvertError;
+use crate::error::{BadInputKind, BadReason, ConvertError};
 use crate::event::{BlockEvent, Location, SourceIo};
 use trace_format::{Bytes, DeviceId};
 
@@ -36,7 +36,7 @@ pub trait Sink {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &BadReason,
     ) -> Result<(), ConvertError>;
 
     /// Something in the input that is understood but is no I/O (a notify record,
@@ -59,6 +59,7 @@ pub struct BadInput {
     pub location: String,
     pub content: String,
     pub reason: String,
+    pub kind: BadInputKind,
 }
 
 /// Keeps everything a parser reports, in order: for tests and tools that look
@@ -101,12 +102,13 @@ impl Sink for Collector {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &BadReason,
     ) -> Result<(), ConvertError> {
         let bad = BadInput {
             location: at.to_string(),
             content: content.to_string(),
-            reason: reason.to_string(),
+            reason: reason.message.clone(),
+            kind: reason.kind,
         };
         self.bad.push(bad.clone());
         if self.skip_bad {
@@ -116,6 +118,7 @@ impl Sink for Collector {
                 location: bad.location,
                 content: bad.content,
                 reason: bad.reason,
+                kind: bad.kind,
             })
         }
     }

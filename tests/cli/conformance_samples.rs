@@ -8,7 +8,7 @@
 //! The samples are not part of the repository; when the folder is absent the
 //! test prints a SKIP line and passes (this skip holds in CI too).
 
-use recorder::{BlockEvent, ConvertError, Location, Sink, SourceIo};
+use recorder::{BadReason, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -73,7 +73,7 @@ impl Sink for Counting {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &BadReason,
     ) -> Result<(), ConvertError> {
         self.bad.push(format!("{at}: {reason}: {content}"));
         Ok(())

@@ -24,6 +24,7 @@
 //! The ring buffer is in the host's byte order. Times are in the instance's
 //! trace clock (the capture uses `mono`: CLOCK_MONOTONIC nanoseconds).
 
+use crate::error::{bad, BadInputKind, BadReason};
 use crate::event::Action;
 use crate::formats::block_events::{self, parse_rwbs, Parsed};
 use std::fmt;
@@ -717,13 +718,16 @@ struct Field {
 }
 
 impl Field {
-    fn number(&self, payload: &[u8], name: &str) -> Result<i128, String> {
+    fn number(&self, payload: &[u8], name: &str) -> Result<i128, BadReason> {
         let raw = read_ne(payload, self.offset, self.size).ok_or_else(|| {
-            format!(
-                "record of {} bytes ends before field `{name}` (bytes {}..{})",
-                payload.len(),
-                self.offset,
-                self.offset + self.size
+            bad(
+                BadInputKind::Truncated,
+                format!(
+                    "record of {} bytes ends before field `{name}` (bytes {}..{})",
+                    payload.len(),
+                    self.offset,
+                    self.offset + self.size
+                ),
             )
         })?;
         Ok(if self.signed {
@@ -734,18 +738,27 @@ impl Field {
         })
     }
 
-    fn unsigned(&self, payload: &[u8], name: &str) -> Result<u64, String> {
+    fn unsigned(&self, payload: &[u8], name: &str) -> Result<u64, BadReason> {
         let n = self.number(payload, name)?;
-        u64::try_from(n).map_err(|_| format!("field `{name}` is negative ({n})"))
+        u64::try_from(n).map_err(|_| {
+            bad(
+                BadInputKind::Negative,
+                format!("field `{name}` is negative ({n})"),
+            )
+        })
     }
 
     /// The bytes of a char array or dynamic string, up to its first NUL.
-    fn text<'p>(&self, payload: &'p [u8], name: &str) -> Result<&'p [u8], String> {
+    fn text<'p>(&self, payload: &'p [u8], name: &str) -> Result<&'p [u8], BadReason> {
         let (start, len) = match self.kind {
             FieldKind::Inline => (self.offset, self.size),
             FieldKind::DataLoc | FieldKind::RelLoc => {
-                let word = read_ne(payload, self.offset, 4)
-                    .ok_or_else(|| format!("record ends before field `{name}`"))?;
+                let word = read_ne(payload, self.offset, 4).ok_or_else(|| {
+                    bad(
+                        BadInputKind::Truncated,
+                        format!("record ends before field `{name}`"),
+                    )
+                })?;
                 let at = (word & 0xffff) as usize;
                 let len = (word >> 16) as usize;
                 let at = if self.kind == FieldKind::RelLoc {
@@ -757,10 +770,13 @@ impl Field {
             }
         };
         let bytes = payload.get(start..start + len).ok_or_else(|| {
-            format!(
-                "field `{name}` (bytes {start}..{}) runs past the {}-byte record",
-                start + len,
-                payload.len()
+            bad(
+                BadInputKind::Truncated,
+                format!(
+                    "field `{name}` (bytes {start}..{}) runs past the {}-byte record",
+                    start + len,
+                    payload.len()
+                ),
             )
         })?;
         Ok(bytes.split(|&b| b == 0).next().unwrap_or(&[]))
@@ -920,15 +936,19 @@ impl BlockDecoder {
     /// Decodes one record (the payload of a [`RawRecord`]) at trace time
     /// `time`: an event, or a note for what is no I/O (another event, a
     /// passthrough request). `Err` says what is wrong with the record.
-    pub fn decode(&self, time: Nanos, payload: &[u8]) -> Result<Parsed, String> {
+    pub fn decode(&self, time: Nanos, payload: &[u8]) -> Result<Parsed, BadReason> {
         let id = self.common_type.unsigned(payload, "common_type")?;
         let Some(layout) = self.layouts.iter().find(|l| u64::from(l.id) == id) else {
             return Ok(Parsed::Note(NOTE_OTHER_EVENT));
         };
         let dev = layout.dev.unsigned(payload, "dev")?;
         let device = DeviceId {
-            major: u32::try_from(dev >> 20)
-                .map_err(|_| format!("device number {dev:#x} is not a kernel dev_t"))?,
+            major: u32::try_from(dev >> 20).map_err(|_| {
+                bad(
+                    BadInputKind::OutOfRange,
+                    format!("device number {dev:#x} is not a kernel dev_t"),
+                )
+            })?,
             minor: (dev & 0xf_ffff) as u32,
         };
         let sector = layout.sector.unsigned(payload, "sector")?;
@@ -938,9 +958,12 @@ impl BlockDecoder {
             .ok()
             .and_then(parse_rwbs)
             .ok_or_else(|| {
-                format!(
-                    "`{}` is not an RWBS field",
-                    String::from_utf8_lossy(rwbs_bytes)
+                bad(
+                    BadInputKind::UnknownOp,
+                    format!(
+                        "`{}` is not an RWBS field",
+                        String::from_utf8_lossy(rwbs_bytes)
+                    ),
                 )
             })?;
         if let Some(cmd) = &layout.cmd {
@@ -961,7 +984,12 @@ impl BlockDecoder {
         let error = match &layout.error {
             Some(f) => {
                 let e = f.number(payload, "error")?;
-                i32::try_from(e).map_err(|_| format!("completion error {e} is out of range"))?
+                i32::try_from(e).map_err(|_| {
+                    bad(
+                        BadInputKind::OutOfRange,
+                        format!("completion error {e} is out of range"),
+                    )
+                })?
             }
             None => 0,
         };

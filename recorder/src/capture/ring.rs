@@ -8,7 +8,7 @@ use super::ftrace_raw;
 use super::merge::{CpuMerge, HeldEvent};
 use super::text_pipe::PipeRead;
 use super::{tracefs_error, CaptureError};
-use crate::error::ConvertError;
+use crate::error::{BadInputKind, BadReason, ConvertError};
 use crate::event::Location;
 use crate::formats::block_events::{self, Parsed};
 use crate::formats::tracefs;
@@ -82,6 +82,16 @@ fn read_text(path: &Path) -> Result<String, String> {
 }
 
 /// A short hex dump of a record for a bad-input example.
+/// A ring-buffer page error as bad input: a page that ends early is truncated,
+/// any other broken length is corrupt.
+fn page_reason(e: &ftrace_raw::PageError) -> BadReason {
+    let kind = match e.kind {
+        ftrace_raw::PageProblem::Truncated => BadInputKind::Truncated,
+        _ => BadInputKind::Corrupt,
+    };
+    BadReason::new(kind, e.to_string())
+}
+
 fn hex_prefix(bytes: &[u8]) -> String {
     let mut out: String = bytes
         .iter()
@@ -247,7 +257,7 @@ impl RawStream {
             Err(e) => {
                 let at = Location::record(&cpu.name, cpu.records, stream_byte);
                 let header = bytes.get(..layout.data_offset).unwrap_or(bytes);
-                return sink.bad_input(at, &hex_prefix(header), &e.to_string());
+                return sink.bad_input(at, &hex_prefix(header), &page_reason(&e));
             }
         };
         let lost_at = Location::record(&cpu.name, cpu.records, stream_byte);
@@ -279,7 +289,7 @@ impl RawStream {
                         stream_byte.saturating_add(e.byte as u64),
                     );
                     let rest = bytes.get(e.byte..).unwrap_or(&[]);
-                    sink.bad_input(at, &hex_prefix(rest), &e.to_string())?;
+                    sink.bad_input(at, &hex_prefix(rest), &page_reason(&e))?;
                     break;
                 }
             };
@@ -302,7 +312,10 @@ impl RawStream {
                 Err(reason) => sink.bad_input(
                     Location::record(&cpu.name, index, byte),
                     &hex_prefix(record.payload),
-                    &format!("CPU {} ring buffer, page {page_no}: {reason}", cpu.cpu),
+                    &BadReason::new(
+                        reason.kind,
+                        format!("CPU {} ring buffer, page {page_no}: {reason}", cpu.cpu),
+                    ),
                 )?,
             }
         }

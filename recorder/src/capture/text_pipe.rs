@@ -3,7 +3,7 @@
 //! ring buffer cannot be read.
 
 use super::{tracefs_error, CaptureError};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::Location;
 use crate::formats::tracefs;
 use crate::sink::Sink;
@@ -22,7 +22,7 @@ const MAX_LINE: usize = 64 * 1024;
 
 /// Receives each line of the pipe: its number and its text, or why it is no
 /// text.
-type LineHandler<'h> = dyn FnMut(u64, Result<&str, &str>) -> Result<(), ConvertError> + 'h;
+type LineHandler<'h> = dyn FnMut(u64, Result<&str, BadReason>) -> Result<(), ConvertError> + 'h;
 
 /// Reads `trace_pipe` without blocking and hands out complete lines.
 pub(super) struct PipeReader {
@@ -116,7 +116,10 @@ impl PipeReader {
                 self.line += 1;
                 self.pending.clear();
                 self.skipping_long = true;
-                on_line(self.line, Err("line longer than 64 KiB"))?;
+                on_line(
+                    self.line,
+                    Err(bad(BadInputKind::TooLong, "line longer than 64 KiB")),
+                )?;
             }
         }
         Ok(PipeRead::Data)
@@ -130,7 +133,7 @@ fn deliver_bytes(
 ) -> Result<(), ConvertError> {
     match std::str::from_utf8(bytes) {
         Ok(text) => on_line(line, Ok(text)),
-        Err(_) => on_line(line, Err("not UTF-8 text")),
+        Err(_) => on_line(line, Err(bad(BadInputKind::NotText, "not UTF-8 text"))),
     }
 }
 
@@ -144,7 +147,7 @@ pub(super) struct TextStream {
 impl TextStream {
     pub(super) fn read_once(&mut self, sink: &mut dyn Sink) -> Result<PipeRead, CaptureError> {
         let lost = &mut self.lost;
-        let mut on_line = |line: u64, text: Result<&str, &str>| -> Result<(), ConvertError> {
+        let mut on_line = |line: u64, text: Result<&str, BadReason>| -> Result<(), ConvertError> {
             let at = Location::line(PIPE_NAME, line);
             match text {
                 Ok(text) => match tracefs::parse_line(text) {
@@ -156,7 +159,7 @@ impl TextStream {
                     }
                     Err(reason) => sink.bad_input(at, text, &reason),
                 },
-                Err(reason) => sink.bad_input(at, "", reason),
+                Err(reason) => sink.bad_input(at, "", &reason),
             }
         };
         self.pipe.read_once(&mut on_line)
@@ -178,8 +181,8 @@ mod tests {
         let mut r = PipeReader::open(path).unwrap();
         r.chunk = vec![0; 3];
         let mut seen = Vec::new();
-        let mut on = |n: u64, t: Result<&str, &str>| {
-            seen.push((n, t.map(str::to_string).map_err(str::to_string)));
+        let mut on = |n: u64, t: Result<&str, BadReason>| {
+            seen.push((n, t.map(str::to_string)));
             Ok(())
         };
         while r.read_once(&mut on).unwrap() == PipeRead::Data {}
@@ -187,10 +190,16 @@ mod tests {
         assert_eq!(seen.get(1), Some(&(2, Ok("bc".to_string()))));
         assert_eq!(
             seen.get(2),
-            Some(&(3, Err("line longer than 64 KiB".to_string())))
+            Some(&(
+                3,
+                Err(bad(BadInputKind::TooLong, "line longer than 64 KiB"))
+            ))
         );
         assert_eq!(seen.get(3), Some(&(4, Ok("d".to_string()))));
-        assert_eq!(seen.get(4), Some(&(5, Err("not UTF-8 text".to_string()))));
+        assert_eq!(
+            seen.get(4),
+            Some(&(5, Err(bad(BadInputKind::NotText, "not UTF-8 text"))))
+        );
         assert_eq!(seen.len(), 5);
     }
 }

@@ -109,7 +109,7 @@ impl Sink for CaptureView<'_> {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &crate::error::BadReason,
     ) -> Result<(), ConvertError> {
         self.inner.bad_input(at, content, reason)
     }

@@ -9,7 +9,7 @@
 //! strictly sorted by time, which the normaliser's reorder window absorbs.
 
 use super::request_lines::{is_header, parse_lines, read_or_write, volume_device, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{check_extent, head_lines, nanos_from, parse_u64, Fields};
@@ -42,16 +42,16 @@ pub fn looks_like(head: &[u8]) -> bool {
     seen > 0
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("alibaba header line"));
     }
     let f = Fields::<6>::split(line, b',');
     if f.len() != 5 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 5 comma-separated fields ({HEADER}), found {}",
             f.len()
-        ));
+        )));
     }
     let device = volume_device(f.get(0), "device_id")?;
     let op = read_or_write(f.get(1), "opcode")?;

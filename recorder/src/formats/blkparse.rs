@@ -18,7 +18,7 @@
 //! the same fields after its own prefix (see [`crate::formats::tracefs`]).
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, Location};
 use crate::formats::block_events::{
     self, deliver, io_event, parse_action, parse_device, parse_number, parse_rwbs_bytes,
@@ -45,10 +45,10 @@ struct Header<'l> {
     rest: &'l str,
 }
 
-fn parse_header(line: &str) -> Result<Header<'_>, String> {
-    let missing = |what: &str| format!("truncated line: {what} missing");
+fn parse_header(line: &str) -> Result<Header<'_>, BadReason> {
+    let missing = |what: &str| bad(BadInputKind::Truncated, format!("truncated line: {what} missing"));
     let (dev, rest) = token(line).ok_or_else(|| missing("device"))?;
-    let device = parse_device(dev).ok_or_else(|| format!("`{dev}` is not a MAJ,MIN device"))?;
+    let device = parse_device(dev).ok_or_else(|| bad(BadInputKind::Syntax, format!("`{dev}` is not a MAJ,MIN device")))?;
     let (cpu, rest) = token(rest).ok_or_else(|| missing("CPU"))?;
     let _: u32 = parse_number(cpu, "CPU")?;
     let (seq, rest) = token(rest).ok_or_else(|| missing("sequence number"))?;
@@ -59,7 +59,7 @@ fn parse_header(line: &str) -> Result<Header<'_>, String> {
     let pid: u32 = parse_number(pid, "PID")?;
     let (action, rest) = token(rest).ok_or_else(|| missing("action"))?;
     if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(format!("`{action}` is not a blkparse action"));
+        return Err(bad(BadInputKind::Syntax, format!("`{action}` is not a blkparse action")));
     }
     let (rwbs, rest) = token(rest).ok_or_else(|| missing("RWBS field"))?;
     Ok(Header {
@@ -73,7 +73,7 @@ fn parse_header(line: &str) -> Result<Header<'_>, String> {
 }
 
 /// Parses one blkparse event line.
-pub fn parse_line(line: &str) -> Result<Parsed, String> {
+pub fn parse_line(line: &str) -> Result<Parsed, BadReason> {
     let h = parse_header(line)?;
     // With blkparse's per-priority extension, `NONE|REAL|BEST|IDLE n` follows RWBS.
     let mut rest = h.rest;
@@ -453,7 +453,8 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             }
         }
         let Ok(text) = std::str::from_utf8(line.bytes) else {
-            report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
+            let reason = bad(BadInputKind::NotText, "not UTF-8 text");
+            report_bad(sink, file, line.number, line.bytes, &reason)?;
             continue;
         };
         let t = text.trim();
@@ -619,21 +620,34 @@ mod tests {
 
     #[test]
     fn bad_lines_say_why() {
+        use crate::error::BadInputKind as K;
         let e = |l: &str| parse_line(l).unwrap_err();
-        assert!(
-            e("  8,0    3        1     0.000000000   697  Q  WS 223490 +").contains("truncated")
+        let kind = |l: &str| e(l).kind;
+        assert_eq!(
+            kind("  8,0    3        1     0.000000000   697  Q  WS 223490 +"),
+            K::Truncated
         );
-        assert!(
-            e("  8,0    3        1     0.000000000   697  Q  WS 223490 + 8").contains("truncated")
+        assert_eq!(
+            kind("  8,0    3        1     0.000000000   697  Q  WS 223490 + 8"),
+            K::Truncated
         );
-        assert!(e("  8,0    3        1").contains("truncated"));
-        assert!(e("hello world").contains("MAJ,MIN"));
-        assert!(e("  8,0 3 1 0.5 697 Q WS -5 + 8 [x]").contains("negative sector"));
-        assert!(e("  8,0 3 1 0.5 697 Q WS 5 + -8 [x]").contains("negative sector count"));
-        assert!(e("  8,0 3 1 -0.5 697 Q WS 5 + 8 [x]").contains("negative time"));
-        assert!(e("  8,0 3 1 0.5 697 Q WS 99999999999999999999 + 8 [x]").contains("too large"));
-        assert!(e("  8,0 3 1 0.5 697 Q WS 36028797018963968 + 8 [x]").contains("past 2^64"));
-        assert!(e("  8,0 3 1 0.5 697 Q QQ 5 + 8 [x]").contains("RWBS"));
+        assert_eq!(kind("  8,0    3        1"), K::Truncated);
+        assert!(e("hello world").message.contains("MAJ,MIN"));
+        assert_eq!(kind("  8,0 3 1 0.5 697 Q WS -5 + 8 [x]"), K::Negative);
+        // Which field is negative is in the message.
+        assert!(e("  8,0 3 1 0.5 697 Q WS 5 + -8 [x]")
+            .message
+            .contains("negative sector count"));
+        assert_eq!(kind("  8,0 3 1 -0.5 697 Q WS 5 + 8 [x]"), K::Negative);
+        assert_eq!(
+            kind("  8,0 3 1 0.5 697 Q WS 99999999999999999999 + 8 [x]"),
+            K::OutOfRange
+        );
+        assert_eq!(
+            kind("  8,0 3 1 0.5 697 Q WS 36028797018963968 + 8 [x]"),
+            K::OutOfRange
+        );
+        assert_eq!(kind("  8,0 3 1 0.5 697 Q QQ 5 + 8 [x]"), K::UnknownOp);
     }
 
     /// Lines of every shape the fast path handles, and some it leaves alone.

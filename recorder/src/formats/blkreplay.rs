@@ -19,7 +19,7 @@
 
 use super::block_events::{parse_rwbs_bytes, RwbsOp};
 use super::request_lines::{parse_noted_lines, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
@@ -66,7 +66,7 @@ pub fn looks_like(head: &[u8]) -> bool {
 
 /// A line: a request or header text, and a note when the request was kept
 /// in a simpler form (a read-ahead as a read).
-fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), String> {
+fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), BadReason> {
     if !line
         .trim_ascii_start()
         .first()
@@ -76,10 +76,10 @@ fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), String> {
     }
     let f = Fields::<7>::split(line, b';');
     if !(4..=6).contains(&f.len()) {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected `start ; sector ; length ; op [; delay ; duration]`, found {} `;`-separated fields",
             f.len()
-        ));
+        )));
     }
     let time = check_time(
         "start time",
@@ -88,17 +88,17 @@ fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), String> {
     let sector = parse_u64(f.get(1), "sector")?;
     let offset = Sectors(sector)
         .to_bytes()
-        .ok_or_else(|| format!("sector {sector} is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("sector {sector} is past 2^64 bytes")))?;
     let sectors = parse_u64(f.get(2), "length")?;
     let len = Sectors(sectors)
         .to_bytes()
-        .ok_or_else(|| format!("length {sectors} sectors is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("length {sectors} sectors is past 2^64 bytes")))?;
     let field = f.get(3).to_ascii_uppercase();
     let rwbs = parse_rwbs_bytes(&field).ok_or_else(|| {
-        format!(
+        bad(BadInputKind::UnknownOp, format!(
             "op `{}` is no blkparse RWBS operation (R, W, D, F or N, then any of F, A, S, M)",
             super::line_input::show(f.get(3))
-        )
+        ))
     })?;
     let op = match rwbs.op {
         RwbsOp::Read => Op::Read,

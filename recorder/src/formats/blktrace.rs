@@ -15,7 +15,7 @@
 //! code, the bits above are category flags (read, write, sync, ...).
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, BlockEvent, Location};
 use crate::sink::Sink;
 use std::cmp::Reverse;
@@ -445,6 +445,7 @@ impl<R: Read> RecordReader<R> {
                             location: at.to_string(),
                             content: dump,
                             reason: format!("{reason}; the records after it cannot be found"),
+                            kind: reason.kind,
                         });
                     }
                 }
@@ -485,7 +486,7 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Truncated {
                 pos,
                 dump: hex_dump(&buf[..got]),
-                reason: format!("truncated record: the file ends {got} bytes into it"),
+                reason: bad(BadInputKind::Truncated, format!("truncated record: the file ends {got} bytes into it")),
             });
         }
         let first = [
@@ -498,7 +499,7 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Bad {
                 pos,
                 dump: hex_dump(&buf[..want]),
-                reason: "bad magic: not a blktrace record (expected 0x656174 followed by version 7 or 8)".into(),
+                reason: bad(BadInputKind::Corrupt, "bad magic: not a blktrace record (expected 0x656174 followed by version 7 or 8)"),
                 resumable: false,
             });
         };
@@ -507,10 +508,10 @@ impl<R: Read> RecordReader<R> {
                 return Ok(Step::Bad {
                     pos,
                     dump: hex_dump(&buf[..want]),
-                    reason: format!(
+                    reason: bad(BadInputKind::Corrupt, format!(
                         "bad magic: version {} {:?}-endian record in a file of version {} {:?}-endian records",
                         format.1, format.0, expected.1, expected.0
-                    ),
+                    )),
                     resumable: false,
                 });
             }
@@ -525,10 +526,10 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Truncated {
                 pos,
                 dump: hex_dump(&buf[..got]),
-                reason: format!(
+                reason: bad(BadInputKind::Truncated, format!(
                     "truncated record: the file ends {} bytes into a {header_len}-byte header",
                     got - prefix
-                ),
+                )),
             });
         }
         let header = &buf[prefix..full];
@@ -536,7 +537,7 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Bad {
                 pos,
                 dump: hex_dump(header),
-                reason: "bad record header".into(),
+                reason: bad(BadInputKind::Corrupt, "bad record header"),
                 resumable: false,
             });
         };
@@ -544,10 +545,10 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Bad {
                 pos,
                 dump: hex_dump(header),
-                reason: format!(
+                reason: bad(BadInputKind::OutOfRange, format!(
                     "absurd payload length {} (at most {MAX_PDU_LEN} expected)",
                     rec.pdu_len
-                ),
+                )),
                 resumable: false,
             });
         }
@@ -557,10 +558,10 @@ impl<R: Read> RecordReader<R> {
             return Ok(Step::Truncated {
                 pos,
                 dump: hex_dump(header),
-                reason: format!(
+                reason: bad(BadInputKind::Truncated, format!(
                     "truncated record: payload of {} bytes but the file ends after {got_pdu}",
                     rec.pdu_len
-                ),
+                )),
             });
         }
         // The whole record is consumed from here on: a bad one can be skipped.
@@ -583,11 +584,11 @@ impl<R: Read> RecordReader<R> {
                 return Step::Bad {
                     pos,
                     dump: hex_dump(&encode_for_dump(&rec)),
-                    reason: format!(
+                    reason: bad(BadInputKind::TimeOrder, format!(
                         "time goes backwards by {} ns (from {last} to {})",
                         last - rec.time,
                         rec.time
-                    ),
+                    )),
                     resumable: true,
                 };
             }
@@ -609,14 +610,14 @@ enum Step {
     Bad {
         pos: RecordPosition,
         dump: String,
-        reason: String,
+        reason: BadReason,
         /// Whether the record's extent is known, so reading can go on after it.
         resumable: bool,
     },
     Truncated {
         pos: RecordPosition,
         dump: String,
-        reason: String,
+        reason: BadReason,
     },
 }
 
@@ -722,7 +723,7 @@ pub fn deliver(
         return sink.bad_input(
             at,
             &hex_dump(&header),
-            &format!("unknown action code {code:#x}"),
+            &bad(BadInputKind::UnknownOp, format!("unknown action code {code:#x}")),
         );
     };
     let Some(offset) = rec.sector.checked_mul(512) else {
@@ -730,7 +731,7 @@ pub fn deliver(
         return sink.bad_input(
             at,
             &hex_dump(&header),
-            &format!("sector {} is past the end of any device", rec.sector),
+            &bad(BadInputKind::OutOfRange, format!("sector {} is past the end of any device", rec.sector)),
         );
     };
     let (op, flags) = op_and_flags(cats, rec.bytes);

@@ -5,7 +5,7 @@
 //! that make no I/O, and the parser of the action part that blkparse and the
 //! blk tracer print alike.
 
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, BlockEvent, Location};
 use crate::formats::line_input::{parse_fixed, NumberStyle};
 use crate::sink::Sink;
@@ -158,23 +158,33 @@ pub(crate) fn parse_device(s: &str) -> Option<DeviceId> {
 }
 
 /// `SECONDS.FRACTION` (up to nanoseconds) as nanoseconds.
-pub(crate) fn parse_seconds(s: &str) -> Result<Nanos, String> {
+pub(crate) fn parse_seconds(s: &str) -> Result<Nanos, BadReason> {
     if !s.contains('.') {
-        return Err(format!("time `{s}` is not in seconds with a fraction"));
+        return Err(bad(
+            BadInputKind::NotANumber,
+            format!("time `{s}` is not in seconds with a fraction"),
+        ));
     }
     let ns = parse_fixed(s.as_bytes(), "time", 9, NumberStyle::PLAIN)?;
     if ns >= 1 << 62 {
-        return Err(format!("absurd time `{s}`"));
+        return Err(bad(BadInputKind::OutOfRange, format!("absurd time `{s}`")));
     }
     Ok(Nanos(ns))
 }
 
-pub(crate) fn parse_number<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, String> {
+pub(crate) fn parse_number<T: std::str::FromStr>(s: &str, what: &str) -> Result<T, BadReason> {
     if s.starts_with('-') {
-        return Err(format!("negative {what} `{s}`"));
+        return Err(bad(
+            BadInputKind::Negative,
+            format!("negative {what} `{s}`"),
+        ));
     }
-    s.parse()
-        .map_err(|_| format!("{what} `{s}` is not a number (or too large)"))
+    s.parse().map_err(|_| {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("{what} `{s}` is not a number (or too large)"),
+        )
+    })
 }
 
 /// The numbers of an event's rest, before the bracket: `SECTOR`, `SECTOR + N`,
@@ -186,7 +196,7 @@ struct Extent {
     lone_number: bool,
 }
 
-fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, String> {
+fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, BadReason> {
     let stripped;
     let text = if before.contains(['(', ')']) {
         let mut kept = String::with_capacity(before.len());
@@ -194,13 +204,17 @@ fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, String> {
         for c in before.chars() {
             match c {
                 '(' => depth += 1,
-                ')' => depth = depth.checked_sub(1).ok_or("unbalanced `)`")?,
+                ')' => {
+                    depth = depth
+                        .checked_sub(1)
+                        .ok_or_else(|| bad(BadInputKind::Syntax, "unbalanced `)`"))?
+                }
                 _ if depth == 0 => kept.push(c),
                 _ => {}
             }
         }
         if depth != 0 {
-            return Err("unbalanced `(`".into());
+            return Err(bad(BadInputKind::Syntax, "unbalanced `(`"));
         }
         stripped = kept;
         stripped.as_str()
@@ -236,20 +250,29 @@ fn parse_extent(before: &str, lone_is_bytes: bool) -> Result<Extent, String> {
             sector: Some((parse_number(s, "sector")?, parse_number(n, "sector count")?)),
             lone_number: false,
         }),
-        [_, "+"] => Err("truncated line: sector count missing after `+`".into()),
-        _ => Err(format!("cannot read `{}` as SECTOR + COUNT", text.trim())),
+        [_, "+"] => Err(bad(
+            BadInputKind::Truncated,
+            "truncated line: sector count missing after `+`",
+        )),
+        _ => Err(bad(
+            BadInputKind::Syntax,
+            format!("cannot read `{}` as SECTOR + COUNT", text.trim()),
+        )),
     }
 }
 
 /// Splits `rest` at its bracketed part: `(before, inside, after)`.
-fn bracket(rest: &str) -> Result<(&str, &str, &str), String> {
-    let open = rest
-        .find('[')
-        .ok_or("truncated line: missing `[...]` (process name or error)")?;
+fn bracket(rest: &str) -> Result<(&str, &str, &str), BadReason> {
+    let open = rest.find('[').ok_or_else(|| {
+        bad(
+            BadInputKind::Truncated,
+            "truncated line: missing `[...]` (process name or error)",
+        )
+    })?;
     let close = rest
         .rfind(']')
         .filter(|&c| c > open)
-        .ok_or("truncated line: missing `]`")?;
+        .ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: missing `]`"))?;
     Ok((&rest[..open], &rest[open + 1..close], &rest[close + 1..]))
 }
 
@@ -263,11 +286,14 @@ pub(crate) fn io_event(
     rwbs: Rwbs,
     sector: Option<(u64, u64)>,
     error: i32,
-) -> Result<Parsed, String> {
+) -> Result<Parsed, BadReason> {
     let (sector_no, sectors) = sector.unwrap_or((0, 0));
-    let len = sectors
-        .checked_mul(512)
-        .ok_or_else(|| format!("sector count {sectors} is absurd"))?;
+    let len = sectors.checked_mul(512).ok_or_else(|| {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("sector count {sectors} is absurd"),
+        )
+    })?;
     let mut flags = rwbs.flags;
     let op = match rwbs.op {
         RwbsOp::Flush => Op::Flush,
@@ -291,11 +317,12 @@ pub(crate) fn io_event(
             .unwrap_or(Flags::NONE);
         Bytes(0)
     } else {
-        Bytes(
-            sector_no
-                .checked_mul(512)
-                .ok_or_else(|| format!("sector {sector_no} is past 2^64 bytes"))?,
-        )
+        Bytes(sector_no.checked_mul(512).ok_or_else(|| {
+            bad(
+                BadInputKind::OutOfRange,
+                format!("sector {sector_no} is past 2^64 bytes"),
+            )
+        })?)
     };
     Ok(Parsed::Event(BlockEvent {
         time,
@@ -323,7 +350,7 @@ pub fn parse_action(
     action: &str,
     rwbs_text: &str,
     rest: &str,
-) -> Result<Parsed, String> {
+) -> Result<Parsed, BadReason> {
     let first = action.chars().next().unwrap_or(' ');
     let other = match action {
         "G" => Some(note::GETRQ),
@@ -337,29 +364,48 @@ pub fn parse_action(
         "Q" | "D" | "C" | "M" | "F" | "R" | "A" | "X" => None,
         _ => Some(note::UNKNOWN_ACTION),
     };
-    let rwbs =
-        parse_rwbs(rwbs_text).ok_or_else(|| format!("`{rwbs_text}` is not an RWBS field"))?;
+    let rwbs = parse_rwbs(rwbs_text).ok_or_else(|| {
+        bad(
+            BadInputKind::UnknownOp,
+            format!("`{rwbs_text}` is not an RWBS field"),
+        )
+    })?;
     if let Some(key) = other {
         return Ok(Parsed::Note(key));
     }
     match action {
         "A" => {
             // SECTOR + N <- (MAJ,MIN) SECTOR
-            let (to_part, from_part) = rest
-                .split_once("<-")
-                .ok_or("truncated remap line: missing `<- (MAJ,MIN) SECTOR`")?;
+            let (to_part, from_part) = rest.split_once("<-").ok_or_else(|| {
+                bad(
+                    BadInputKind::Truncated,
+                    "truncated remap line: missing `<- (MAJ,MIN) SECTOR`",
+                )
+            })?;
             let extent = parse_extent(to_part, false)?;
             let from_part = from_part.trim();
             let (dev_part, from_sector) = from_part
                 .strip_prefix('(')
                 .and_then(|s| s.split_once(')'))
-                .ok_or("remap source is not `(MAJ,MIN) SECTOR`")?;
-            let from_dev = parse_device(dev_part.trim())
-                .ok_or_else(|| format!("remap source device `{dev_part}` is not MAJ,MIN"))?;
+                .ok_or_else(|| {
+                    bad(
+                        BadInputKind::Syntax,
+                        "remap source is not `(MAJ,MIN) SECTOR`",
+                    )
+                })?;
+            let from_dev = parse_device(dev_part.trim()).ok_or_else(|| {
+                bad(
+                    BadInputKind::Syntax,
+                    format!("remap source device `{dev_part}` is not MAJ,MIN"),
+                )
+            })?;
             let from_sector: u64 = parse_number(from_sector.trim(), "remap source sector")?;
-            let from_offset = from_sector
-                .checked_mul(512)
-                .ok_or_else(|| format!("sector {from_sector} is past 2^64 bytes"))?;
+            let from_offset = from_sector.checked_mul(512).ok_or_else(|| {
+                bad(
+                    BadInputKind::OutOfRange,
+                    format!("sector {from_sector} is past 2^64 bytes"),
+                )
+            })?;
             match io_event(device, time, pid, Action::Remap, rwbs, extent.sector, 0)? {
                 Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, Bytes(from_offset))),
                 other => Ok(other),
@@ -370,7 +416,7 @@ pub fn parse_action(
             let (before, _, _) = bracket(rest)?;
             let (a, b) = before
                 .split_once('/')
-                .ok_or("split line is not `SECTOR / SECTOR`")?;
+                .ok_or_else(|| bad(BadInputKind::Syntax, "split line is not `SECTOR / SECTOR`"))?;
             let start: u64 = parse_number(a.trim(), "sector")?;
             let split: u64 = parse_number(b.trim(), "split sector")?;
             let sectors = split.saturating_sub(start);
@@ -386,10 +432,12 @@ pub fn parse_action(
         }
         "C" | "R" => {
             let (before, inside, _) = bracket(rest)?;
-            let error: i32 = inside
-                .trim()
-                .parse()
-                .map_err(|_| format!("completion error `{inside}` is not a number"))?;
+            let error: i32 = inside.trim().parse().map_err(|_| {
+                bad(
+                    BadInputKind::NotANumber,
+                    format!("completion error `{inside}` is not a number"),
+                )
+            })?;
             let extent = parse_extent(before, false)?;
             if extent.sector.is_none() {
                 // `(cdb) [error]` or `[error]`: only passthrough requests

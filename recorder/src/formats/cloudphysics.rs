@@ -11,7 +11,7 @@
 //! virtual disk (device `0:0`).
 
 use super::request_lines::{is_header, parse_lines, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
@@ -54,20 +54,20 @@ pub(crate) fn scsi_op(code: u64) -> Option<Op> {
     }
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("vscsi header line"));
     }
     let f = Fields::<6>::split(line, b',');
     if f.len() != 5 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 5 comma-separated fields ({HEADER}), found {}",
             f.len()
-        ));
+        )));
     }
     match parse_u64(f.get(0), "version")? {
         1 | 2 => {}
-        v => return Err(format!("vscsi version {v} is neither 1 nor 2")),
+        v => return Err(bad(BadInputKind::UnknownOp, format!("vscsi version {v} is neither 1 nor 2"))),
     }
     let time = check_time(
         "time",
@@ -84,7 +84,7 @@ fn parse_line(line: &[u8]) -> Result<Parsed, String> {
     } else {
         let offset = Sectors(lbn)
             .to_bytes()
-            .ok_or_else(|| format!("lbn {lbn} is past 2^64 bytes"))?;
+            .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lbn {lbn} is past 2^64 bytes")))?;
         check_extent(offset.0, size)?;
         (offset, Bytes(size))
     };

@@ -9,7 +9,7 @@
 //! nanosecond times: see the `mqsim` module, which shares this parser.
 
 use super::request_lines::{parse_lines, volume_device, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
@@ -80,12 +80,12 @@ pub fn looks_like(head: &[u8]) -> bool {
 }
 
 /// Parses one line with times in `unit`.
-pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, String> {
+pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, BadReason> {
     let (n, f) = fields(line);
     if n != 5 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 5 blank-separated fields (time device block size flags), found {n}"
-        ));
+        )));
     }
     let time = match unit {
         TimeUnit::Milliseconds => Nanos(parse_fixed(f[0], "arrival time", 6, NumberStyle::PLAIN)?),
@@ -96,11 +96,11 @@ pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, String> 
     let block = parse_u64(f[2], "block number")?;
     let offset = Sectors(block)
         .to_bytes()
-        .ok_or_else(|| format!("block {block} is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("block {block} is past 2^64 bytes")))?;
     let blocks = parse_u64(f[3], "size")?;
     let len = Sectors(blocks)
         .to_bytes()
-        .ok_or_else(|| format!("size {blocks} blocks is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {blocks} blocks is past 2^64 bytes")))?;
     let op = match unit {
         TimeUnit::Milliseconds => {
             if parse_u64(f[4], "flags")? & 1 == 1 {
@@ -113,10 +113,10 @@ pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, String> 
             b"1" => Op::Read,
             b"0" => Op::Write,
             other => {
-                return Err(format!(
+                return Err(bad(BadInputKind::UnknownOp, format!(
                     "request type `{}` is neither 0 (write) nor 1 (read)",
                     show(other)
-                ))
+                )))
             }
         },
     };
@@ -133,7 +133,7 @@ pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, String> 
     }))
 }
 
-fn parse_ms(line: &[u8]) -> Result<Parsed, String> {
+fn parse_ms(line: &[u8]) -> Result<Parsed, BadReason> {
     parse_line(line, TimeUnit::Milliseconds)
 }
 

@@ -27,7 +27,7 @@
 //! input (fio would index its file table with -1).
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
     check_extent, head_lines, nanos_from, parse_u64, report_bad, show, LineReader,
@@ -138,7 +138,7 @@ fn parse_line(
     state: &mut State,
     line: &[u8],
     sink: &mut dyn Sink,
-) -> Result<Option<SourceIo>, String> {
+) -> Result<Option<SourceIo>, BadReason> {
     let mut words = line
         .split(|b| b.is_ascii_whitespace())
         .filter(|w| !w.is_empty());
@@ -154,7 +154,7 @@ fn parse_line(
     // v3 lines start with the timestamp.
     let (time, rest) = if state.version == 3 {
         let Some((stamp, rest)) = fields.split_first() else {
-            return Err("empty line".into());
+            return Err(bad(BadInputKind::Syntax, "empty line"));
         };
         let us = parse_u64(stamp, "timestamp")?;
         (nanos_from(us, 1_000, "timestamp")?, rest)
@@ -171,11 +171,11 @@ fn parse_line(
                 "FILE ACTION [OFFSET LENGTH]"
             };
             let found = if state.version == 3 { n + 1 } else { n };
-            return Err(format!("expected `{expected}`, found {found} fields"));
+            return Err(bad(BadInputKind::Syntax, format!("expected `{expected}`, found {found} fields")));
         }
     };
     let Some(action) = action_of(action_word) else {
-        return Err(format!("unknown action `{}`", show(action_word)));
+        return Err(bad(BadInputKind::Syntax, format!("unknown action `{}`", show(action_word))));
     };
     match (action, range) {
         (Action::Add, None) => {
@@ -183,7 +183,7 @@ fn parse_line(
                 sink.note("fio file added again");
             } else {
                 let index =
-                    u32::try_from(state.files.len()).map_err(|_| "too many files".to_string())?;
+                    u32::try_from(state.files.len()).map_err(|_| bad(BadInputKind::OutOfRange, "too many files"))?;
                 state.files.insert(name.to_vec(), index);
                 sink.note("fio file add");
             }
@@ -191,7 +191,7 @@ fn parse_line(
         }
         (Action::Open | Action::Close, None) => {
             if !state.files.contains_key(name) {
-                return Err(format!("file `{}` was not added", show(name)));
+                return Err(bad(BadInputKind::Syntax, format!("file `{}` was not added", show(name))));
             }
             sink.note("fio file open/close");
             Ok(None)
@@ -213,7 +213,7 @@ fn parse_line(
             let length = parse_u64(length, "length")?;
             check_extent(offset, length)?;
             let Some(&minor) = state.files.get(name) else {
-                return Err(format!("file `{}` was not added", show(name)));
+                return Err(bad(BadInputKind::Syntax, format!("file `{}` was not added", show(name))));
             };
             // A sync has no range, whatever the log says.
             let (offset, length) = if op == Op::Flush {
@@ -232,14 +232,14 @@ fn parse_line(
                 pid: None,
             }))
         }
-        (Action::Add | Action::Open | Action::Close, Some(_)) => Err(format!(
+        (Action::Add | Action::Open | Action::Close, Some(_)) => Err(bad(BadInputKind::Syntax, format!(
             "file action `{}` takes no offset and length",
             show(action_word)
-        )),
-        (Action::Io(_) | Action::Wait, None) => Err(format!(
+        ))),
+        (Action::Io(_) | Action::Wait, None) => Err(bad(BadInputKind::Syntax, format!(
             "action `{}` needs an offset and a length",
             show(action_word)
-        )),
+        ))),
     }
 }
 

@@ -12,7 +12,7 @@
 //! the lba.
 
 use super::request_lines::{parse_lines, read_or_write, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{check_extent, check_time, head_lines, parse_u64, show};
@@ -46,7 +46,7 @@ fn is_md5(field: &[u8]) -> bool {
     field.len() == 32 && field.iter().all(u8::is_ascii_hexdigit)
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     let f: Vec<&[u8]> = line
         .split(|b| b.is_ascii_whitespace())
         .filter(|f| !f.is_empty())
@@ -58,34 +58,34 @@ fn parse_line(line: &[u8]) -> Result<Parsed, String> {
         5
     };
     if f.len() < 3 + tail {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected `timestamp pid process lba size op major minor [md5]`, found {} fields",
             f.len()
-        ));
+        )));
     }
     let end = &f[f.len() - tail..];
     let time = check_time("timestamp", Nanos(parse_u64(f[0], "timestamp")?))?;
     let pid = parse_u64(f[1], "pid")?;
-    let pid = u32::try_from(pid).map_err(|_| format!("pid {pid} is too large"))?;
+    let pid = u32::try_from(pid).map_err(|_| bad(BadInputKind::OutOfRange, format!("pid {pid} is too large")))?;
     let lba = parse_u64(end[0], "lba")?;
     let offset = Sectors(lba)
         .to_bytes()
-        .ok_or_else(|| format!("lba {lba} is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lba {lba} is past 2^64 bytes")))?;
     let blocks = parse_u64(end[1], "size")?;
     let len = Sectors(blocks)
         .to_bytes()
-        .ok_or_else(|| format!("size {blocks} blocks is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {blocks} blocks is past 2^64 bytes")))?;
     let op = read_or_write(end[2], "op")?;
     let major = parse_u64(end[3], "major")?;
     let minor = parse_u64(end[4], "minor")?;
     let device = match (u32::try_from(major), u32::try_from(minor)) {
         (Ok(major), Ok(minor)) => DeviceId { major, minor },
         _ => {
-            return Err(format!(
+            return Err(bad(BadInputKind::OutOfRange, format!(
                 "device `{}:{}` is too large",
                 show(end[3]),
                 show(end[4])
-            ))
+            )))
         }
     };
     check_extent(offset.0, len.0)?;

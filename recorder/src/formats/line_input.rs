@@ -3,7 +3,7 @@
 //! stays bounded whatever the input), field splitting without allocation,
 //! strict number parsing, and the sanity limits every parser applies.
 
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::Location;
 use crate::sink::Sink;
 use std::io::{ErrorKind, Read};
@@ -273,7 +273,7 @@ impl<'a> LineReader<'a> {
         if self.saw_content {
             return Ok(());
         }
-        let reason = format!("empty input: no {what} lines");
+        let reason = bad(BadInputKind::Empty, format!("empty input: no {what} lines"));
         sink.bad_input(Location::line(self.file, self.number.max(1)), "", &reason)
     }
 }
@@ -297,7 +297,7 @@ pub(crate) fn report_bad(
     file: &str,
     number: u64,
     line: &[u8],
-    reason: &str,
+    reason: &BadReason,
 ) -> Result<(), ConvertError> {
     sink.bad_input(
         Location::line(file, number),
@@ -308,7 +308,10 @@ pub(crate) fn report_bad(
 
 /// Reports an over-long line as bad input.
 fn report_too_long(sink: &mut dyn Sink, file: &str, line: &Line<'_>) -> Result<(), ConvertError> {
-    let reason = format!("line longer than {MAX_LINE_BYTES} bytes");
+    let reason = bad(
+        BadInputKind::TooLong,
+        format!("line longer than {MAX_LINE_BYTES} bytes"),
+    );
     report_bad(sink, file, line.number, line.bytes, &reason)
 }
 
@@ -396,43 +399,60 @@ pub(crate) fn show(field: &[u8]) -> std::borrow::Cow<'_, str> {
 
 /// A non-negative decimal integer. Says "negative" for a leading minus sign,
 /// "missing" for an empty field.
-pub(crate) fn parse_u64(field: &[u8], what: &str) -> Result<u64, String> {
+pub(crate) fn parse_u64(field: &[u8], what: &str) -> Result<u64, BadReason> {
     let digits = field.strip_prefix(b"+").unwrap_or(field);
     if digits.is_empty() {
-        return Err(format!("missing {what}"));
+        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
     }
     if field.first() == Some(&b'-') {
-        return Err(format!("negative {what} `{}`", show(field)));
+        return Err(bad(
+            BadInputKind::Negative,
+            format!("negative {what} `{}`", show(field)),
+        ));
     }
     let mut value: u64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
-            return Err(format!("{what} `{}` is not a whole number", show(field)));
+            return Err(bad(
+                BadInputKind::NotANumber,
+                format!("{what} `{}` is not a whole number", show(field)),
+            ));
         }
         value = value
             .checked_mul(10)
             .and_then(|v| v.checked_add(u64::from(b - b'0')))
-            .ok_or_else(|| format!("{what} `{}` is too large", show(field)))?;
+            .ok_or_else(|| {
+                bad(
+                    BadInputKind::OutOfRange,
+                    format!("{what} `{}` is too large", show(field)),
+                )
+            })?;
     }
     Ok(value)
 }
 
 /// A hexadecimal integer, with or without `0x`.
-pub(crate) fn parse_hex_u64(field: &[u8], what: &str) -> Result<u64, String> {
+pub(crate) fn parse_hex_u64(field: &[u8], what: &str) -> Result<u64, BadReason> {
     if field.is_empty() {
-        return Err(format!("missing {what}"));
+        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
     }
     if field.first() == Some(&b'-') {
-        return Err(format!("negative {what} `{}`", show(field)));
+        return Err(bad(
+            BadInputKind::Negative,
+            format!("negative {what} `{}`", show(field)),
+        ));
     }
     let digits = field
         .strip_prefix(b"0x")
         .or_else(|| field.strip_prefix(b"0X"))
         .unwrap_or(field);
     if digits.is_empty() || digits.len() > 16 {
-        return Err(format!(
-            "{what} `{}` is not a 64-bit hexadecimal number",
-            show(field)
+        return Err(bad(
+            BadInputKind::NotANumber,
+            format!(
+                "{what} `{}` is not a 64-bit hexadecimal number",
+                show(field)
+            ),
         ));
     }
     let mut value: u64 = 0;
@@ -442,9 +462,9 @@ pub(crate) fn parse_hex_u64(field: &[u8], what: &str) -> Result<u64, String> {
             b'a'..=b'f' => b - b'a' + 10,
             b'A'..=b'F' => b - b'A' + 10,
             _ => {
-                return Err(format!(
-                    "{what} `{}` is not a hexadecimal number",
-                    show(field)
+                return Err(bad(
+                    BadInputKind::NotANumber,
+                    format!("{what} `{}` is not a hexadecimal number", show(field)),
                 ))
             }
         };
@@ -478,19 +498,32 @@ pub(crate) fn parse_fixed(
     what: &str,
     scale: u32,
     style: NumberStyle,
-) -> Result<u64, String> {
+) -> Result<u64, BadReason> {
     if field.is_empty() {
-        return Err(format!("missing {what}"));
+        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
     }
     if field.first() == Some(&b'-') {
-        return Err(format!("negative {what} `{}`", show(field)));
+        return Err(bad(
+            BadInputKind::Negative,
+            format!("negative {what} `{}`", show(field)),
+        ));
     }
     let body = field.strip_prefix(b"+").unwrap_or(field);
     if body.iter().any(|&b| b == b'e' || b == b'E') {
         return parse_exponent(field, body, what, scale, style);
     }
-    let too_large = || format!("{what} `{}` is too large", show(field));
-    let malformed = || format!("{what} `{}` is not a number", show(field));
+    let too_large = || {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("{what} `{}` is too large", show(field)),
+        )
+    };
+    let malformed = || {
+        bad(
+            BadInputKind::NotANumber,
+            format!("{what} `{}` is not a number", show(field)),
+        )
+    };
     let (int_part, frac_part) = match body.iter().position(|&b| b == style.decimal) {
         Some(p) => (&body[..p], Some(&body[p + 1..])),
         None => (body, None),
@@ -563,7 +596,7 @@ fn parse_exponent(
     what: &str,
     scale: u32,
     style: NumberStyle,
-) -> Result<u64, String> {
+) -> Result<u64, BadReason> {
     let text: String = body
         .iter()
         .map(|&b| {
@@ -574,24 +607,34 @@ fn parse_exponent(
             }
         })
         .collect();
-    let value: f64 = text
-        .parse()
-        .map_err(|_| format!("{what} `{}` is not a number", show(field)))?;
+    let value: f64 = text.parse().map_err(|_| {
+        bad(
+            BadInputKind::NotANumber,
+            format!("{what} `{}` is not a number", show(field)),
+        )
+    })?;
     let scaled = value * 10f64.powi(scale as i32);
     if !scaled.is_finite() || scaled >= u64::MAX as f64 {
-        return Err(format!("{what} `{}` is too large", show(field)));
+        return Err(bad(
+            BadInputKind::OutOfRange,
+            format!("{what} `{}` is too large", show(field)),
+        ));
     }
     if scaled < 0.0 {
-        return Err(format!("negative {what} `{}`", show(field)));
+        return Err(bad(
+            BadInputKind::Negative,
+            format!("negative {what} `{}`", show(field)),
+        ));
     }
     Ok(scaled.round() as u64)
 }
 
 /// Checks that a time or latency is below [`MAX_TIME`].
-pub(crate) fn check_time(what: &str, t: Nanos) -> Result<Nanos, String> {
+pub(crate) fn check_time(what: &str, t: Nanos) -> Result<Nanos, BadReason> {
     if t >= MAX_TIME {
-        Err(format!(
-            "absurd {what} {t}: more than 146 years after the source's time zero"
+        Err(bad(
+            BadInputKind::OutOfRange,
+            format!("absurd {what} {t}: more than 146 years after the source's time zero"),
         ))
     } else {
         Ok(t)
@@ -599,20 +642,24 @@ pub(crate) fn check_time(what: &str, t: Nanos) -> Result<Nanos, String> {
 }
 
 /// Checks that `offset + len` fits in [`MAX_END`].
-pub(crate) fn check_extent(offset: u64, len: u64) -> Result<(), String> {
+pub(crate) fn check_extent(offset: u64, len: u64) -> Result<(), BadReason> {
     match offset.checked_add(len) {
         Some(end) if end <= MAX_END => Ok(()),
-        _ => Err(format!(
-            "offset {offset} + length {len} ends past 2^63 bytes"
+        _ => Err(bad(
+            BadInputKind::OutOfRange,
+            format!("offset {offset} + length {len} ends past 2^63 bytes"),
         )),
     }
 }
 
 /// Multiplies a count of `unit_ns` nanoseconds, reporting overflow as absurd.
-pub(crate) fn nanos_from(value: u64, unit_ns: u64, what: &str) -> Result<Nanos, String> {
-    let ns = value
-        .checked_mul(unit_ns)
-        .ok_or_else(|| format!("absurd {what} {value}: overflows 64-bit nanoseconds"))?;
+pub(crate) fn nanos_from(value: u64, unit_ns: u64, what: &str) -> Result<Nanos, BadReason> {
+    let ns = value.checked_mul(unit_ns).ok_or_else(|| {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("absurd {what} {value}: overflows 64-bit nanoseconds"),
+        )
+    })?;
     check_time(what, Nanos(ns))
 }
 
@@ -637,7 +684,7 @@ pub(crate) fn head_lines(head: &[u8], max: usize) -> impl Iterator<Item = &[u8]>
 pub(crate) mod testing {
     //! A sink that collects everything, for the parsers' unit tests.
 
-    use crate::error::ConvertError;
+    use crate::error::{BadInputKind, BadReason, ConvertError};
     use crate::event::{BlockEvent, Location, SourceIo};
     use crate::sink::Sink;
 
@@ -646,6 +693,8 @@ pub(crate) mod testing {
         pub ios: Vec<(u64, SourceIo)>,
         /// (line, content, reason)
         pub bad: Vec<(u64, String, String)>,
+        /// The kind of each entry of `bad`.
+        pub kinds: Vec<BadInputKind>,
         pub notes: Vec<String>,
         pub wall_clock: Option<i64>,
         /// Keep going after bad input (as `--skip-bad`).
@@ -680,17 +729,19 @@ pub(crate) mod testing {
             &mut self,
             at: Location<'_>,
             content: &str,
-            reason: &str,
+            reason: &BadReason,
         ) -> Result<(), ConvertError> {
             self.bad
-                .push((line_of(&at), content.to_string(), reason.to_string()));
+                .push((line_of(&at), content.to_string(), reason.message.clone()));
+            self.kinds.push(reason.kind);
             if self.skip_bad {
                 Ok(())
             } else {
                 Err(ConvertError::BadInput {
                     location: at.to_string(),
                     content: content.to_string(),
-                    reason: reason.to_string(),
+                    reason: reason.message.clone(),
+                    kind: reason.kind,
                 })
             }
         }
@@ -902,14 +953,17 @@ mod tests {
     #[test]
     fn integers() {
         assert_eq!(parse_u64(b"18446744073709551615", "x"), Ok(u64::MAX));
-        assert!(parse_u64(b"18446744073709551616", "x")
-            .unwrap_err()
-            .contains("too large"));
+        let kind = |r: Result<u64, BadReason>| r.unwrap_err().kind;
+        assert_eq!(
+            kind(parse_u64(b"18446744073709551616", "x")),
+            BadInputKind::OutOfRange
+        );
         assert!(parse_u64(b"-5", "size")
             .unwrap_err()
+            .message
             .contains("negative size"));
-        assert!(parse_u64(b"", "size").unwrap_err().contains("missing"));
-        assert!(parse_u64(b"12a", "size").is_err());
+        assert_eq!(kind(parse_u64(b"", "size")), BadInputKind::Missing);
+        assert_eq!(kind(parse_u64(b"12a", "size")), BadInputKind::NotANumber);
         assert_eq!(parse_hex_u64(b"0x00000000000001FF", "o"), Ok(511));
         assert_eq!(parse_hex_u64(b"ffffFFFFffffFFFF", "o"), Ok(u64::MAX));
         assert!(parse_hex_u64(b"0x1FFFFFFFFFFFFFFFF", "o").is_err());
@@ -944,12 +998,15 @@ mod tests {
             parse_fixed(b"1.5e-3", "t", 9, NumberStyle::PLAIN),
             Ok(1_500_000)
         );
-        assert!(parse_fixed(b"1e300", "t", 9, NumberStyle::PLAIN)
-            .unwrap_err()
-            .contains("too large"));
-        assert!(parse_fixed(b"-0.5", "t", 9, NumberStyle::PLAIN)
-            .unwrap_err()
-            .contains("negative"));
+        let kind = |r: Result<u64, BadReason>| r.unwrap_err().kind;
+        assert_eq!(
+            kind(parse_fixed(b"1e300", "t", 9, NumberStyle::PLAIN)),
+            BadInputKind::OutOfRange
+        );
+        assert_eq!(
+            kind(parse_fixed(b"-0.5", "t", 9, NumberStyle::PLAIN)),
+            BadInputKind::Negative
+        );
         assert!(parse_fixed(b"nan", "t", 9, NumberStyle::PLAIN).is_err());
         assert!(parse_fixed(b".", "t", 9, NumberStyle::PLAIN).is_err());
         assert!(parse_fixed(b"1.2.3", "t", 9, NumberStyle::PLAIN).is_err());

@@ -6,7 +6,7 @@
 
 use super::disksim::{parse_line, shape, TimeUnit};
 use super::request_lines::{parse_lines, Parsed};
-use crate::error::ConvertError;
+use crate::error::{BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::sink::Sink;
 use std::io::BufRead;
@@ -32,7 +32,7 @@ fn head_has_binary_types(head: &[u8]) -> bool {
     crate::formats::line_input::head_lines(head, 4).all(|l| parse_ns(l).is_ok())
 }
 
-fn parse_ns(line: &[u8]) -> Result<Parsed, String> {
+fn parse_ns(line: &[u8]) -> Result<Parsed, BadReason> {
     parse_line(line, TimeUnit::Nanoseconds)
 }
 

@@ -13,7 +13,7 @@
 //! are kept as ticks since zero. A header line naming the columns is tolerated.
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
     check_extent, head_lines, nanos_from, parse_u64, report_bad, show, Fields, LineReader,
@@ -65,24 +65,24 @@ struct Record {
     response_ticks: u64,
 }
 
-fn parse_fields(line: &[u8]) -> Result<Record, String> {
+fn parse_fields(line: &[u8]) -> Result<Record, BadReason> {
     let f = Fields::<8>::split(line, b',');
     if f.len() != 7 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 7 comma-separated fields (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found {}",
             f.len()
-        ));
+        )));
     }
     let ticks = parse_u64(f.get(0), "timestamp")?;
     let disk = parse_u64(f.get(2), "disk number")?;
-    let disk = u32::try_from(disk).map_err(|_| format!("disk number {disk} is too large"))?;
+    let disk = u32::try_from(disk).map_err(|_| bad(BadInputKind::OutOfRange, format!("disk number {disk} is too large")))?;
     let kind = f.get(3);
     let op = if kind.eq_ignore_ascii_case(b"read") {
         Op::Read
     } else if kind.eq_ignore_ascii_case(b"write") {
         Op::Write
     } else {
-        return Err(format!("type `{}` is neither Read nor Write", show(kind)));
+        return Err(bad(BadInputKind::UnknownOp, format!("type `{}` is neither Read nor Write", show(kind))));
     };
     let offset = parse_u64(f.get(4), "offset")?;
     let size = parse_u64(f.get(5), "size")?;
@@ -130,10 +130,10 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
         });
         records += 1;
         let Some(ticks) = record.ticks.checked_sub(zero) else {
-            let reason = format!(
+            let reason = bad(BadInputKind::OutOfRange, format!(
                 "timestamp {} is before 1970 although the trace's first timestamp is an absolute FILETIME",
                 record.ticks
-            );
+            ));
             report_bad(sink, file, line.number, line.bytes, &reason)?;
             continue;
         };

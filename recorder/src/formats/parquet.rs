@@ -68,7 +68,7 @@ pub use with_parquet::{parse_files, write};
 #[cfg(feature = "parquet")]
 mod with_parquet {
     use super::ROW_GROUP_ROWS;
-    use crate::error::ConvertError;
+    use crate::error::{bad, BadInputKind, BadReason, ConvertError};
     use crate::event::{Location, SourceIo};
     use crate::sink::Sink;
     use parquet::basic::{Compression, ZstdLevel};
@@ -236,7 +236,7 @@ mod with_parquet {
         Ok((values, defs))
     }
 
-    fn parse_flags(s: &str) -> Result<Flags, String> {
+    fn parse_flags(s: &str) -> Result<Flags, BadReason> {
         let mut flags = Flags::NONE;
         for name in s.split('|').filter(|n| !n.is_empty()) {
             flags.insert(match name {
@@ -244,7 +244,7 @@ mod with_parquet {
                 "fua" => Flags::FUA,
                 "preflush" => Flags::PREFLUSH,
                 "meta" => Flags::META,
-                other => return Err(format!("unknown flag `{other}`")),
+                other => return Err(bad(BadInputKind::Syntax, format!("unknown flag `{other}`"))),
             });
         }
         Ok(flags)
@@ -294,23 +294,24 @@ mod with_parquet {
                 } else {
                     None
                 };
-                let fields = (|| -> Result<SourceIo, String> {
-                    let get = |v: &[i64], what: &str| -> Result<u64, String> {
-                        let x = *v.get(i).ok_or_else(|| format!("missing {what}"))?;
-                        u64::try_from(x).map_err(|_| format!("negative {what} {x}"))
+                let fields = (|| -> Result<SourceIo, BadReason> {
+                    let get = |v: &[i64], what: &str| -> Result<u64, BadReason> {
+                        let x = *v.get(i).ok_or_else(|| bad(BadInputKind::Missing, format!("missing {what}")))?;
+                        u64::try_from(x).map_err(|_| bad(BadInputKind::Negative, format!("negative {what} {x}")))
                     };
-                    let op_name = op.get(i).ok_or("missing op")?;
-                    let op_name = op_name.as_utf8().map_err(|_| "op is not UTF-8".to_string())?;
-                    let op = Op::from_name(op_name).ok_or_else(|| format!("unknown op `{op_name}`"))?;
-                    let flags = flags.get(i).ok_or("missing flags")?;
-                    let flags = parse_flags(flags.as_utf8().map_err(|_| "flags are not UTF-8".to_string())?)?;
-                    let device = device.get(i).ok_or("missing device")?;
+                    let op_name = op.get(i).ok_or_else(|| bad(BadInputKind::Missing, "missing op"))?;
+                    let op_name = op_name.as_utf8().map_err(|_| bad(BadInputKind::NotText, "op is not UTF-8"))?;
+                    let op = Op::from_name(op_name).ok_or_else(|| bad(BadInputKind::UnknownOp, format!("unknown op `{op_name}`")))?;
+                    let flags = flags.get(i).ok_or_else(|| bad(BadInputKind::Missing, "missing flags"))?;
+                    let flags = parse_flags(flags.as_utf8().map_err(|_| bad(BadInputKind::NotText, "flags are not UTF-8"))?)?;
+                    let device = device.get(i).ok_or_else(|| bad(BadInputKind::Missing, "missing device"))?;
                     let device: DeviceId = device
                         .as_utf8()
-                        .map_err(|_| "device is not UTF-8".to_string())?
-                        .parse()?;
+                        .map_err(|_| bad(BadInputKind::NotText, "device is not UTF-8"))?
+                        .parse()
+                        .map_err(|e: String| bad(BadInputKind::Syntax, e))?;
                     let latency = match lat {
-                        Some(l) => Some(Nanos(u64::try_from(l).map_err(|_| format!("negative latency_ns {l}"))?)),
+                        Some(l) => Some(Nanos(u64::try_from(l).map_err(|_| bad(BadInputKind::Negative, format!("negative latency_ns {l}")))?)),
                         None => None,
                     };
                     Ok(SourceIo {

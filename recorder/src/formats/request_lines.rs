@@ -2,7 +2,7 @@
 //! (Alibaba, Tencent, SYSTOR'17, CloudPhysics, MQSim/DiskSim, FIU, blkreplay):
 //! read lines, hand each to the format's line parser, report what it made.
 
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{parse_u64, report_bad, show, LineReader};
 use crate::sink::Sink;
@@ -26,7 +26,7 @@ pub(crate) fn parse_lines(
     file: &str,
     sink: &mut dyn Sink,
     what: &str,
-    parse_line: fn(&[u8]) -> Result<Parsed, String>,
+    parse_line: fn(&[u8]) -> Result<Parsed, BadReason>,
 ) -> Result<(), ConvertError> {
     parse_noted_lines(input, file, sink, what, |line| {
         parse_line(line).map(|p| (p, None))
@@ -41,7 +41,7 @@ pub(crate) fn parse_noted_lines(
     file: &str,
     sink: &mut dyn Sink,
     what: &str,
-    parse_line: impl Fn(&[u8]) -> Result<(Parsed, Option<&'static str>), String>,
+    parse_line: impl Fn(&[u8]) -> Result<(Parsed, Option<&'static str>), BadReason>,
 ) -> Result<(), ConvertError> {
     let mut lines = LineReader::new(input, file);
     while let Some(line) = lines.next_line(sink)? {
@@ -66,18 +66,26 @@ pub(crate) fn parse_noted_lines(
 
 /// A dataset's volume (virtual disk, LUN) number as the device `0:ID`, the
 /// device `--volume ID` keeps.
-pub(crate) fn volume_device(field: &[u8], what: &str) -> Result<DeviceId, String> {
+pub(crate) fn volume_device(field: &[u8], what: &str) -> Result<DeviceId, BadReason> {
     let id = parse_u64(field, what)?;
-    let minor = u32::try_from(id).map_err(|_| format!("{what} {id} is too large"))?;
+    let minor = u32::try_from(id).map_err(|_| {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("{what} {id} is too large"),
+        )
+    })?;
     Ok(DeviceId { major: 0, minor })
 }
 
 /// `R`/`W` (either case) as read or write.
-pub(crate) fn read_or_write(field: &[u8], what: &str) -> Result<Op, String> {
+pub(crate) fn read_or_write(field: &[u8], what: &str) -> Result<Op, BadReason> {
     match field {
         b"R" | b"r" => Ok(Op::Read),
         b"W" | b"w" => Ok(Op::Write),
-        other => Err(format!("{what} `{}` is neither R nor W", show(other))),
+        other => Err(bad(
+            BadInputKind::UnknownOp,
+            format!("{what} `{}` is neither R nor W", show(other)),
+        )),
     }
 }
 

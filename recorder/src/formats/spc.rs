@@ -7,7 +7,7 @@
 //! (optional, unspecified by the format) are ignored.
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, show, Fields,
@@ -39,25 +39,25 @@ pub fn looks_like(head: &[u8]) -> bool {
     seen > 0
 }
 
-fn parse_fields(line: &[u8]) -> Result<SourceIo, String> {
+fn parse_fields(line: &[u8]) -> Result<SourceIo, BadReason> {
     let f = Fields::<6>::split(line, b',');
     if f.len() < 5 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected at least 5 comma-separated fields (ASU,LBA,Size,Opcode,Timestamp), found {}",
             f.len()
-        ));
+        )));
     }
     let asu = parse_u64(f.get(0), "ASU")?;
-    let asu = u32::try_from(asu).map_err(|_| format!("ASU {asu} is too large"))?;
+    let asu = u32::try_from(asu).map_err(|_| bad(BadInputKind::OutOfRange, format!("ASU {asu} is too large")))?;
     let lba = parse_u64(f.get(1), "LBA")?;
     let offset = Sectors(lba)
         .to_bytes()
-        .ok_or_else(|| format!("LBA {lba} is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("LBA {lba} is past 2^64 bytes")))?;
     let size = parse_u64(f.get(2), "size")?;
     let op = match f.get(3) {
         b"r" | b"R" => Op::Read,
         b"w" | b"W" => Op::Write,
-        other => return Err(format!("opcode `{}` is neither r nor w", show(other))),
+        other => return Err(bad(BadInputKind::UnknownOp, format!("opcode `{}` is neither r nor w", show(other)))),
     };
     let time = Nanos(parse_fixed(f.get(4), "timestamp", 9, NumberStyle::PLAIN)?);
     check_time("timestamp", time)?;

@@ -10,7 +10,7 @@
 //! bytes.
 
 use super::request_lines::{is_header, parse_lines, read_or_write, volume_device, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
@@ -45,23 +45,23 @@ pub fn looks_like(head: &[u8]) -> bool {
     seen > 0
 }
 
-fn seconds(field: &[u8], what: &str) -> Result<Nanos, String> {
+fn seconds(field: &[u8], what: &str) -> Result<Nanos, BadReason> {
     check_time(
         what,
         Nanos(parse_fixed(field, what, 9, NumberStyle::PLAIN)?),
     )
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("systor header line"));
     }
     let f = Fields::<7>::split(line, b',');
     if f.len() != 6 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 6 comma-separated fields ({HEADER}), found {}",
             f.len()
-        ));
+        )));
     }
     let time = seconds(f.get(0), "timestamp")?;
     let latency = match f.get(1) {

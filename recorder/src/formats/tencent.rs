@@ -10,7 +10,7 @@
 //! convert it (compressed or not).
 
 use super::request_lines::{is_header, parse_lines, volume_device, Parsed};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{check_extent, head_lines, nanos_from, parse_u64, show, Fields};
@@ -47,16 +47,16 @@ pub fn looks_like(head: &[u8]) -> bool {
     seen > 0
 }
 
-fn parse_line(line: &[u8]) -> Result<Parsed, String> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("tencent header line"));
     }
     let f = Fields::<6>::split(line, b',');
     if f.len() != 5 {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "expected 5 comma-separated fields ({HEADER}), found {}",
             f.len()
-        ));
+        )));
     }
     let time = nanos_from(
         parse_u64(f.get(0), "timestamp")?,
@@ -66,19 +66,19 @@ fn parse_line(line: &[u8]) -> Result<Parsed, String> {
     let sector = parse_u64(f.get(1), "offset")?;
     let offset = Sectors(sector)
         .to_bytes()
-        .ok_or_else(|| format!("offset {sector} sectors is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("offset {sector} sectors is past 2^64 bytes")))?;
     let sectors = parse_u64(f.get(2), "size")?;
     let len = Sectors(sectors)
         .to_bytes()
-        .ok_or_else(|| format!("size {sectors} sectors is past 2^64 bytes"))?;
+        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {sectors} sectors is past 2^64 bytes")))?;
     let op = match f.get(3) {
         b"0" => Op::Read,
         b"1" => Op::Write,
         other => {
-            return Err(format!(
+            return Err(bad(BadInputKind::UnknownOp, format!(
                 "IOType `{}` is neither 0 (read) nor 1 (write)",
                 show(other)
-            ))
+            )))
         }
     };
     let device = volume_device(f.get(4), "VolumeID")?;

@@ -18,7 +18,7 @@
 //! blkparse action fields, parsed by [`crate::formats::blkparse::parse_action`].
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::Location;
 use crate::formats::block_events::{self, parse_action, parse_device, parse_seconds, token, Parsed};
 use crate::formats::line_input::{head_lines, report_bad, LineReader};
@@ -72,9 +72,9 @@ fn split_at_cpu(line: &str) -> Option<(&str, &str)> {
     None
 }
 
-fn parse_prefix(line: &str) -> Result<Prefix<'_>, String> {
+fn parse_prefix(line: &str) -> Result<Prefix<'_>, BadReason> {
     let (task, after) =
-        split_at_cpu(line).ok_or("not an ftrace line: no `[CPU]` column after the task")?;
+        split_at_cpu(line).ok_or_else(|| bad(BadInputKind::Syntax, "not an ftrace line: no `[CPU]` column after the task"))?;
     // `comm-pid` or `comm-pid (  tgid)`.
     let task = match task.trim_end().strip_suffix(')') {
         Some(t) => t.rfind('(').map_or(t, |p| &t[..p]),
@@ -85,15 +85,15 @@ fn parse_prefix(line: &str) -> Result<Prefix<'_>, String> {
         .rsplit_once('-')
         .and_then(|(_, pid)| pid.parse::<u32>().ok())
         .filter(|&p| p != 0);
-    let (first, rest) = token(after).ok_or("truncated line: timestamp missing")?;
+    let (first, rest) = token(after).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: timestamp missing"))?;
     let (stamp, rest) = if first.ends_with(':') {
         (first, rest)
     } else {
-        token(rest).ok_or("truncated line: timestamp missing")?
+        token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: timestamp missing"))?
     };
     let stamp = stamp
         .strip_suffix(':')
-        .ok_or_else(|| format!("`{stamp}` is not an ftrace timestamp (`SECONDS.FRACTION:`)"))?;
+        .ok_or_else(|| bad(BadInputKind::Syntax, format!("`{stamp}` is not an ftrace timestamp (`SECONDS.FRACTION:`)")))?;
     let time = parse_seconds(stamp)?;
     Ok(Prefix {
         pid,
@@ -103,12 +103,12 @@ fn parse_prefix(line: &str) -> Result<Prefix<'_>, String> {
 }
 
 /// Removes a leading `(...)` group, returning its content and what follows.
-fn strip_paren(s: &str) -> Result<(&str, &str), String> {
+fn strip_paren(s: &str) -> Result<(&str, &str), BadReason> {
     let s = s.trim_start();
     let inner = s
         .strip_prefix('(')
-        .ok_or("truncated line: `(command)` field missing")?;
-    let close = inner.find(')').ok_or("truncated line: missing `)`")?;
+        .ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: `(command)` field missing"))?;
+    let close = inner.find(')').ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: missing `)`"))?;
     Ok((&inner[..close], &inner[close + 1..]))
 }
 
@@ -134,7 +134,7 @@ fn parse_block_event(
     pid: Option<u32>,
     time: Nanos,
     body: &str,
-) -> Result<Parsed, String> {
+) -> Result<Parsed, BadReason> {
     let action = match name {
         "block_rq_issue" => "D",
         "block_rq_insert" => "I",
@@ -152,15 +152,15 @@ fn parse_block_event(
         "block_plug" | "block_unplug" => return Ok(Parsed::Note(block_events::note::PLUG)),
         _ => return Ok(Parsed::Note(note::UNUSED_BLOCK)),
     };
-    let (dev, rest) = token(body).ok_or("truncated line: device missing")?;
-    let device = parse_device(dev).ok_or_else(|| format!("`{dev}` is not a MAJ,MIN device"))?;
-    let (rwbs, rest) = token(rest).ok_or("truncated line: RWBS field missing")?;
+    let (dev, rest) = token(body).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: device missing"))?;
+    let device = parse_device(dev).ok_or_else(|| bad(BadInputKind::Syntax, format!("`{dev}` is not a MAJ,MIN device")))?;
+    let (rwbs, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: RWBS field missing"))?;
     let rest: String = match name {
         "block_rq_issue" | "block_rq_insert" => {
             // BYTES (CMD) SECTOR + N [IOPRIO] [comm]
-            let (bytes, rest) = token(rest).ok_or("truncated line: byte count missing")?;
+            let (bytes, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: byte count missing"))?;
             if bytes.starts_with('-') || bytes.parse::<u64>().is_err() {
-                return Err(format!("byte count `{bytes}` is not a number"));
+                return Err(bad(BadInputKind::NotANumber, format!("byte count `{bytes}` is not a number")));
             }
             let (cmd, rest) = strip_paren(rest)?;
             if !cmd.trim().is_empty() {
@@ -193,7 +193,7 @@ fn parse_block_event(
 
 /// Parses one line of tracefs text: a block event, a blk-tracer line, a
 /// lost-events marker, or a header. Live capture reuses this.
-pub fn parse_line(line: &str) -> Result<TraceLine, String> {
+pub fn parse_line(line: &str) -> Result<TraceLine, BadReason> {
     let t = line.trim();
     if t.is_empty() || t.starts_with('#') {
         return Ok(TraceLine::Comment);
@@ -214,7 +214,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine, String> {
     let p = parse_prefix(t)?;
     let body = p.body;
     if body.is_empty() {
-        return Err("truncated line: nothing after the timestamp".into());
+        return Err(bad(BadInputKind::Truncated, "truncated line: nothing after the timestamp"));
     }
     // `block_rq_issue: ...` (optionally `block:block_rq_issue: ...`).
     if let Some((name, rest)) = body.split_once(": ") {
@@ -227,24 +227,24 @@ pub fn parse_line(line: &str) -> Result<TraceLine, String> {
         }
     }
     // The blk tracer: `MAJ,MIN [CGROUP] ACTION RWBS REST`.
-    let (dev, rest) = token(body).ok_or("truncated line")?;
+    let (dev, rest) = token(body).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line"))?;
     let Some(device) = parse_device(dev) else {
         if body.ends_with(':') || body.split_once(':').is_some() {
             return Ok(TraceLine::Parsed(Parsed::Note(note::OTHER_EVENT)));
         }
-        return Err(format!(
+        return Err(bad(BadInputKind::UnknownOp, format!(
             "`{body}` is neither a block event nor a blk tracer line"
-        ));
+        )));
     };
-    let (mut action, mut rest) = token(rest).ok_or("truncated line: action missing")?;
+    let (mut action, mut rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: action missing"))?;
     if action.contains(',') {
         // blk_cgroup option: a cgroup id pair before the action.
-        (action, rest) = token(rest).ok_or("truncated line: action missing")?;
+        (action, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: action missing"))?;
     }
     if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(format!("`{action}` is not a blk tracer action"));
+        return Err(bad(BadInputKind::Syntax, format!("`{action}` is not a blk tracer action")));
     }
-    let (rwbs, rest) = token(rest).ok_or("truncated line: RWBS field missing")?;
+    let (rwbs, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: RWBS field missing"))?;
     parse_action(device, p.time, p.pid, action, rwbs, rest).map(TraceLine::Parsed)
 }
 
@@ -302,7 +302,8 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
     let mut reader = LineReader::new(input, file).keeping_comments();
     while let Some(line) = reader.next_line(sink)? {
         let Ok(text) = std::str::from_utf8(line.bytes) else {
-            report_bad(sink, file, line.number, line.bytes, "not UTF-8 text")?;
+            let reason = bad(BadInputKind::NotText, "not UTF-8 text");
+            report_bad(sink, file, line.number, line.bytes, &reason)?;
             continue;
         };
         let at = Location::line(file, line.number);
@@ -430,10 +431,11 @@ mod tests {
             (e.action, e.op, e.offset, e.len),
             (Action::Queue, Op::Flush, Bytes(0), Bytes(0))
         );
-        assert!(
+        assert_eq!(
             parse_line("  dd-1 [000] ..... 5.0: block_bio_queue: 253,0 WS 800 +")
                 .unwrap_err()
-                .contains("truncated")
+                .kind,
+            crate::error::BadInputKind::Truncated
         );
 
         // A zram capture's text pairs in queue mode.
@@ -539,26 +541,31 @@ mod tests {
 
     #[test]
     fn bad_lines() {
+        use crate::error::BadInputKind as K;
         let e = |l: &str| parse_line(l).unwrap_err();
-        assert!(
-            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 +")
-                .contains("truncated")
+        let kind = |l: &str| e(l).kind;
+        assert_eq!(
+            kind("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 +"),
+            K::Truncated
         );
-        assert!(
-            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096").contains("truncated")
+        assert_eq!(
+            kind("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096"),
+            K::Truncated
         );
         assert!(
             e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R -4096 () 0 + 8 [dd]")
+                .message
                 .contains("byte count")
         );
-        assert!(
-            e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + -8 [dd]")
-                .contains("negative")
+        assert_eq!(
+            kind("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 0 + -8 [dd]"),
+            K::Negative
         );
-        assert!(e("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 99999999999999999999 + 8 [dd]").contains("too large"));
-        assert!(e("random words").contains("ftrace"));
+        assert_eq!(kind("  dd-1234 [001] ..... 123.456789: block_rq_issue: 7,0 R 4096 () 99999999999999999999 + 8 [dd]"), K::OutOfRange);
+        assert_eq!(kind("random words"), K::Syntax);
         assert!(
             e("  dd-1234 [001] ..... nonsense: block_rq_issue: 7,0 R 4096 () 0 + 8 [dd]")
+                .message
                 .contains("`nonsense` is not in seconds")
         );
     }

@@ -13,7 +13,7 @@
 //! operation code (mapped as in the CSV form); `rt`, the response time, is
 //! read as microseconds like `ts`. One file is one virtual disk (`0:0`).
 
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::cloudphysics::scsi_op;
 use crate::formats::line_input::{check_extent, check_time};
@@ -87,7 +87,7 @@ fn u16_at(r: &[u8], at: usize) -> u16 {
 }
 
 /// What one record is: an I/O, or a note key for a command without data.
-fn decode(r: &[u8], version: u8) -> Result<Result<SourceIo, &'static str>, String> {
+fn decode(r: &[u8], version: u8) -> Result<Result<SourceIo, &'static str>, BadReason> {
     let (cmd, ver, len, lbn, ts, rt) = if version == 2 {
         (
             u16_at(r, 0),
@@ -108,15 +108,15 @@ fn decode(r: &[u8], version: u8) -> Result<Result<SourceIo, &'static str>, Strin
         )
     };
     if ver >> 8 != u16::from(version) {
-        return Err(format!(
+        return Err(bad(BadInputKind::Syntax, format!(
             "record of version {} in a file of version {version} records",
             ver >> 8
-        ));
+        )));
     }
     let micros = |v: u64, what: &str| {
         v.checked_mul(1000)
             .map(Nanos)
-            .ok_or_else(|| format!("absurd {what} {v} µs"))
+            .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("absurd {what} {v} µs")))
             .and_then(|t| check_time(what, t))
     };
     let time = micros(ts, "time")?;
@@ -129,7 +129,7 @@ fn decode(r: &[u8], version: u8) -> Result<Result<SourceIo, &'static str>, Strin
     } else {
         let offset = Sectors(lbn)
             .to_bytes()
-            .ok_or_else(|| format!("lbn {lbn} is past 2^64 bytes"))?;
+            .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lbn {lbn} is past 2^64 bytes")))?;
         check_extent(offset.0, u64::from(len))?;
         (offset, Bytes(u64::from(len)))
     };
@@ -192,7 +192,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             break;
         }
         if got < size {
-            let reason = format!("truncated record: the file ends {got} bytes into a {size}-byte record");
+            let reason = bad(BadInputKind::Truncated, format!("truncated record: the file ends {got} bytes into a {size}-byte record"));
             sink.bad_input(at, &hex(&buf[..got]), &reason)?;
             break;
         }

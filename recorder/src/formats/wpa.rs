@@ -25,7 +25,7 @@
 //! the note `wpa aggregated row split` for `info` to show.
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, report_bad, show, Fields,
@@ -121,7 +121,7 @@ fn time_scale(unit: &[u8]) -> Option<u32> {
 }
 
 impl Layout {
-    fn from_header(header: &[u8]) -> Result<Layout, String> {
+    fn from_header(header: &[u8]) -> Result<Layout, BadReason> {
         let (separator, style) = if header.contains(&b';') {
             (
                 b';',
@@ -169,7 +169,7 @@ impl Layout {
             }
         }
         let missing = |what: &str| {
-            format!("not a WPA Disk Usage export: the header line has no `{what}` column")
+            bad(BadInputKind::Syntax, format!("not a WPA Disk Usage export: the header line has no `{what}` column"))
         };
         Ok(Layout {
             separator,
@@ -186,7 +186,7 @@ impl Layout {
         })
     }
 
-    fn integer(&self, field: &[u8], what: &str) -> Result<u64, String> {
+    fn integer(&self, field: &[u8], what: &str) -> Result<u64, BadReason> {
         parse_fixed(field, what, 0, self.style)
     }
 
@@ -195,7 +195,7 @@ impl Layout {
         fields: &Fields<'_, MAX_COLUMNS>,
         column: TimeColumn,
         what: &str,
-    ) -> Result<Nanos, String> {
+    ) -> Result<Nanos, BadReason> {
         let ns = parse_fixed(fields.get(column.index), what, column.scale, self.style)?;
         check_time(what, Nanos(ns))
     }
@@ -213,14 +213,14 @@ struct Row {
     pid: Option<u32>,
 }
 
-fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
+fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, BadReason> {
     let fields = Fields::<MAX_COLUMNS>::split(line, layout.separator);
     let io_type = fields.get(layout.io_type);
     if io_type.is_empty() {
-        return Err(format!(
+        return Err(bad(BadInputKind::Missing, format!(
             "missing IO Type (the row has {} fields)",
             fields.len()
-        ));
+        )));
     }
     let op = if io_type.eq_ignore_ascii_case(b"read") {
         Some(Op::Read)
@@ -237,7 +237,7 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
         (None, Some(column)) => {
             let complete = layout.time(&fields, column, "complete time")?;
             Some(Nanos(complete.0.checked_sub(time.0).ok_or_else(|| {
-                format!("complete time {complete} is before init time {time}")
+                bad(BadInputKind::OutOfRange, format!("complete time {complete} is before init time {time}"))
             })?))
         }
         (None, None) => None,
@@ -263,7 +263,7 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
                 .position(u8::is_ascii_digit)
                 .map_or(field, |p| &field[p..]);
             let n = layout.integer(digits, "disk")?;
-            u32::try_from(n).map_err(|_| format!("disk {n} is too large"))?
+            u32::try_from(n).map_err(|_| bad(BadInputKind::OutOfRange, format!("disk {n} is too large")))?
         }
         None => 0,
     };
@@ -272,15 +272,15 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, String> {
         None => 1,
     };
     if count == 0 || count > MAX_COUNT {
-        return Err(format!("count {count} is not between 1 and {MAX_COUNT}"));
+        return Err(bad(BadInputKind::Syntax, format!("count {count} is not between 1 and {MAX_COUNT}")));
     }
     // Each I/O of an aggregate carries at least one byte: a larger count
     // would split the row into empty requests (and a 100-byte line into up
     // to 2^32 of them, as the fuzzer found).
     if matches!(op, Some(Op::Read | Op::Write)) && count > size {
-        return Err(format!(
+        return Err(bad(BadInputKind::OutOfRange, format!(
             "count {count} is more than the row's {size} bytes (every I/O carries at least one)"
-        ));
+        )));
     }
     let pid = layout.pid.and_then(|column| match column {
         PidColumn::Id(i) => std::str::from_utf8(fields.get(i)).ok()?.parse().ok(),

@@ -25,7 +25,7 @@
 //! as a note; a line that is no event at all is bad input.
 
 use crate::formats::{FormatSpec, Reader};
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
 use crate::formats::line_input::{
     check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, parse_u64, report_bad,
@@ -117,7 +117,7 @@ impl EventLayout {
     }
 
     /// From a header line (`DiskRead, TimeStamp, ...`).
-    fn from_header(kind: DiskKind, header: &Fields<'_, MAX_FIELDS>) -> Result<EventLayout, String> {
+    fn from_header(kind: DiskKind, header: &Fields<'_, MAX_FIELDS>) -> Result<EventLayout, BadReason> {
         let find = |want: &[u8]| {
             (0..header.len().min(MAX_FIELDS)).find(|&i| {
                 let name = header.get(i);
@@ -125,7 +125,7 @@ impl EventLayout {
             })
         };
         let need = |want: &str| {
-            find(want.as_bytes()).ok_or_else(|| format!("the header has no `{want}` column"))
+            find(want.as_bytes()).ok_or_else(|| bad(BadInputKind::Syntax, format!("the header has no `{want}` column")))
         };
         let range = if kind == DiskKind::Flush {
             None
@@ -151,12 +151,12 @@ fn is_event_name(name: &[u8]) -> bool {
             .all(|&b| b.is_ascii_alphanumeric() || b"-_/. ".contains(&b))
 }
 
-fn micros(field: &[u8], what: &str) -> Result<Nanos, String> {
+fn micros(field: &[u8], what: &str) -> Result<Nanos, BadReason> {
     let ns = parse_fixed(field, what, 3, NumberStyle::PLAIN)?;
     check_time(what, Nanos(ns))
 }
 
-fn number(field: &[u8], what: &str) -> Result<u64, String> {
+fn number(field: &[u8], what: &str) -> Result<u64, BadReason> {
     if field.starts_with(b"0x") || field.starts_with(b"0X") {
         parse_hex_u64(field, what)
     } else {
@@ -169,23 +169,23 @@ fn parse_disk_event(
     kind: DiskKind,
     layout: &EventLayout,
     f: &Fields<'_, MAX_FIELDS>,
-) -> Result<(SourceIo, bool), String> {
+) -> Result<(SourceIo, bool), BadReason> {
     let needed = [layout.timestamp, layout.elapsed, layout.disk]
         .into_iter()
         .chain(layout.range.map(|(a, b)| a.max(b)))
         .max()
         .unwrap_or(0);
     if f.len() <= needed {
-        return Err(format!(
+        return Err(bad(BadInputKind::Truncated, format!(
             "truncated event: {} fields, the layout needs at least {}",
             f.len(),
             needed + 1
-        ));
+        )));
     }
     let completed = micros(f.get(layout.timestamp), "timestamp")?;
     let elapsed = micros(f.get(layout.elapsed), "elapsed time")?;
     let disk = parse_u64(f.get(layout.disk), "disk number")?;
-    let disk = u32::try_from(disk).map_err(|_| format!("disk number {disk} is too large"))?;
+    let disk = u32::try_from(disk).map_err(|_| bad(BadInputKind::OutOfRange, format!("disk number {disk} is too large")))?;
     let (offset, len) = match layout.range {
         Some((o, s)) => {
             let offset = number(f.get(o), "byte offset")?;
@@ -247,7 +247,10 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
                 file,
                 line.number,
                 line.bytes,
-                "not an xperf dumper event line (`EventName, TimeStamp, ...`)",
+                &bad(
+                    BadInputKind::Syntax,
+                    "not an xperf dumper event line (`EventName, TimeStamp, ...`)",
+                ),
             )?;
             continue;
         }

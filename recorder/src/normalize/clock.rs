@@ -31,7 +31,7 @@ pub(super) enum Item {
     /// stay in input order.
     Bad {
         content: String,
-        reason: String,
+        reason: crate::error::BadReason,
     },
 }
 

@@ -22,7 +22,7 @@
 //! Memory is bounded by the requests in flight (and at most
 //! [`NormaliseOptions::max_pending`] records), never by input length.
 
-use crate::error::ConvertError;
+use crate::error::{BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, BlockEvent, Location, SourceIo};
 use crate::sink::Sink;
 use std::collections::{BTreeMap, VecDeque};
@@ -319,6 +319,7 @@ impl<'o> Normaliser<'o> {
                 Item::Io(io) => describe_io(io),
                 Item::Bad { content, .. } => content.clone(),
             };
+            let reason = BadReason::new(BadInputKind::TimeOrder, reason);
             return self.report_bad(arrival.location(), &content, &reason);
         }
         let event = match &arrival.item {
@@ -362,21 +363,22 @@ impl<'o> Normaliser<'o> {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &BadReason,
     ) -> Result<(), ConvertError> {
         let content = shorten(content);
         if self.opts.skip_bad {
             self.skipped.add(SkippedExample {
                 location: at.to_string(),
                 content,
-                reason: reason.to_string(),
+                reason: reason.message.clone(),
             });
             Ok(())
         } else {
             Err(ConvertError::BadInput {
                 location: at.to_string(),
                 content,
-                reason: reason.to_string(),
+                reason: reason.message.clone(),
+                kind: reason.kind,
             })
         }
     }
@@ -398,11 +400,11 @@ impl<'o> Normaliser<'o> {
         };
         let rel = time.saturating_sub(origin);
         if time < origin && origin.saturating_sub(time) > self.opts.reorder_tolerance {
-            let reason = format!(
+            let reason = BadReason::new(BadInputKind::TimeOrder, format!(
                 "time goes backwards by {} to before the trace start (more than the {} tolerated; `convert --reorder-window` widens it)",
                 origin.saturating_sub(time),
                 self.opts.reorder_tolerance
-            );
+            ));
             self.report_bad(*at, &what(), &reason)?;
             return Ok(None);
         }
@@ -414,6 +416,7 @@ impl<'o> Normaliser<'o> {
                 rel,
                 self.opts.reorder_tolerance
             );
+            let reason = BadReason::new(BadInputKind::TimeOrder, reason);
             self.report_bad(*at, &what(), &reason)?;
             return Ok(None);
         }
@@ -444,6 +447,7 @@ impl<'o> Normaliser<'o> {
                 ),
             }
         };
+        let reason = BadReason::new(BadInputKind::OutOfRange, reason);
         self.report_bad(*at, &what(), &reason)?;
         Ok(false)
     }
@@ -910,13 +914,13 @@ impl Sink for Normaliser<'_> {
         &mut self,
         at: Location<'_>,
         content: &str,
-        reason: &str,
+        reason: &BadReason,
     ) -> Result<(), ConvertError> {
         if self.opts.skip_bad {
             // In line with the inputs around it, so examples keep input order.
             let item = Item::Bad {
                 content: content.to_string(),
-                reason: reason.to_string(),
+                reason: reason.clone(),
             };
             return self.arrive(&at, item);
         }

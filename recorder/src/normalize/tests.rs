@@ -497,7 +497,9 @@ fn skip_bad_counts_instead_of_stopping() {
     let mut huge = ev(1, Issue, Op::Read, 0, 8);
     huge.offset = Bytes(1 << 63);
     n.event(Location::line("f", 2), huge).unwrap();
-    n.bad_input(Location::line("f", 3), "garbage", "not a blkparse line")
+    let reason =
+        crate::error::BadReason::new(crate::error::BadInputKind::Syntax, "not a blkparse line");
+    n.bad_input(Location::line("f", 3), "garbage", &reason)
         .unwrap();
     let o = n.finish().unwrap();
     assert_eq!(out.len(), 1);

@@ -160,14 +160,14 @@ fn bio_records_decode_by_their_format_files() {
     assert_eq!(d.decode(Nanos(1), &rec), Ok(Parsed::Note(NOTE_OTHER_EVENT)));
     // A cut-off bio record, and garbage in its RWBS.
     let rec = record(&queue, zram0, 0, 8, "R", 1);
-    assert!(d
-        .decode(Nanos(1), &rec[..30])
-        .unwrap_err()
-        .contains("field `rwbs` (bytes 28..38) runs past the 30-byte record"));
+    assert_eq!(
+        d.decode(Nanos(1), &rec[..30]).unwrap_err().kind,
+        BadInputKind::Truncated
+    );
     let rec = record(&complete, zram0, 0, 8, "Rx", 1);
     assert_eq!(
         d.decode(Nanos(1), &rec).unwrap_err(),
-        "`Rx` is not an RWBS field"
+        BadReason::new(BadInputKind::UnknownOp, "`Rx` is not an RWBS field")
     );
 }
 
@@ -272,18 +272,20 @@ fn passthrough_other_events_and_bad_records() {
     let rec = record(&issue, LOOP0, 0, 8, "Q?", 1);
     assert_eq!(
         d.decode(Nanos(1), &rec).unwrap_err(),
-        "`Q?` is not an RWBS field"
+        BadReason::new(BadInputKind::UnknownOp, "`Q?` is not an RWBS field")
     );
     let rec = record(&issue, LOOP0, 0, 8, "R", 1);
-    assert!(d
-        .decode(Nanos(1), &rec[..26])
-        .unwrap_err()
-        .contains("ends before field `nr_sector`"));
+    assert_eq!(
+        d.decode(Nanos(1), &rec[..26]).unwrap_err().kind,
+        BadInputKind::Truncated
+    );
     let mut rec = record(&issue, LOOP0, 0, 8, "R", 1);
     put(&mut rec, &issue, "cmd", (40u64 << 16) | 60);
+    // The message names the field and its bytes.
     assert!(d
         .decode(Nanos(1), &rec)
         .unwrap_err()
+        .message
         .contains("field `cmd` (bytes 60..100) runs past the 65-byte record"));
 }
 

@@ -9,7 +9,7 @@
 
 use super::{category, encode_for_dump, hex_dump, RawRecord, RecordPosition, RecordReader, Step};
 use super::MAX_BACKWARDS;
-use crate::error::ConvertError;
+use crate::error::{bad, BadInputKind, ConvertError};
 use crate::event::Location;
 use crate::sink::Sink;
 use std::io::Read;
@@ -71,13 +71,13 @@ impl<R: Read> RecordReader<R> {
         sink.bad_input(
             at,
             &hex_dump(&encode_for_dump(&rec)),
-            &format!(
+            &bad(BadInputKind::TimeOrder, format!(
                 "time jumps ahead by {} ns (from {before} to {}) and {back} of the {} records \
                  after it are back before it: a bad timestamp",
                 rec.time - before,
                 rec.time,
                 back + with
-            ),
+            )),
         )?;
         Ok(None)
     }
