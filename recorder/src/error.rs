@@ -53,7 +53,8 @@ pub enum BadInputKind {
     /// A number beyond what the format or a trace can hold (too large, past
     /// 2^63 bytes, an absurd time).
     OutOfRange,
-    /// An operation (read, write, RWBS, command) the format does not define.
+    /// An operation or action (read, write, RWBS, command, event action) the
+    /// format does not define.
     UnknownOp,
     /// A line or record that ends before its last field.
     Truncated,

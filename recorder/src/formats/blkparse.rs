@@ -59,7 +59,7 @@ fn parse_header(line: &str) -> Result<Header<'_>, BadReason> {
     let pid: u32 = parse_number(pid, "PID")?;
     let (action, rest) = token(rest).ok_or_else(|| missing("action"))?;
     if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(bad(BadInputKind::Syntax, format!("`{action}` is not a blkparse action")));
+        return Err(bad(BadInputKind::UnknownOp, format!("`{action}` is not a blkparse action")));
     }
     let (rwbs, rest) = token(rest).ok_or_else(|| missing("RWBS field"))?;
     Ok(Header {

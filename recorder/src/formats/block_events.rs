@@ -180,10 +180,13 @@ pub(crate) fn parse_number<T: std::str::FromStr>(s: &str, what: &str) -> Result<
         ));
     }
     s.parse().map_err(|_| {
-        bad(
-            BadInputKind::OutOfRange,
-            format!("{what} `{s}` is not a number (or too large)"),
-        )
+        // All digits and still unreadable: too large for its type.
+        let kind = if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) {
+            BadInputKind::OutOfRange
+        } else {
+            BadInputKind::NotANumber
+        };
+        bad(kind, format!("{what} `{s}` is not a number (or too large)"))
     })
 }
 

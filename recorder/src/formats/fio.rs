@@ -175,7 +175,7 @@ fn parse_line(
         }
     };
     let Some(action) = action_of(action_word) else {
-        return Err(bad(BadInputKind::Syntax, format!("unknown action `{}`", show(action_word))));
+        return Err(bad(BadInputKind::UnknownOp, format!("unknown action `{}`", show(action_word))));
     };
     match (action, range) {
         (Action::Add, None) => {

@@ -242,7 +242,7 @@ pub fn parse_line(line: &str) -> Result<TraceLine, BadReason> {
         (action, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: action missing"))?;
     }
     if action.len() > 2 || !action.chars().all(|c| c.is_ascii_alphabetic()) {
-        return Err(bad(BadInputKind::Syntax, format!("`{action}` is not a blk tracer action")));
+        return Err(bad(BadInputKind::UnknownOp, format!("`{action}` is not a blk tracer action")));
     }
     let (rwbs, rest) = token(rest).ok_or_else(|| bad(BadInputKind::Truncated, "truncated line: RWBS field missing"))?;
     parse_action(device, p.time, p.pid, action, rwbs, rest).map(TraceLine::Parsed)

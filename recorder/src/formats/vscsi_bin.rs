@@ -288,7 +288,12 @@ mod tests {
         assert_eq!(sink.ios.len(), 2);
         assert_eq!(sink.bad.len(), 2);
         assert!(sink.bad[0].location.contains("record 2 (byte 64)"), "{:?}", sink.bad);
-        assert!(sink.bad[1].reason.contains("truncated"), "{:?}", sink.bad);
+        assert_eq!(
+            sink.bad[1].kind,
+            crate::error::BadInputKind::Truncated,
+            "{:?}",
+            sink.bad
+        );
         assert!(!looks_like(b"version,time,op,size,lbn\n1,5633898,2a,512,42932745\n"));
         assert!(!looks_like(&v1(0x28, 512, 0, 1)));
     }

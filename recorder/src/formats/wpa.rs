@@ -272,7 +272,7 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, BadReason> {
         None => 1,
     };
     if count == 0 || count > MAX_COUNT {
-        return Err(bad(BadInputKind::Syntax, format!("count {count} is not between 1 and {MAX_COUNT}")));
+        return Err(bad(BadInputKind::OutOfRange, format!("count {count} is not between 1 and {MAX_COUNT}")));
     }
     // Each I/O of an aggregate carries at least one byte: a larger count
     // would split the row into empty requests (and a 100-byte line into up

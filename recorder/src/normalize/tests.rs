@@ -412,9 +412,13 @@ fn one_outlier_time_costs_its_line_only() {
         bogus.time = Nanos(outlier_s * 1_000_000_000);
         lines.push((51, bogus));
         lines.extend(steady(52, 5_500, 50));
-        let err = run_lines(NormaliseOptions::default(), &lines)
-            .unwrap_err()
-            .to_string();
+        let err = run_lines(NormaliseOptions::default(), &lines).unwrap_err();
+        assert_eq!(
+            err.bad_input_kind(),
+            Some(crate::error::BadInputKind::TimeOrder),
+            "{err}"
+        );
+        let err = err.to_string();
         assert!(err.starts_with("f:51: time "), "{outlier_s}: {err}");
         assert!(err.contains("bad timestamp"), "{err}");
         let (recs, o) = run_lines(skip_bad(), &lines).unwrap();
