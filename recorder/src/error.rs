@@ -1,7 +1,10 @@
 use std::path::PathBuf;
 
-/// Why a conversion stopped. Every message names the file and the line or record.
+/// Why a conversion stopped. Every message names the file and the line or
+/// record; a bad line or record also says what is wrong with it as a
+/// [`BadInputKind`]. More cases may come.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConvertError {
     #[error("{location}: {reason}: `{content}`")]
     BadInput {

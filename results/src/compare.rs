@@ -7,8 +7,10 @@ use crate::schema::{SuiteResult, TraceResult};
 use crate::stats::{geometric_mean, mean_ci95, suite_score_ci, trace_score_ci};
 use std::path::{Path, PathBuf};
 
-/// Why result files could not be compared.
+/// Why result files could not be compared; each case its own variant, so a
+/// caller can tell them apart without reading the message. More may come.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CompareError {
     #[error("{path}: cannot read: {source}")]
     Read {
@@ -23,8 +25,11 @@ pub enum CompareError {
         column: usize,
         reason: String,
     },
-    #[error("{0}")]
-    Usage(String),
+    #[error("no result files to compare")]
+    NoResults,
+    /// More `--label`s than result files.
+    #[error("{labels} labels for {results} result files")]
+    TooManyLabels { labels: usize, results: usize },
 }
 
 /// Reads one result file (`tracemark replay/suite --json`), judged from its
@@ -179,14 +184,13 @@ impl Comparison {
         labels: &[String],
     ) -> Result<Comparison, CompareError> {
         if results.is_empty() {
-            return Err(CompareError::Usage("no result files to compare".into()));
+            return Err(CompareError::NoResults);
         }
         if labels.len() > results.len() {
-            return Err(CompareError::Usage(format!(
-                "{} labels for {} result files",
-                labels.len(),
-                results.len()
-            )));
+            return Err(CompareError::TooManyLabels {
+                labels: labels.len(),
+                results: results.len(),
+            });
         }
         let mut drives: Vec<Drive> = results
             .into_iter()
@@ -608,6 +612,37 @@ mod tests {
         assert_eq!(cell(Some(250.0), Some(1000.0), 1), "250.0 (0.25x)");
         assert_eq!(cell(None, Some(1.0), 1), "-");
         assert_eq!(cell(Some(3.0), None, 2), "3.00");
+    }
+
+    #[test]
+    fn errors_say_which_case_and_keep_their_messages() {
+        let e = Comparison::new(Vec::new(), &[]).err();
+        assert!(matches!(e, Some(CompareError::NoResults)), "{e:?}");
+        assert_eq!(
+            e.map(|e| e.to_string()).as_deref(),
+            Some("no result files to compare")
+        );
+        let e = CompareError::TooManyLabels {
+            labels: 2,
+            results: 1,
+        };
+        assert_eq!(e.to_string(), "2 labels for 1 result files");
+
+        let dir = std::env::temp_dir().join(format!("compare-errors-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = load_result(&dir.join("none.json")).err();
+        assert!(
+            matches!(missing, Some(CompareError::Read { .. })),
+            "{missing:?}"
+        );
+        let bad = dir.join("bad.json");
+        std::fs::write(&bad, "{\n  \"nope\"").unwrap();
+        let parse = load_result(&bad).err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            matches!(parse, Some(CompareError::Parse { line: 2, .. })),
+            "{parse:?}"
+        );
     }
 
     #[test]

@@ -19,8 +19,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What cannot be merged at all (as opposed to a failed rank, which is
-/// merged and marks the result not valid).
+/// merged and marks the result not valid). More cases may come.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     #[error("no result files to merge")]
     Nothing,
