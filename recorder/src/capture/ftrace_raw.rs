@@ -718,16 +718,13 @@ struct Field {
 }
 
 impl Field {
-    fn number(&self, payload: &[u8], name: &str) -> Result<i128, BadReason> {
+    fn number(&self, payload: &[u8], name: &str) -> Result<i128, String> {
         let raw = read_ne(payload, self.offset, self.size).ok_or_else(|| {
-            bad(
-                BadInputKind::Truncated,
-                format!(
-                    "record of {} bytes ends before field `{name}` (bytes {}..{})",
-                    payload.len(),
-                    self.offset,
-                    self.offset + self.size
-                ),
+            format!(
+                "record of {} bytes ends before field `{name}` (bytes {}..{})",
+                payload.len(),
+                self.offset,
+                self.offset + self.size
             )
         })?;
         Ok(if self.signed {
@@ -739,26 +736,18 @@ impl Field {
     }
 
     fn unsigned(&self, payload: &[u8], name: &str) -> Result<u64, BadReason> {
-        let n = self.number(payload, name)?;
-        u64::try_from(n).map_err(|_| {
-            bad(
-                BadInputKind::Negative,
-                format!("field `{name}` is negative ({n})"),
-            )
-        })
+        let n = self.number(payload, name).map_err(truncated)?;
+        let negative = || format!("field `{name}` is negative ({n})");
+        u64::try_from(n).map_err(|_| bad(BadInputKind::Negative, negative()))
     }
 
     /// The bytes of a char array or dynamic string, up to its first NUL.
-    fn text<'p>(&self, payload: &'p [u8], name: &str) -> Result<&'p [u8], BadReason> {
+    fn text<'p>(&self, payload: &'p [u8], name: &str) -> Result<&'p [u8], String> {
         let (start, len) = match self.kind {
             FieldKind::Inline => (self.offset, self.size),
             FieldKind::DataLoc | FieldKind::RelLoc => {
-                let word = read_ne(payload, self.offset, 4).ok_or_else(|| {
-                    bad(
-                        BadInputKind::Truncated,
-                        format!("record ends before field `{name}`"),
-                    )
-                })?;
+                let word = read_ne(payload, self.offset, 4)
+                    .ok_or_else(|| format!("record ends before field `{name}`"))?;
                 let at = (word & 0xffff) as usize;
                 let len = (word >> 16) as usize;
                 let at = if self.kind == FieldKind::RelLoc {
@@ -770,17 +759,18 @@ impl Field {
             }
         };
         let bytes = payload.get(start..start + len).ok_or_else(|| {
-            bad(
-                BadInputKind::Truncated,
-                format!(
-                    "field `{name}` (bytes {start}..{}) runs past the {}-byte record",
-                    start + len,
-                    payload.len()
-                ),
+            format!(
+                "field `{name}` (bytes {start}..{}) runs past the {}-byte record",
+                start + len,
+                payload.len()
             )
         })?;
         Ok(bytes.split(|&b| b == 0).next().unwrap_or(&[]))
     }
+}
+
+fn truncated(message: String) -> BadReason {
+    bad(BadInputKind::Truncated, message)
 }
 
 /// The fields of one block event (a request or a bio event).
@@ -942,32 +932,25 @@ impl BlockDecoder {
             return Ok(Parsed::Note(NOTE_OTHER_EVENT));
         };
         let dev = layout.dev.unsigned(payload, "dev")?;
+        let not_dev_t = || format!("device number {dev:#x} is not a kernel dev_t");
         let device = DeviceId {
-            major: u32::try_from(dev >> 20).map_err(|_| {
-                bad(
-                    BadInputKind::OutOfRange,
-                    format!("device number {dev:#x} is not a kernel dev_t"),
-                )
-            })?,
+            major: u32::try_from(dev >> 20)
+                .map_err(|_| bad(BadInputKind::OutOfRange, not_dev_t()))?,
             minor: (dev & 0xf_ffff) as u32,
         };
         let sector = layout.sector.unsigned(payload, "sector")?;
         let nr_sector = layout.nr_sector.unsigned(payload, "nr_sector")?;
-        let rwbs_bytes = layout.rwbs.text(payload, "rwbs")?;
+        let rwbs_bytes = layout.rwbs.text(payload, "rwbs").map_err(truncated)?;
         let rwbs = std::str::from_utf8(rwbs_bytes)
             .ok()
             .and_then(parse_rwbs)
             .ok_or_else(|| {
-                bad(
-                    BadInputKind::UnknownOp,
-                    format!(
-                        "`{}` is not an RWBS field",
-                        String::from_utf8_lossy(rwbs_bytes)
-                    ),
-                )
+                let rwbs = String::from_utf8_lossy(rwbs_bytes);
+                let message = format!("`{rwbs}` is not an RWBS field");
+                bad(BadInputKind::UnknownOp, message)
             })?;
         if let Some(cmd) = &layout.cmd {
-            if !cmd.text(payload, "cmd")?.is_empty() {
+            if !cmd.text(payload, "cmd").map_err(truncated)?.is_empty() {
                 return Ok(Parsed::Note(block_events::note::PASSTHROUGH));
             }
         }
@@ -983,18 +966,14 @@ impl BlockDecoder {
         }
         let error = match &layout.error {
             Some(f) => {
-                let e = f.number(payload, "error")?;
-                i32::try_from(e).map_err(|_| {
-                    bad(
-                        BadInputKind::OutOfRange,
-                        format!("completion error {e} is out of range"),
-                    )
-                })?
+                let e = f.number(payload, "error").map_err(truncated)?;
+                let out_of_range = || format!("completion error {e} is out of range");
+                i32::try_from(e).map_err(|_| bad(BadInputKind::OutOfRange, out_of_range()))?
             }
             None => 0,
         };
         let pid = match &layout.pid {
-            Some(f) => u32::try_from(f.number(payload, "common_pid")?)
+            Some(f) => u32::try_from(f.number(payload, "common_pid").map_err(truncated)?)
                 .ok()
                 .filter(|&p| p != 0),
             None => None,

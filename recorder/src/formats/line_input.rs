@@ -3,7 +3,7 @@
 //! stays bounded whatever the input), field splitting without allocation,
 //! strict number parsing, and the sanity limits every parser applies.
 
-use crate::error::{bad, BadInputKind, BadReason, ConvertError};
+use crate::error::{bad, BadInputKind as K, BadReason, ConvertError};
 use crate::event::Location;
 use crate::sink::Sink;
 use std::io::{ErrorKind, Read};
@@ -273,7 +273,7 @@ impl<'a> LineReader<'a> {
         if self.saw_content {
             return Ok(());
         }
-        let reason = bad(BadInputKind::Empty, format!("empty input: no {what} lines"));
+        let reason = bad(K::Empty, format!("empty input: no {what} lines"));
         sink.bad_input(Location::line(self.file, self.number.max(1)), "", &reason)
     }
 }
@@ -308,10 +308,8 @@ pub(crate) fn report_bad(
 
 /// Reports an over-long line as bad input.
 fn report_too_long(sink: &mut dyn Sink, file: &str, line: &Line<'_>) -> Result<(), ConvertError> {
-    let reason = bad(
-        BadInputKind::TooLong,
-        format!("line longer than {MAX_LINE_BYTES} bytes"),
-    );
+    let message = format!("line longer than {MAX_LINE_BYTES} bytes");
+    let reason = bad(K::TooLong, message);
     report_bad(sink, file, line.number, line.bytes, &reason)
 }
 
@@ -397,36 +395,44 @@ pub(crate) fn show(field: &[u8]) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(field)
 }
 
+fn missing(what: &str) -> BadReason {
+    bad(K::Missing, format!("missing {what}"))
+}
+
+fn negative(what: &str, field: &[u8]) -> BadReason {
+    bad(K::Negative, format!("negative {what} `{}`", show(field)))
+}
+
+fn not_a_number(what: &str, field: &[u8]) -> BadReason {
+    let message = format!("{what} `{}` is not a number", show(field));
+    bad(K::NotANumber, message)
+}
+
+fn too_large(what: &str, field: &[u8]) -> BadReason {
+    let message = format!("{what} `{}` is too large", show(field));
+    bad(K::OutOfRange, message)
+}
+
 /// A non-negative decimal integer. Says "negative" for a leading minus sign,
 /// "missing" for an empty field.
 pub(crate) fn parse_u64(field: &[u8], what: &str) -> Result<u64, BadReason> {
     let digits = field.strip_prefix(b"+").unwrap_or(field);
     if digits.is_empty() {
-        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
+        return Err(missing(what));
     }
     if field.first() == Some(&b'-') {
-        return Err(bad(
-            BadInputKind::Negative,
-            format!("negative {what} `{}`", show(field)),
-        ));
+        return Err(negative(what, field));
     }
     let mut value: u64 = 0;
     for &b in digits {
         if !b.is_ascii_digit() {
-            return Err(bad(
-                BadInputKind::NotANumber,
-                format!("{what} `{}` is not a whole number", show(field)),
-            ));
+            let message = format!("{what} `{}` is not a whole number", show(field));
+            return Err(bad(K::NotANumber, message));
         }
         value = value
             .checked_mul(10)
             .and_then(|v| v.checked_add(u64::from(b - b'0')))
-            .ok_or_else(|| {
-                bad(
-                    BadInputKind::OutOfRange,
-                    format!("{what} `{}` is too large", show(field)),
-                )
-            })?;
+            .ok_or_else(|| too_large(what, field))?;
     }
     Ok(value)
 }
@@ -434,26 +440,21 @@ pub(crate) fn parse_u64(field: &[u8], what: &str) -> Result<u64, BadReason> {
 /// A hexadecimal integer, with or without `0x`.
 pub(crate) fn parse_hex_u64(field: &[u8], what: &str) -> Result<u64, BadReason> {
     if field.is_empty() {
-        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
+        return Err(missing(what));
     }
     if field.first() == Some(&b'-') {
-        return Err(bad(
-            BadInputKind::Negative,
-            format!("negative {what} `{}`", show(field)),
-        ));
+        return Err(negative(what, field));
     }
     let digits = field
         .strip_prefix(b"0x")
         .or_else(|| field.strip_prefix(b"0X"))
         .unwrap_or(field);
     if digits.is_empty() || digits.len() > 16 {
-        return Err(bad(
-            BadInputKind::NotANumber,
-            format!(
-                "{what} `{}` is not a 64-bit hexadecimal number",
-                show(field)
-            ),
-        ));
+        let message = format!(
+            "{what} `{}` is not a 64-bit hexadecimal number",
+            show(field)
+        );
+        return Err(bad(K::NotANumber, message));
     }
     let mut value: u64 = 0;
     for &b in digits {
@@ -462,10 +463,8 @@ pub(crate) fn parse_hex_u64(field: &[u8], what: &str) -> Result<u64, BadReason> 
             b'a'..=b'f' => b - b'a' + 10,
             b'A'..=b'F' => b - b'A' + 10,
             _ => {
-                return Err(bad(
-                    BadInputKind::NotANumber,
-                    format!("{what} `{}` is not a hexadecimal number", show(field)),
-                ))
+                let message = format!("{what} `{}` is not a hexadecimal number", show(field));
+                return Err(bad(K::NotANumber, message));
             }
         };
         value = (value << 4) | u64::from(d);
@@ -500,30 +499,17 @@ pub(crate) fn parse_fixed(
     style: NumberStyle,
 ) -> Result<u64, BadReason> {
     if field.is_empty() {
-        return Err(bad(BadInputKind::Missing, format!("missing {what}")));
+        return Err(missing(what));
     }
     if field.first() == Some(&b'-') {
-        return Err(bad(
-            BadInputKind::Negative,
-            format!("negative {what} `{}`", show(field)),
-        ));
+        return Err(negative(what, field));
     }
     let body = field.strip_prefix(b"+").unwrap_or(field);
     if body.iter().any(|&b| b == b'e' || b == b'E') {
         return parse_exponent(field, body, what, scale, style);
     }
-    let too_large = || {
-        bad(
-            BadInputKind::OutOfRange,
-            format!("{what} `{}` is too large", show(field)),
-        )
-    };
-    let malformed = || {
-        bad(
-            BadInputKind::NotANumber,
-            format!("{what} `{}` is not a number", show(field)),
-        )
-    };
+    let too_large = || too_large(what, field);
+    let malformed = || not_a_number(what, field);
     let (int_part, frac_part) = match body.iter().position(|&b| b == style.decimal) {
         Some(p) => (&body[..p], Some(&body[p + 1..])),
         None => (body, None),
@@ -607,24 +593,13 @@ fn parse_exponent(
             }
         })
         .collect();
-    let value: f64 = text.parse().map_err(|_| {
-        bad(
-            BadInputKind::NotANumber,
-            format!("{what} `{}` is not a number", show(field)),
-        )
-    })?;
+    let value: f64 = text.parse().map_err(|_| not_a_number(what, field))?;
     let scaled = value * 10f64.powi(scale as i32);
     if !scaled.is_finite() || scaled >= u64::MAX as f64 {
-        return Err(bad(
-            BadInputKind::OutOfRange,
-            format!("{what} `{}` is too large", show(field)),
-        ));
+        return Err(too_large(what, field));
     }
     if scaled < 0.0 {
-        return Err(bad(
-            BadInputKind::Negative,
-            format!("negative {what} `{}`", show(field)),
-        ));
+        return Err(negative(what, field));
     }
     Ok(scaled.round() as u64)
 }
@@ -632,10 +607,9 @@ fn parse_exponent(
 /// Checks that a time or latency is below [`MAX_TIME`].
 pub(crate) fn check_time(what: &str, t: Nanos) -> Result<Nanos, BadReason> {
     if t >= MAX_TIME {
-        Err(bad(
-            BadInputKind::OutOfRange,
-            format!("absurd {what} {t}: more than 146 years after the source's time zero"),
-        ))
+        let message =
+            format!("absurd {what} {t}: more than 146 years after the source's time zero");
+        Err(bad(K::OutOfRange, message))
     } else {
         Ok(t)
     }
@@ -645,21 +619,19 @@ pub(crate) fn check_time(what: &str, t: Nanos) -> Result<Nanos, BadReason> {
 pub(crate) fn check_extent(offset: u64, len: u64) -> Result<(), BadReason> {
     match offset.checked_add(len) {
         Some(end) if end <= MAX_END => Ok(()),
-        _ => Err(bad(
-            BadInputKind::OutOfRange,
-            format!("offset {offset} + length {len} ends past 2^63 bytes"),
-        )),
+        _ => {
+            let message = format!("offset {offset} + length {len} ends past 2^63 bytes");
+            Err(bad(K::OutOfRange, message))
+        }
     }
 }
 
 /// Multiplies a count of `unit_ns` nanoseconds, reporting overflow as absurd.
 pub(crate) fn nanos_from(value: u64, unit_ns: u64, what: &str) -> Result<Nanos, BadReason> {
-    let ns = value.checked_mul(unit_ns).ok_or_else(|| {
-        bad(
-            BadInputKind::OutOfRange,
-            format!("absurd {what} {value}: overflows 64-bit nanoseconds"),
-        )
-    })?;
+    let overflow = || format!("absurd {what} {value}: overflows 64-bit nanoseconds");
+    let ns = value
+        .checked_mul(unit_ns)
+        .ok_or_else(|| bad(K::OutOfRange, overflow()))?;
     check_time(what, Nanos(ns))
 }
 
@@ -954,16 +926,11 @@ mod tests {
     fn integers() {
         assert_eq!(parse_u64(b"18446744073709551615", "x"), Ok(u64::MAX));
         let kind = |r: Result<u64, BadReason>| r.unwrap_err().kind;
-        assert_eq!(
-            kind(parse_u64(b"18446744073709551616", "x")),
-            BadInputKind::OutOfRange
-        );
-        assert!(parse_u64(b"-5", "size")
-            .unwrap_err()
-            .message
-            .contains("negative size"));
-        assert_eq!(kind(parse_u64(b"", "size")), BadInputKind::Missing);
-        assert_eq!(kind(parse_u64(b"12a", "size")), BadInputKind::NotANumber);
+        assert_eq!(kind(parse_u64(b"18446744073709551616", "x")), K::OutOfRange);
+        let negative = parse_u64(b"-5", "size").unwrap_err();
+        assert!(negative.message.contains("negative size"));
+        assert_eq!(kind(parse_u64(b"", "size")), K::Missing);
+        assert_eq!(kind(parse_u64(b"12a", "size")), K::NotANumber);
         assert_eq!(parse_hex_u64(b"0x00000000000001FF", "o"), Ok(511));
         assert_eq!(parse_hex_u64(b"ffffFFFFffffFFFF", "o"), Ok(u64::MAX));
         assert!(parse_hex_u64(b"0x1FFFFFFFFFFFFFFFF", "o").is_err());
@@ -998,15 +965,9 @@ mod tests {
             parse_fixed(b"1.5e-3", "t", 9, NumberStyle::PLAIN),
             Ok(1_500_000)
         );
-        let kind = |r: Result<u64, BadReason>| r.unwrap_err().kind;
-        assert_eq!(
-            kind(parse_fixed(b"1e300", "t", 9, NumberStyle::PLAIN)),
-            BadInputKind::OutOfRange
-        );
-        assert_eq!(
-            kind(parse_fixed(b"-0.5", "t", 9, NumberStyle::PLAIN)),
-            BadInputKind::Negative
-        );
+        let kind = |f: &[u8]| parse_fixed(f, "t", 9, NumberStyle::PLAIN).unwrap_err().kind;
+        assert_eq!(kind(b"1e300"), K::OutOfRange);
+        assert_eq!(kind(b"-0.5"), K::Negative);
         assert!(parse_fixed(b"nan", "t", 9, NumberStyle::PLAIN).is_err());
         assert!(parse_fixed(b".", "t", 9, NumberStyle::PLAIN).is_err());
         assert!(parse_fixed(b"1.2.3", "t", 9, NumberStyle::PLAIN).is_err());
