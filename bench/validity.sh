@@ -14,9 +14,15 @@
 # Usage: bench/validity.sh [--reps N] [--drives "V F S U H L"]
 #                          [--jobs "copy-photos install-krita ..."]
 #                          [--passes N] [--out DIR] [--report-only]
+#                          [--capture-drive V] [--replay-tries 3]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
+# --capture-drive: the drive the tasks are captured on, and whose untraced
+# times the traces carry (default V, where the reference traces were
+# captured; V's speed drifted between runs in the study of
+# docs/measurements/validity-10-tasks-2026-12-02.md). A replay that waited more than 5 % of its playback for a CPU is
+# run again, up to --replay-tries times, and the least disturbed one kept.
 # The capture drive goes first (real runs, captures, replays), then each
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
@@ -35,6 +41,7 @@ DRIVES="V F S U H L"
 CAPTURE_DRIVE=V
 JOBS="copy-photos install-krita game-supertuxkart photo-light launch-gimp launch-inkscape launch-darktable launch-firefox"
 PASSES=3
+REPLAY_TRIES=3
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
 REPORT_ONLY=
 
@@ -45,9 +52,11 @@ while [ $# -gt 0 ]; do
     --drives) DRIVES=$2; shift 2 ;;
     --jobs) JOBS=$2; shift 2 ;;
     --passes) PASSES=$2; shift 2 ;;
+    --capture-drive) CAPTURE_DRIVE=$2; shift 2 ;;
+    --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -137,11 +146,30 @@ replays() {
   for trace in "$OUT"/traces/*.tmt; do
     task=$(basename "$trace" .tmt)
     [ -s "$OUT/replay-$drive-$task.json" ] && continue
-    "$DRIVES_SH" restore "$drive"
-    "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
-      --precondition skip --queue-depth 128 --passes "$PASSES" \
-      --json "$OUT/replay-$drive-$task.json" > "$OUT/log-replay-$drive-$task.txt" 2>&1 ||
-      echo "note: replay of $task on $drive exited $? (see $OUT/log-replay-$drive-$task.txt)" >&2
+    # A replay whose threads waited more than 5 % of its playback for a CPU
+    # measured the machine's other load along with the drive: it is run
+    # again (up to REPLAY_TRIES times) and the least disturbed one kept.
+    local try best= best_wait=
+    for ((try = 1; try <= REPLAY_TRIES; try++)); do
+      "$DRIVES_SH" restore "$drive"
+      "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
+        --precondition skip --queue-depth 128 --passes "$PASSES" \
+        --json "$OUT/try$try-replay-$drive-$task.json" > "$OUT/try$try-log-replay-$drive-$task.txt" 2>&1 ||
+        { echo "note: replay of $task on $drive exited $? (see $OUT/try$try-log-replay-$drive-$task.txt)" >&2; continue; }
+      wait_share=$(python3 -c '
+import json, sys
+t = json.load(open(sys.argv[1]))["traces"][0]
+print(f"{(t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9):.4f}")' \
+        "$OUT/try$try-replay-$drive-$task.json")
+      if [ -z "$best" ] || python3 -c "import sys; sys.exit(not $wait_share < $best_wait)"; then
+        best=$try best_wait=$wait_share
+      fi
+      python3 -c "import sys; sys.exit(not $wait_share <= 0.05)" && break
+      echo "note: replay of $task on $drive waited $wait_share of its playback for a CPU; again" >&2
+    done
+    [ -n "$best" ] || continue
+    cp "$OUT/try$best-replay-$drive-$task.json" "$OUT/replay-$drive-$task.json"
+    cp "$OUT/try$best-log-replay-$drive-$task.txt" "$OUT/log-replay-$drive-$task.txt"
     grep -E "predicted task time" "$OUT/log-replay-$drive-$task.txt" | sed "s/^/$drive /" || true
   done
   "$DRIVES_SH" restore "$drive"
