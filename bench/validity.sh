@@ -121,7 +121,9 @@ time_job() {
 # disk its reads took 4 to 20 s for the same 451 MB, whatever the drive.
 GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
 DATA_TMPFS=$(mktemp -d /tmp/tm-validity-data.XXXXXX)
-mount -t tmpfs -o size=$(( $(du -k "$GUEST_DIR/data.img" | cut -f1) / 1024 + 256 ))m tmpfs "$DATA_TMPFS"
+# Room for what the copies write to it: a copy out writes its set (451 MB
+# of photos) into blocks the image may never have held.
+mount -t tmpfs -o size=$(( $(du -k "$GUEST_DIR/data.img" | cut -f1) / 1024 + 3072 ))m tmpfs "$DATA_TMPFS"
 cp --sparse=always "$GUEST_DIR/data.img" "$DATA_TMPFS/data.img"
 export TM_DATA_IMG=$DATA_TMPFS/data.img
 read -r -a jobs <<< "$JOBS"
