@@ -163,10 +163,10 @@ import json, sys
 t = json.load(open(sys.argv[1]))["traces"][0]
 print(f"{(t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9):.4f}")' \
         "$OUT/try$try-replay-$drive-$task.json")
-      if [ -z "$best" ] || python3 -c "import sys; sys.exit(not $wait_share < $best_wait)"; then
+      if [ -z "$best" ] || awk -v a="$wait_share" -v b="$best_wait" 'BEGIN { exit !(a < b) }'; then
         best=$try best_wait=$wait_share
       fi
-      python3 -c "import sys; sys.exit(not $wait_share <= 0.05)" && break
+      awk -v a="$wait_share" 'BEGIN { exit !(a <= 0.05) }' && break
       echo "note: replay of $task on $drive waited $wait_share of its playback for a CPU; again" >&2
     done
     [ -n "$best" ] || continue
