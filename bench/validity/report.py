@@ -17,7 +17,11 @@ dilution: median of ln(score ratio) / ln(measured ratio) over the pairs whose
 tasks differ by more than their spread; the rank agreement (Spearman) of the
 suite score (geometric mean over the tasks) with the tasks' geometric-mean
 speed across drives; every pair the score orders differently from the
-measured times where those differ by more than max(3 %, 2 sigma).
+measured times where those differ by more than max(3 %, 2 sigma). The
+measured ratio's own uncertainty: a 90 % bootstrap interval of the ratio of
+medians (the runs of each drive resampled, a fixed seed), and how many
+predictions fall inside it: an error smaller than that interval's half-width
+cannot be told from the real runs' noise.
 
 Usage: report.py DIR [--capture-drive V]
 """
@@ -26,6 +30,7 @@ import html
 import json
 import math
 import os
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -63,6 +68,18 @@ def spearman(xs, ys):
     num = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
     den = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
     return num / den if den else float("nan")
+
+
+def ratio_interval(runs_a, runs_b, rng, rounds=2000, level=0.90):
+    """A bootstrap interval of median(runs_b) / median(runs_a)."""
+    ratios = []
+    for _ in range(rounds):
+        a = statistics.median(rng.choices(runs_a, k=len(runs_a)))
+        b = statistics.median(rng.choices(runs_b, k=len(runs_b)))
+        if a > 0:
+            ratios.append(b / a)
+    tail = (1 - level) / 2
+    return percentile(ratios, tail), percentile(ratios, 1 - tail)
 
 
 def geomean(values):
@@ -185,8 +202,10 @@ def main():
 
     # Pairs.
     p("")
-    p(f"{'task':<26} {'pair':>5} {'measured':>9} {'predicted':>10} {'score':>8} {'error %':>8}")
+    p(f"{'task':<26} {'pair':>5} {'measured':>9} {'90 % interval':>15} {'predicted':>10} {'score':>8} {'error %':>8}")
     errors, model_errors, points, inversions, dilution = [], defaultdict(list), [], [], []
+    rng = random.Random(0)
+    inside, half_widths = 0, []
     for task in tasks:
         for i, a in enumerate(drives):
             for b in drives[i + 1:]:
@@ -203,7 +222,11 @@ def main():
                     if m in mods_b and mods_a[m] > 0:
                         model_errors[m].append(abs((mods_b[m] / mods_a[m]) / measured - 1))
                 points.append((task, a, b, measured, predicted, score_ratio))
-                p(f"{task:<26} {a + '/' + b:>5} {measured:>9.3f} {predicted:>10.3f} {score_ratio:>8.2f} {err * 100:>8.1f}")
+                lo, hi = ratio_interval(times[task][a], times[task][b], rng)
+                half_widths.append((hi - lo) / 2 / measured)
+                inside += lo <= predicted <= hi
+                p(f"{task:<26} {a + '/' + b:>5} {measured:>9.3f} {f'{lo:.3f}-{hi:.3f}':>15} {predicted:>10.3f} "
+                  f"{score_ratio:>8.2f} {err * 100:>8.1f}")
                 # Do the tasks differ by more than their own spread?
                 noise = max(0.03 * max(ma, mb), 2 * math.hypot(sda, sdb))
                 if abs(mb - ma) > noise:
@@ -216,6 +239,9 @@ def main():
     if errors:
         p(f"prediction error over {len(errors)} task x pair points: median {percentile(errors, .5) * 100:.1f} %, "
           f"p90 {percentile(errors, .9) * 100:.1f} %, largest {max(errors) * 100:.1f} %")
+        p(f"  the measured ratios' own uncertainty: 90 % interval half-width median "
+          f"{percentile(half_widths, .5) * 100:.1f} %, p90 {percentile(half_widths, .9) * 100:.1f} %; "
+          f"predictions inside the interval: {inside} of {len(errors)}")
         for m, e in sorted(model_errors.items()):
             p(f"  dependency model {m:<9} median {percentile(e, .5) * 100:.1f} %, p90 {percentile(e, .9) * 100:.1f} %, "
               f"largest {max(e) * 100:.1f} %")
