@@ -22,7 +22,7 @@ use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, Location};
 use crate::formats::block_events::{
     self, deliver, io_event, parse_action, parse_device, parse_number, parse_rwbs_bytes,
-    parse_seconds, token, Parsed,
+    parse_seconds, token, Parsed, Rwbs,
 };
 use crate::formats::line_input::{head_lines, report_bad, LineReader};
 use crate::sink::Sink;
@@ -225,12 +225,10 @@ fn error_fast(inside: &[u8]) -> Option<i32> {
     Some(if negative { -v } else { v })
 }
 
-/// The common shapes of a blkparse event line, parsed straight from bytes.
-/// Returns what [`parse_line`] returns for the same line whenever that is a
-/// success, and `None` for anything it does not handle (then the general
-/// parser decides, and gives the error if there is one).
-fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
-    let mut sc = Scan::new(line);
+/// The fixed fields of an event line as [`parse_line_fast`] reads them:
+/// device, time and PID, up to the action word.
+#[inline]
+fn header_fast(sc: &mut Scan<'_>) -> Option<(DeviceId, Nanos, Option<u32>)> {
     sc.skip_space();
     let major = sc.digits(U32_DIGITS)?;
     if !sc.eat(b',') {
@@ -247,6 +245,14 @@ fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
     sc.number_token(U32_DIGITS)?; // CPU
     sc.number_token(U64_DIGITS)?; // sequence number
     sc.skip_space();
+    let time = seconds_fast(sc)?;
+    let pid = u32::try_from(sc.number_token(U32_DIGITS)?).ok()?;
+    Some((device, time, (pid != 0).then_some(pid)))
+}
+
+/// `SECONDS.FRACTION` (at most 9 fraction digits) followed by whitespace.
+#[inline]
+fn seconds_fast(sc: &mut Scan<'_>) -> Option<Nanos> {
     let secs = sc.digits(10)?;
     if !sc.eat(b'.') {
         return None;
@@ -261,17 +267,14 @@ fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
     if ns >= 1 << 62 {
         return None;
     }
-    let time = Nanos(ns);
-    let pid = u32::try_from(sc.number_token(U32_DIGITS)?).ok()?;
-    let pid = (pid != 0).then_some(pid);
-    sc.skip_space();
-    let action = sc.word();
-    if action.is_empty() || action.len() > 2 || !action.iter().all(u8::is_ascii_alphabetic) {
-        return None;
-    }
-    sc.skip_space();
-    let rwbs = parse_rwbs_bytes(sc.word())?;
-    let key = match action {
+    Some(Nanos(ns))
+}
+
+/// The note key of an action that makes no I/O event, `""` for one that
+/// does, `None` for a split (left to the general parser).
+#[inline]
+fn action_note_fast(action: &[u8]) -> Option<&'static str> {
+    Some(match action {
         b"G" => block_events::note::GETRQ,
         b"I" => block_events::note::INSERT,
         b"P" => block_events::note::PLUG,
@@ -283,7 +286,24 @@ fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
         b"Q" | b"D" | b"C" | b"M" | b"F" | b"R" | b"A" => "",
         b"X" => return None,
         _ => block_events::note::UNKNOWN_ACTION,
-    };
+    })
+}
+
+/// The common shapes of a blkparse event line, parsed straight from bytes.
+/// Returns what [`parse_line`] returns for the same line whenever that is a
+/// success, and `None` for anything it does not handle (then the general
+/// parser decides, and gives the error if there is one).
+fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
+    let mut sc = Scan::new(line);
+    let (device, time, pid) = header_fast(&mut sc)?;
+    sc.skip_space();
+    let action = sc.word();
+    if action.is_empty() || action.len() > 2 || !action.iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    sc.skip_space();
+    let rwbs = parse_rwbs_bytes(sc.word())?;
+    let key = action_note_fast(action)?;
     if !key.is_empty() {
         return Some(Parsed::Note(key));
     }
@@ -298,38 +318,7 @@ fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
     }
     let rest = sc.rest();
     match action {
-        b"A" => {
-            let arrow = rest.windows(2).position(|w| w == b"<-")?;
-            let extent = extent_fast(rest.get(..arrow)?, true)?;
-            let mut from = Scan::new(rest.get(arrow + 2..)?);
-            from.skip_space();
-            if !from.eat(b'(') {
-                return None;
-            }
-            let major = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
-            if !from.eat(b',') {
-                return None;
-            }
-            let minor = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
-            if !from.eat(b')') {
-                return None;
-            }
-            from.skip_space();
-            let from_sector = from.digits(U64_DIGITS)?;
-            from.skip_space();
-            if !from.at_end() {
-                return None;
-            }
-            let from_offset = from_sector.checked_mul(512)?;
-            match io_event(device, time, pid, Action::Remap, rwbs, extent, 0).ok()? {
-                Parsed::Event(e) => Some(Parsed::Remap(
-                    e,
-                    DeviceId { major, minor },
-                    Bytes(from_offset),
-                )),
-                other => Some(other),
-            }
-        }
+        b"A" => remap_fast(device, time, pid, rwbs, rest),
         b"C" | b"R" => {
             let (before, inside) = bracket_fast(rest)?;
             let error = error_fast(inside)?;
@@ -354,6 +343,47 @@ fn parse_line_fast(line: &[u8]) -> Option<Parsed> {
             };
             io_event(device, time, pid, kind, rwbs, extent, 0).ok()
         }
+    }
+}
+
+/// A remap's `SECTOR + N <- (MAJ,MIN) SECTOR`.
+#[inline]
+fn remap_fast(
+    device: DeviceId,
+    time: Nanos,
+    pid: Option<u32>,
+    rwbs: Rwbs,
+    rest: &[u8],
+) -> Option<Parsed> {
+    let arrow = rest.windows(2).position(|w| w == b"<-")?;
+    let extent = extent_fast(rest.get(..arrow)?, true)?;
+    let mut from = Scan::new(rest.get(arrow + 2..)?);
+    from.skip_space();
+    if !from.eat(b'(') {
+        return None;
+    }
+    let major = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
+    if !from.eat(b',') {
+        return None;
+    }
+    let minor = u32::try_from(from.digits(U32_DIGITS)?).ok()?;
+    if !from.eat(b')') {
+        return None;
+    }
+    from.skip_space();
+    let from_sector = from.digits(U64_DIGITS)?;
+    from.skip_space();
+    if !from.at_end() {
+        return None;
+    }
+    let from_offset = from_sector.checked_mul(512)?;
+    match io_event(device, time, pid, Action::Remap, rwbs, extent, 0).ok()? {
+        Parsed::Event(e) => Some(Parsed::Remap(
+            e,
+            DeviceId { major, minor },
+            Bytes(from_offset),
+        )),
+        other => Some(other),
     }
 }
 

@@ -335,6 +335,32 @@ fn read_up_to(reader: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(filled)
 }
 
+/// Decodes a record's header and checks its payload length; `Err` holds the
+/// bad record.
+#[inline]
+fn check_header(header: &[u8], pos: RecordPosition) -> Result<RawRecord, Step> {
+    let Some(rec) = decode_header(header) else {
+        return Err(Step::Bad {
+            pos,
+            dump: hex_dump(header),
+            reason: bad(BadInputKind::Corrupt, "bad record header"),
+            resumable: false,
+        });
+    };
+    if rec.pdu_len > MAX_PDU_LEN {
+        return Err(Step::Bad {
+            pos,
+            dump: hex_dump(header),
+            reason: bad(BadInputKind::OutOfRange, format!(
+                "absurd payload length {} (at most {MAX_PDU_LEN} expected)",
+                rec.pdu_len
+            )),
+            resumable: false,
+        });
+    }
+    Ok(rec)
+}
+
 /// Where a record was found in its stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordPosition {
@@ -489,35 +515,10 @@ impl<R: Read> RecordReader<R> {
                 reason: bad(BadInputKind::Truncated, format!("truncated record: the file ends {got} bytes into it")),
             });
         }
-        let first = [
-            buf[prefix],
-            buf[prefix + 1],
-            buf[prefix + 2],
-            buf[prefix + 3],
-        ];
-        let Some(format) = magic_of(first) else {
-            return Ok(Step::Bad {
-                pos,
-                dump: hex_dump(&buf[..want]),
-                reason: bad(BadInputKind::Corrupt, "bad magic: not a blktrace record (expected 0x656174 followed by version 7 or 8)"),
-                resumable: false,
-            });
+        let format = match self.check_magic(&buf[..want], prefix, pos) {
+            Ok(format) => format,
+            Err(bad_magic) => return Ok(bad_magic),
         };
-        if let Some(expected) = self.format {
-            if expected != format {
-                return Ok(Step::Bad {
-                    pos,
-                    dump: hex_dump(&buf[..want]),
-                    reason: bad(BadInputKind::Corrupt, format!(
-                        "bad magic: version {} {:?}-endian record in a file of version {} {:?}-endian records",
-                        format.1, format.0, expected.1, expected.0
-                    )),
-                    resumable: false,
-                });
-            }
-        } else {
-            self.format = Some(format);
-        }
         let header_len = header_len(format.1).unwrap_or(V7_HEADER_LEN);
         let full = prefix + header_len;
         let got = want
@@ -533,25 +534,66 @@ impl<R: Read> RecordReader<R> {
             });
         }
         let header = &buf[prefix..full];
-        let Some(rec) = decode_header(header) else {
-            return Ok(Step::Bad {
+        let rec = match check_header(header, pos) {
+            Ok(rec) => rec,
+            Err(bad_header) => return Ok(bad_header),
+        };
+        self.read_pdu(rec, header, full, pos)
+    }
+
+    /// The record's magic (after `prefix` bytes of `start`): its byte order
+    /// and version, which must be those of the file's first record; `Err`
+    /// holds the bad record.
+    #[inline]
+    fn check_magic(
+        &mut self,
+        start: &[u8],
+        prefix: usize,
+        pos: RecordPosition,
+    ) -> Result<(ByteOrder, u8), Step> {
+        let first = [
+            start[prefix],
+            start[prefix + 1],
+            start[prefix + 2],
+            start[prefix + 3],
+        ];
+        let Some(format) = magic_of(first) else {
+            return Err(Step::Bad {
                 pos,
-                dump: hex_dump(header),
-                reason: bad(BadInputKind::Corrupt, "bad record header"),
+                dump: hex_dump(start),
+                reason: bad(BadInputKind::Corrupt, "bad magic: not a blktrace record (expected 0x656174 followed by version 7 or 8)"),
                 resumable: false,
             });
         };
-        if rec.pdu_len > MAX_PDU_LEN {
-            return Ok(Step::Bad {
-                pos,
-                dump: hex_dump(header),
-                reason: bad(BadInputKind::OutOfRange, format!(
-                    "absurd payload length {} (at most {MAX_PDU_LEN} expected)",
-                    rec.pdu_len
-                )),
-                resumable: false,
-            });
+        if let Some(expected) = self.format {
+            if expected != format {
+                return Err(Step::Bad {
+                    pos,
+                    dump: hex_dump(start),
+                    reason: bad(BadInputKind::Corrupt, format!(
+                        "bad magic: version {} {:?}-endian record in a file of version {} {:?}-endian records",
+                        format.1, format.0, expected.1, expected.0
+                    )),
+                    resumable: false,
+                });
+            }
+        } else {
+            self.format = Some(format);
         }
+        Ok(format)
+    }
+
+    /// Reads the payload of `rec` (whose header is `header`, `full` bytes
+    /// with the framing's prefix) into `self.pdu`; the whole record is
+    /// consumed then.
+    #[inline]
+    fn read_pdu(
+        &mut self,
+        rec: RawRecord,
+        header: &[u8],
+        full: usize,
+        pos: RecordPosition,
+    ) -> Result<Step, ConvertError> {
         self.pdu.resize(usize::from(rec.pdu_len), 0);
         let got_pdu = read_up_to(&mut self.reader, &mut self.pdu).map_err(|e| self.io_error(e))?;
         if got_pdu < self.pdu.len() {

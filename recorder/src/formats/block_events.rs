@@ -376,99 +376,122 @@ pub fn parse_action(
     if let Some(key) = other {
         return Ok(Parsed::Note(key));
     }
+    let at = (device, time, pid);
     match action {
-        "A" => {
-            // SECTOR + N <- (MAJ,MIN) SECTOR
-            let (to_part, from_part) = rest.split_once("<-").ok_or_else(|| {
-                bad(
-                    BadInputKind::Truncated,
-                    "truncated remap line: missing `<- (MAJ,MIN) SECTOR`",
-                )
-            })?;
-            let extent = parse_extent(to_part, false)?;
-            let from_part = from_part.trim();
-            let (dev_part, from_sector) = from_part
-                .strip_prefix('(')
-                .and_then(|s| s.split_once(')'))
-                .ok_or_else(|| {
-                    bad(
-                        BadInputKind::Syntax,
-                        "remap source is not `(MAJ,MIN) SECTOR`",
-                    )
-                })?;
-            let from_dev = parse_device(dev_part.trim()).ok_or_else(|| {
-                bad(
-                    BadInputKind::Syntax,
-                    format!("remap source device `{dev_part}` is not MAJ,MIN"),
-                )
-            })?;
-            let from_sector: u64 = parse_number(from_sector.trim(), "remap source sector")?;
-            let from_offset = from_sector.checked_mul(512).ok_or_else(|| {
-                bad(
-                    BadInputKind::OutOfRange,
-                    format!("sector {from_sector} is past 2^64 bytes"),
-                )
-            })?;
-            match io_event(device, time, pid, Action::Remap, rwbs, extent.sector, 0)? {
-                Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, Bytes(from_offset))),
-                other => Ok(other),
-            }
-        }
-        "X" => {
-            // SECTOR / SECTOR [comm]
-            let (before, _, _) = bracket(rest)?;
-            let (a, b) = before
-                .split_once('/')
-                .ok_or_else(|| bad(BadInputKind::Syntax, "split line is not `SECTOR / SECTOR`"))?;
-            let start: u64 = parse_number(a.trim(), "sector")?;
-            let split: u64 = parse_number(b.trim(), "split sector")?;
-            let sectors = split.saturating_sub(start);
-            io_event(
-                device,
-                time,
-                pid,
-                Action::Split,
-                rwbs,
-                Some((start, sectors)),
-                0,
-            )
-        }
-        "C" | "R" => {
-            let (before, inside, _) = bracket(rest)?;
-            let error: i32 = inside.trim().parse().map_err(|_| {
-                bad(
-                    BadInputKind::NotANumber,
-                    format!("completion error `{inside}` is not a number"),
-                )
-            })?;
-            let extent = parse_extent(before, false)?;
-            if extent.sector.is_none() {
-                // `(cdb) [error]` or `[error]`: only passthrough requests
-                // complete without a sector.
-                return Ok(Parsed::Note(note::PASSTHROUGH));
-            }
-            let kind = if action == "C" {
-                Action::Complete
-            } else {
-                Action::Requeue
-            };
-            io_event(device, time, pid, kind, rwbs, extent.sector, error)
-        }
-        _ => {
-            // Q, D, M, F: SECTOR + N [comm], [comm], or BYTES (cdb) [comm].
-            let (before, _, _) = bracket(rest)?;
-            let lone_is_bytes = matches!(action, "Q" | "D");
-            let extent = parse_extent(before, lone_is_bytes)?;
-            if extent.lone_number {
-                return Ok(Parsed::Note(note::PASSTHROUGH));
-            }
-            let kind = match action {
-                "Q" => Action::Queue,
-                "D" => Action::Issue,
-                "M" => Action::BackMerge,
-                _ => Action::FrontMerge,
-            };
-            io_event(device, time, pid, kind, rwbs, extent.sector, 0)
-        }
+        "A" => parse_remap(at, rwbs, rest),
+        "X" => parse_split(at, rwbs, rest),
+        "C" | "R" => parse_completion(at, action == "C", rwbs, rest),
+        _ => parse_request(at, action, rwbs, rest),
     }
+}
+
+/// The device, time and PID of an event line.
+type At = (DeviceId, Nanos, Option<u32>);
+
+/// A remap's `SECTOR + N <- (MAJ,MIN) SECTOR`.
+fn parse_remap((device, time, pid): At, rwbs: Rwbs, rest: &str) -> Result<Parsed, BadReason> {
+    let (to_part, from_part) = rest.split_once("<-").ok_or_else(|| {
+        bad(
+            BadInputKind::Truncated,
+            "truncated remap line: missing `<- (MAJ,MIN) SECTOR`",
+        )
+    })?;
+    let extent = parse_extent(to_part, false)?;
+    let from_part = from_part.trim();
+    let (dev_part, from_sector) = from_part
+        .strip_prefix('(')
+        .and_then(|s| s.split_once(')'))
+        .ok_or_else(|| {
+            bad(
+                BadInputKind::Syntax,
+                "remap source is not `(MAJ,MIN) SECTOR`",
+            )
+        })?;
+    let from_dev = parse_device(dev_part.trim()).ok_or_else(|| {
+        bad(
+            BadInputKind::Syntax,
+            format!("remap source device `{dev_part}` is not MAJ,MIN"),
+        )
+    })?;
+    let from_sector: u64 = parse_number(from_sector.trim(), "remap source sector")?;
+    let from_offset = from_sector.checked_mul(512).ok_or_else(|| {
+        bad(
+            BadInputKind::OutOfRange,
+            format!("sector {from_sector} is past 2^64 bytes"),
+        )
+    })?;
+    match io_event(device, time, pid, Action::Remap, rwbs, extent.sector, 0)? {
+        Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, Bytes(from_offset))),
+        other => Ok(other),
+    }
+}
+
+/// A split's `SECTOR / SECTOR [comm]`.
+fn parse_split((device, time, pid): At, rwbs: Rwbs, rest: &str) -> Result<Parsed, BadReason> {
+    let (before, _, _) = bracket(rest)?;
+    let (a, b) = before
+        .split_once('/')
+        .ok_or_else(|| bad(BadInputKind::Syntax, "split line is not `SECTOR / SECTOR`"))?;
+    let start: u64 = parse_number(a.trim(), "sector")?;
+    let split: u64 = parse_number(b.trim(), "split sector")?;
+    let sectors = split.saturating_sub(start);
+    io_event(
+        device,
+        time,
+        pid,
+        Action::Split,
+        rwbs,
+        Some((start, sectors)),
+        0,
+    )
+}
+
+/// A completion's (or, not `complete`, a requeue's) `SECTOR + N [error]`.
+fn parse_completion(
+    (device, time, pid): At,
+    complete: bool,
+    rwbs: Rwbs,
+    rest: &str,
+) -> Result<Parsed, BadReason> {
+    let (before, inside, _) = bracket(rest)?;
+    let error: i32 = inside.trim().parse().map_err(|_| {
+        bad(
+            BadInputKind::NotANumber,
+            format!("completion error `{inside}` is not a number"),
+        )
+    })?;
+    let extent = parse_extent(before, false)?;
+    if extent.sector.is_none() {
+        // `(cdb) [error]` or `[error]`: only passthrough requests
+        // complete without a sector.
+        return Ok(Parsed::Note(note::PASSTHROUGH));
+    }
+    let kind = if complete {
+        Action::Complete
+    } else {
+        Action::Requeue
+    };
+    io_event(device, time, pid, kind, rwbs, extent.sector, error)
+}
+
+/// Q, D, M, F: `SECTOR + N [comm]`, `[comm]`, or `BYTES (cdb) [comm]`.
+fn parse_request(
+    (device, time, pid): At,
+    action: &str,
+    rwbs: Rwbs,
+    rest: &str,
+) -> Result<Parsed, BadReason> {
+    let (before, _, _) = bracket(rest)?;
+    let lone_is_bytes = matches!(action, "Q" | "D");
+    let extent = parse_extent(before, lone_is_bytes)?;
+    if extent.lone_number {
+        return Ok(Parsed::Note(note::PASSTHROUGH));
+    }
+    let kind = match action {
+        "Q" => Action::Queue,
+        "D" => Action::Issue,
+        "M" => Action::BackMerge,
+        _ => Action::FrontMerge,
+    };
+    io_event(device, time, pid, kind, rwbs, extent.sector, 0)
 }

@@ -134,11 +134,17 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
     lines.report_if_empty(sink, "fio iolog")
 }
 
-fn parse_line(
-    state: &mut State,
-    line: &[u8],
-    sink: &mut dyn Sink,
-) -> Result<Option<SourceIo>, BadReason> {
+/// The fields of one iolog line: its time (v3 lines carry one, v2 lines take
+/// the clock the waits set), the file name, the action word and, when given,
+/// the offset and length words.
+struct Fields<'l> {
+    time: Nanos,
+    name: &'l [u8],
+    action: &'l [u8],
+    range: Option<(&'l [u8], &'l [u8])>,
+}
+
+fn split_fields<'l>(state: &State, line: &'l [u8]) -> Result<Fields<'l>, BadReason> {
     let mut words = line
         .split(|b| b.is_ascii_whitespace())
         .filter(|w| !w.is_empty());
@@ -161,7 +167,7 @@ fn parse_line(
     } else {
         (state.clock, fields)
     };
-    let (name, action_word, range) = match (rest, count - (fields.len() - rest.len())) {
+    let (name, action, range) = match (rest, count - (fields.len() - rest.len())) {
         ([name, action], 2) => (*name, *action, None),
         ([name, action, offset, length], 4) => (*name, *action, Some((*offset, *length))),
         (_, n) => {
@@ -174,6 +180,25 @@ fn parse_line(
             return Err(bad(BadInputKind::Syntax, format!("expected `{expected}`, found {found} fields")));
         }
     };
+    Ok(Fields {
+        time,
+        name,
+        action,
+        range,
+    })
+}
+
+fn parse_line(
+    state: &mut State,
+    line: &[u8],
+    sink: &mut dyn Sink,
+) -> Result<Option<SourceIo>, BadReason> {
+    let Fields {
+        time,
+        name,
+        action: action_word,
+        range,
+    } = split_fields(state, line)?;
     let Some(action) = action_of(action_word) else {
         return Err(bad(BadInputKind::UnknownOp, format!("unknown action `{}`", show(action_word))));
     };
@@ -209,28 +234,7 @@ fn parse_line(
             Ok(None)
         }
         (Action::Io(op), Some((offset, length))) => {
-            let offset = parse_u64(offset, "offset")?;
-            let length = parse_u64(length, "length")?;
-            check_extent(offset, length)?;
-            let Some(&minor) = state.files.get(name) else {
-                return Err(bad(BadInputKind::Syntax, format!("file `{}` was not added", show(name))));
-            };
-            // A sync has no range, whatever the log says.
-            let (offset, length) = if op == Op::Flush {
-                (0, 0)
-            } else {
-                (offset, length)
-            };
-            Ok(Some(SourceIo {
-                time,
-                device: DeviceId { major: 0, minor },
-                op,
-                flags: Flags::NONE,
-                offset: Bytes(offset),
-                len: Bytes(length),
-                latency: None,
-                pid: None,
-            }))
+            io_of(state, time, name, op, offset, length).map(Some)
         }
         (Action::Add | Action::Open | Action::Close, Some(_)) => Err(bad(BadInputKind::Syntax, format!(
             "file action `{}` takes no offset and length",
@@ -241,6 +245,39 @@ fn parse_line(
             show(action_word)
         ))),
     }
+}
+
+/// The I/O of a read, write, trim or sync line on file `name`.
+fn io_of(
+    state: &State,
+    time: Nanos,
+    name: &[u8],
+    op: Op,
+    offset: &[u8],
+    length: &[u8],
+) -> Result<SourceIo, BadReason> {
+    let offset = parse_u64(offset, "offset")?;
+    let length = parse_u64(length, "length")?;
+    check_extent(offset, length)?;
+    let Some(&minor) = state.files.get(name) else {
+        return Err(bad(BadInputKind::Syntax, format!("file `{}` was not added", show(name))));
+    };
+    // A sync has no range, whatever the log says.
+    let (offset, length) = if op == Op::Flush {
+        (0, 0)
+    } else {
+        (offset, length)
+    };
+    Ok(SourceIo {
+        time,
+        device: DeviceId { major: 0, minor },
+        op,
+        flags: Flags::NONE,
+        offset: Bytes(offset),
+        len: Bytes(length),
+        latency: None,
+        pid: None,
+    })
 }
 
 /// The fio file name of each device of the trace, for [`write_iolog`]: `base`

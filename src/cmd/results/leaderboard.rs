@@ -4,7 +4,7 @@
 use super::{time, ResultsDb};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use results::leaderboard::{rank, Entry};
+use results::leaderboard::{rank, Entry, Leaderboard};
 use results::text::escape_control as esc;
 use results_db::runs::AnyResult;
 use results_db::{Filter, RunKind};
@@ -66,15 +66,28 @@ pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
         trace_set.as_deref().unwrap_or(""),
         entries.clone(),
     );
+    print_board(&board, &suite_name, trace_set.as_deref());
+    if other_modes > 0 {
+        println!("{other_modes} runs of this trace set in another mode not ranked");
+    }
+    if let Some(path) = &args.html {
+        write_pages(path, &board, entries)?;
+        println!("leaderboard written to {}", path.display());
+    }
+    Ok(0)
+}
+
+/// The ranking as a table, then the runs left out and why.
+fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
     println!(
         "{} ({} mode, trace set {}): {} drives",
         esc(if suite_name.is_empty() {
             "replay runs"
         } else {
-            &suite_name
+            suite_name
         }),
         board.mode,
-        trace_set.as_deref().unwrap_or("-"),
+        trace_set.unwrap_or("-"),
         board.drives.len()
     );
     println!(
@@ -96,36 +109,29 @@ pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
     for (id, why) in &board.left_out {
         println!("run {id} not ranked: {}", esc(why));
     }
-    if other_modes > 0 {
-        println!("{other_modes} runs of this trace set in another mode not ranked");
-    }
-    if let Some(path) = &args.html {
-        replayer::suite::write_atomically(
-            path,
-            results::html::leaderboard_report(&board).as_bytes(),
-        )
+}
+
+/// The leaderboard page at `path` and, beside it, each ranked run's report
+/// under the name the page links to.
+fn write_pages(path: &Path, board: &Leaderboard, entries: Vec<Entry>) -> Result<()> {
+    replayer::suite::write_atomically(path, results::html::leaderboard_report(board).as_bytes())
         .with_context(|| format!("{}: cannot write the page", path.display()))?;
-        for e in entries {
-            let Some(href) = &e.report_href else { continue };
-            let target = path.with_file_name(href);
-            let label = e
-                .label
-                .clone()
-                .unwrap_or_else(|| e.result.target.drive_name());
-            let started = time::format_utc(e.result.started_unix_s);
-            let c = results::compare::Comparison::new(
-                vec![(PathBuf::from(format!("run {}", e.id)), e.result)],
-                &[format!("#{} {label} ({started} UTC)", e.id)],
-            )?;
-            replayer::suite::write_atomically(
-                &target,
-                results::html::compare_report(&c).as_bytes(),
-            )
+    for e in entries {
+        let Some(href) = &e.report_href else { continue };
+        let target = path.with_file_name(href);
+        let label = e
+            .label
+            .clone()
+            .unwrap_or_else(|| e.result.target.drive_name());
+        let started = time::format_utc(e.result.started_unix_s);
+        let c = results::compare::Comparison::new(
+            vec![(PathBuf::from(format!("run {}", e.id)), e.result)],
+            &[format!("#{} {label} ({started} UTC)", e.id)],
+        )?;
+        replayer::suite::write_atomically(&target, results::html::compare_report(&c).as_bytes())
             .with_context(|| format!("{}: cannot write the report", target.display()))?;
-        }
-        println!("leaderboard written to {}", path.display());
     }
-    Ok(0)
+    Ok(())
 }
 
 /// `board.html` -> `board.run-12.html` (a name in the page's directory).
