@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod code_shape;
 mod compare;
 mod completions;
 mod conformance_samples;

@@ -1,0 +1,310 @@
+//! The code's shape, checked on every `.rs` file of the workspace: no file
+//! reaches 1,000 lines, and no function outside tests is longer than 100
+//! lines unless [`LONG_FUNCTIONS`] names it with the measured reason.
+//!
+//! The scan reads rustfmt-formatted code: a function runs from its `fn` line
+//! to the first line that is a lone `}` at the `fn` line's indentation. Test
+//! code is left out: `tests/` directories, `#[cfg(test)]` items (inline
+//! `mod tests { ... }` and the files of `#[cfg(test)] mod NAME;`) and
+//! `target/`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+/// Every file stays under 1,000 lines.
+const MAX_FILE_LINES: usize = 999;
+/// Every function outside tests stays within 100 lines...
+const MAX_FN_LINES: usize = 100;
+
+/// ...except these: (file from the workspace root, function name, why it is
+/// kept whole). An entry that no longer names a long function fails the test,
+/// so the list cannot go stale.
+const LONG_FUNCTIONS: &[(&str, &str, &str)] = &[];
+
+/// A function longer than the limit.
+#[derive(Debug, PartialEq, Eq)]
+struct LongFn {
+    /// 1-based line of the `fn`.
+    line: usize,
+    name: String,
+    lines: usize,
+}
+
+/// The name of the function a trimmed line declares, if it declares one.
+fn fn_name(trimmed: &str) -> Option<&str> {
+    let mut rest = trimmed;
+    if let Some(after) = rest.strip_prefix("pub") {
+        rest = match after.strip_prefix('(') {
+            Some(scoped) => scoped.split_once(')')?.1,
+            None => after,
+        };
+        rest = rest.strip_prefix(' ')?;
+    }
+    for qualifier in ["const ", "async ", "unsafe ", "extern \"C\" ", "default "] {
+        rest = rest.strip_prefix(qualifier).unwrap_or(rest);
+    }
+    let rest = rest.strip_prefix("fn ")?;
+    let end = rest
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    (end > 0).then(|| &rest[..end])
+}
+
+/// The index of the last line of the item starting at `start`, whose first
+/// line is indented by `indent`: the same line for a one-line item, the line
+/// ending in `;` for a declaration without a body, else the first lone `}`
+/// at `indent` after the line that opens the body.
+fn item_end(lines: &[&str], start: usize, indent: &str) -> usize {
+    let first = lines[start].trim_end();
+    if first.ends_with('}') && first.contains('{') {
+        return start;
+    }
+    let close = format!("{indent}}}");
+    let mut opened = false;
+    for (i, line) in lines.iter().enumerate().skip(start) {
+        let line = line.trim_end();
+        if opened && line == close {
+            return i;
+        }
+        if !opened && line.ends_with(';') {
+            return i;
+        }
+        opened |= line.ends_with('{');
+    }
+    lines.len() - 1
+}
+
+/// The functions of `source` longer than `limit` lines, outside
+/// `#[cfg(test)]` items.
+fn long_functions(source: &str, limit: usize) -> Vec<LongFn> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut found = Vec::new();
+    let mut cfg_test = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        if trimmed.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+            i += 1;
+            continue;
+        }
+        if trimmed.starts_with("#[") || trimmed.starts_with("//") || trimmed.is_empty() {
+            i += 1;
+            continue;
+        }
+        if std::mem::take(&mut cfg_test) {
+            i = item_end(&lines, i, indent) + 1;
+            continue;
+        }
+        if let Some(name) = fn_name(trimmed) {
+            let length = item_end(&lines, i, indent) - i + 1;
+            if length > limit {
+                found.push(LongFn {
+                    line: i + 1,
+                    name: name.to_string(),
+                    lines: length,
+                });
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The module files `#[cfg(test)] mod NAME;` lines of `source` (the file
+/// `path`) declare.
+fn test_module_files(path: &Path, source: &str) -> Vec<PathBuf> {
+    let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+    let parent = path.parent().unwrap_or(Path::new(""));
+    let dir = if matches!(stem, "mod" | "lib" | "main") {
+        parent.to_path_buf()
+    } else {
+        parent.join(stem)
+    };
+    let mut files = Vec::new();
+    let mut cfg_test = false;
+    for line in source.lines().map(str::trim) {
+        if line.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+            continue;
+        }
+        if cfg_test {
+            let module = line
+                .strip_prefix("pub(crate) ")
+                .or_else(|| line.strip_prefix("pub "))
+                .unwrap_or(line);
+            if let Some(name) = module
+                .strip_prefix("mod ")
+                .and_then(|m| m.strip_suffix(';'))
+            {
+                files.push(dir.join(format!("{name}.rs")));
+                files.push(dir.join(name).join("mod.rs"));
+            }
+        }
+        cfg_test = cfg_test && line.starts_with("#[");
+    }
+    files
+}
+
+/// Every `.rs` file under `dir`, outside `target/` and hidden directories;
+/// with `skip_tests`, outside `tests/` directories too.
+fn rust_files(dir: &Path, skip_tests: bool, out: &mut Vec<PathBuf>) {
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            let skipped =
+                name == "target" || name.starts_with('.') || (skip_tests && name == "tests");
+            if !skipped {
+                rust_files(&path, skip_tests, out);
+            }
+        } else if name.ends_with(".rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn no_file_reaches_1000_lines() {
+    let mut files = Vec::new();
+    rust_files(root(), false, &mut files);
+    assert!(files.len() > 100, "found only {} .rs files", files.len());
+    let long: Vec<String> = files
+        .iter()
+        .filter_map(|f| {
+            let lines = std::fs::read_to_string(f).unwrap().lines().count();
+            (lines > MAX_FILE_LINES).then(|| format!("{}: {lines} lines", relative(f)))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files of 1,000 lines or more (split them):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn no_function_outside_tests_is_over_100_lines() {
+    let mut files = Vec::new();
+    rust_files(root(), true, &mut files);
+    let sources: Vec<(PathBuf, String)> = files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f, text)
+        })
+        .collect();
+    let test_files: HashSet<PathBuf> = sources
+        .iter()
+        .flat_map(|(f, text)| test_module_files(f, text))
+        .collect();
+    let mut over = Vec::new();
+    let mut allowed_found = HashSet::new();
+    for (file, text) in sources.iter().filter(|(f, _)| !test_files.contains(f)) {
+        let rel = relative(file);
+        for long in long_functions(text, MAX_FN_LINES) {
+            let allowed = LONG_FUNCTIONS
+                .iter()
+                .position(|(f, name, _)| *f == rel && *name == long.name);
+            match allowed {
+                Some(index) => {
+                    allowed_found.insert(index);
+                }
+                None => over.push(format!(
+                    "{rel}:{}: fn {} is {} lines",
+                    long.line, long.name, long.lines
+                )),
+            }
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "functions over {MAX_FN_LINES} lines (split them into named steps, or add \
+         them to LONG_FUNCTIONS with the measured reason):\n{}",
+        over.join("\n")
+    );
+    let stale: Vec<String> = (0..LONG_FUNCTIONS.len())
+        .filter(|i| !allowed_found.contains(i))
+        .map(|i| format!("{} fn {}", LONG_FUNCTIONS[i].0, LONG_FUNCTIONS[i].1))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "LONG_FUNCTIONS entries that name no function over {MAX_FN_LINES} lines \
+         (remove them):\n{}",
+        stale.join("\n")
+    );
+}
+
+/// `n` statement lines of a function body.
+fn body(n: usize) -> String {
+    (0..n).map(|i| format!("    let _v{i} = {i};\n")).collect()
+}
+
+#[test]
+fn the_scan_finds_a_function_over_the_limit_and_only_that() {
+    // `long`: 101 lines (3 of signature, 97 of body, the brace); `exact`: 100;
+    // a declaration without a body; a long function in a test module and one
+    // marked `#[cfg(test)]` outside it.
+    let source = format!(
+        "pub(crate) fn long(\n    a: u32,\n) -> u32 {{\n{}}}\n\n\
+         fn exact() {{\n{}}}\n\n\
+         trait T {{\n    fn declared(&self) -> u32;\n    fn one_line(&self) {{}}\n}}\n\n\
+         #[cfg(test)]\nmod tests {{\n    fn in_tests() {{\n{}    }}\n}}\n\n\
+         #[cfg(test)]\n#[allow(dead_code)]\nfn test_helper() {{\n{}}}\n",
+        body(97),
+        body(98),
+        body(200),
+        body(150),
+    );
+    assert_eq!(
+        long_functions(&source, MAX_FN_LINES),
+        vec![LongFn {
+            line: 1,
+            name: "long".into(),
+            lines: 101,
+        }]
+    );
+    // One line more makes `exact` too long as well.
+    let longer = source.replace("fn exact() {\n", "fn exact() {\n    let _one_more = 0;\n");
+    let names: Vec<String> = long_functions(&longer, MAX_FN_LINES)
+        .into_iter()
+        .map(|f| format!("{}:{}:{}", f.name, f.line, f.lines))
+        .collect();
+    assert_eq!(names, ["long:1:101", "exact:103:101"]);
+    assert_eq!(fn_name("pub(in crate::x) unsafe fn f<T>()"), Some("f"));
+    assert_eq!(fn_name("let f = fn_pointer;"), None);
+}
+
+#[test]
+fn test_module_files_are_found() {
+    let source = "#[allow(unused)]\nmod a;\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\npub(crate) mod testing;\n";
+    let files = test_module_files(Path::new("src/x/parser.rs"), source);
+    assert!(
+        files.contains(&PathBuf::from("src/x/parser/tests.rs")),
+        "{files:?}"
+    );
+    assert!(
+        files.contains(&PathBuf::from("src/x/parser/testing.rs")),
+        "{files:?}"
+    );
+    assert!(!files.iter().any(|f| f.ends_with("a.rs")), "{files:?}");
+    let files = test_module_files(Path::new("src/x/mod.rs"), source);
+    assert!(
+        files.contains(&PathBuf::from("src/x/tests.rs")),
+        "{files:?}"
+    );
+}
