@@ -202,15 +202,16 @@ impl recorder::normalize::RecordSink for WriterSink {
     fn record(&mut self, record: IoRecord) -> Result<(), recorder::ConvertError> {
         self.records += 1;
         if self.records > MAX_RECORDS {
-            return Err(recorder::ConvertError::Usage(
-                "fuzz: over 2^20 records from one input".into(),
+            return Err(recorder::ConvertError::usage(
+                recorder::UsageKind::Stopped,
+                "fuzz: over 2^20 records from one input",
             ));
         }
         // As `convert` does: a record the writer refuses (one ending beyond
         // 2^63) stops the conversion with the writer's message.
         self.writer
             .push(&record)
-            .map_err(|e| recorder::ConvertError::Usage(e.to_string()))
+            .map_err(|e| recorder::ConvertError::usage(recorder::UsageKind::Stopped, e.to_string()))
     }
 }
 

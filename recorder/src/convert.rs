@@ -7,7 +7,7 @@
 //! committed to the output only when everything succeeded, so a failed or
 //! killed conversion leaves no half file ([`TmtOutput`]).
 
-use crate::error::ConvertError;
+use crate::error::{ConvertError, UsageKind};
 use crate::formats::{detect, Format, Reader, HEAD_BYTES};
 use crate::normalize::{EventChoice, NormaliseOptions, NormaliseOutcome, Normaliser, RecordSink};
 use crate::sink::Sink;
@@ -115,7 +115,7 @@ fn open_text(
 fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, ConvertError> {
     let first = inputs
         .first()
-        .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+        .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
     for path in inputs {
         let named = is_stdin(path) || (path.exists() && !path.is_dir());
         if !named && file_set_named_by(path)?.is_none() {
@@ -136,9 +136,10 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
     };
     if let Some(format) = file_set {
         if inputs.iter().any(|p| is_stdin(p)) {
-            return Err(ConvertError::Usage(format!(
-                "{format} input cannot be read from standard input; name the files"
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::BinaryOnStdin,
+                format!("{format} input cannot be read from standard input; name the files"),
+            ));
         }
         // A text file among binary ones would only meet "bad magic".
         for path in inputs.iter().skip(1).filter(|p| p.is_file()) {
@@ -146,12 +147,15 @@ fn classify(inputs: &[PathBuf], format: Option<Format>) -> Result<Inputs, Conver
             let head = read_head(&mut f, path)?;
             if let Ok(text) = detect(&head, path) {
                 if text.is_text() {
-                    return Err(ConvertError::Usage(format!(
-                        "{}: is {text} text, but {} is {format} binary: text and \
-                         {format} inputs cannot be mixed; convert them one by one",
-                        path.display(),
-                        first.display()
-                    )));
+                    return Err(ConvertError::usage(
+                        UsageKind::MixedFormats,
+                        format!(
+                            "{}: is {text} text, but {} is {format} binary: text and \
+                             {format} inputs cannot be mixed; convert them one by one",
+                            path.display(),
+                            first.display()
+                        ),
+                    ));
                 }
             }
         }
@@ -181,7 +185,7 @@ fn not_an_input(path: &Path) -> ConvertError {
             reason.push_str(&format!("; it holds the capture(s) {}", sets.join(", ")));
         }
     }
-    ConvertError::Usage(reason)
+    ConvertError::usage(UsageKind::NotAnInput, reason)
 }
 
 /// The prefixes of the blktrace sets in `dir` (`dir/NAME` for
@@ -228,9 +232,10 @@ pub fn parse_inputs(
     match classify(inputs, format)? {
         Inputs::FileSet(format, paths) => {
             let Reader::FileSet { parse, .. } = format.spec().reader else {
-                return Err(ConvertError::Usage(format!(
-                    "{format} is not read as files"
-                )));
+                return Err(ConvertError::usage(
+                    UsageKind::Internal,
+                    format!("{format} is not read as files"),
+                ));
             };
             on_format(format);
             let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
@@ -249,22 +254,28 @@ pub fn parse_inputs(
                     _ => detected,
                 };
                 if !f.is_text() {
-                    return Err(ConvertError::Usage(if is_stdin(path) {
-                        format!(
-                            "standard input is {f} binary, which is read from files \
-                             (a capture's per-CPU files NAME.blktrace.N are merged by \
-                             time): name the files, or their prefix NAME"
+                    return Err(if is_stdin(path) {
+                        ConvertError::usage(
+                            UsageKind::BinaryOnStdin,
+                            format!(
+                                "standard input is {f} binary, which is read from files \
+                                 (a capture's per-CPU files NAME.blktrace.N are merged by \
+                                 time): name the files, or their prefix NAME"
+                            ),
                         )
                     } else {
-                        format!(
-                            "{}: is {f} binary, but {} is text: {f} binary cannot be \
+                        ConvertError::usage(
+                            UsageKind::MixedFormats,
+                            format!(
+                                "{}: is {f} binary, but {} is text: {f} binary cannot be \
                              mixed with text inputs; convert them one by one",
-                            path.display(),
-                            paths
-                                .first()
-                                .map_or(String::new(), |p| p.display().to_string())
+                                path.display(),
+                                paths
+                                    .first()
+                                    .map_or(String::new(), |p| p.display().to_string())
+                            ),
                         )
-                    }));
+                    });
                 }
                 if !announced {
                     on_format(f);
@@ -274,7 +285,7 @@ pub fn parse_inputs(
                 let name = path.display().to_string();
                 parse_text(f, &mut reader, &name, sink)?;
             }
-            chosen.ok_or_else(|| ConvertError::Usage("no input files given".into()))
+            chosen.ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))
         }
     }
 }
@@ -288,18 +299,20 @@ pub fn parse_text(
 ) -> Result<(), ConvertError> {
     match format.spec().reader {
         Reader::Text(parse) => parse(input, file, sink),
-        Reader::FileSet { .. } => Err(ConvertError::Usage(format!(
-            "{file}: {format} input is read from files, not as text"
-        ))),
+        Reader::FileSet { .. } => Err(ConvertError::usage(
+            UsageKind::Internal,
+            format!("{file}: {format} input is read from files, not as text"),
+        )),
     }
 }
 
 pub(crate) fn check_options(opts: &ConvertOptions) -> Result<(), ConvertError> {
     if let (Some(from), Some(to)) = (opts.from, opts.to) {
         if from > to {
-            return Err(ConvertError::Usage(format!(
-                "--from ({from}) is after --to ({to})"
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::ConflictingOptions,
+                format!("--from ({from}) is after --to ({to})"),
+            ));
         }
     }
     Ok(())
@@ -343,9 +356,10 @@ pub(crate) fn check_outcome(
                     .collect();
                 format!("the input's devices: {}", list.join(", "))
             };
-            return Err(ConvertError::Usage(format!(
-                "{option} matches no device of the input; {seen}"
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::NoSuchDevice,
+                format!("{option} matches no device of the input; {seen}"),
+            ));
         }
     }
     let skipped = &outcome.tail.skipped;
@@ -355,11 +369,14 @@ pub(crate) fn check_outcome(
             .first()
             .map(|e| format!("; the first: {}: {}: `{}`", e.location, e.reason, e.content))
             .unwrap_or_default();
-        return Err(ConvertError::Usage(format!(
-            "no I/O left: --skip-bad skipped {} bad line(s) or record(s) and nothing else \
-             made I/O{first}",
-            skipped.count
-        )));
+        return Err(ConvertError::usage(
+            UsageKind::NoIo,
+            format!(
+                "no I/O left: --skip-bad skipped {} bad line(s) or record(s) and nothing \
+                 else made I/O{first}",
+                skipped.count
+            ),
+        ));
     }
     Ok(())
 }
@@ -411,13 +428,13 @@ pub fn convert(
     check_options(opts)?;
     let first = inputs
         .first()
-        .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+        .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
     for input in inputs {
         if !is_stdin(input) && same_file(input, output) {
-            return Err(ConvertError::Usage(format!(
-                "the output {} is also an input",
-                output.display()
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::BadOutput,
+                format!("the output {} is also an input", output.display()),
+            ));
         }
     }
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");

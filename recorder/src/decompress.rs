@@ -7,7 +7,7 @@
 //! `pbzip2`) and multi-frame zstd files are read to their end. A tar archive
 //! inside is refused with a clear message: it holds several files.
 
-use crate::error::ConvertError;
+use crate::error::{ConvertError, UsageKind};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Cursor, Read};
@@ -98,7 +98,7 @@ pub fn is_tar(head: &[u8]) -> bool {
 
 /// The error for a tar archive given as an input.
 pub fn tar_error(path: &Path) -> ConvertError {
-    ConvertError::Usage(format!(
+    ConvertError::usage(UsageKind::UnreadableContainer, format!(
         "{}: is a tar archive (several files); extract it first (tar xf) and convert the trace files in it",
         path.display()
     ))
@@ -125,12 +125,15 @@ pub fn refuse_foreign(head: &[u8], path: &Path) -> Result<(), ConvertError> {
     for (magic, what, unpack) in FOREIGN {
         if head.starts_with(magic) {
             let unpack = unpack.replace("FILE", &path.display().to_string());
-            return Err(ConvertError::Usage(format!(
-                "{}: is a {what}, which tracemark does not read (it reads plain text and \
-                 gzip, xz, zstd or bzip2 streams); unpack it first: `{unpack} | tracemark \
-                 convert - -o TRACE.tmt`",
-                path.display()
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::UnreadableContainer,
+                format!(
+                    "{}: is a {what}, which tracemark does not read (it reads plain text \
+                     and gzip, xz, zstd or bzip2 streams); unpack it first: `{unpack} | \
+                     tracemark convert - -o TRACE.tmt`",
+                    path.display()
+                ),
+            ));
         }
     }
     Ok(())

@@ -24,13 +24,30 @@ pub enum ConvertError {
     },
     #[error("{}: cannot tell the input format ({reason}); name it with --format", path.display())]
     UnknownFormat { path: PathBuf, reason: String },
-    #[error("{0}")]
-    Usage(String),
+    /// What the inputs, options or output ask for cannot be done (no line
+    /// or record is at fault).
+    #[error("{message}")]
+    Usage { kind: UsageKind, message: String },
     #[error("writing the trace: {0}")]
     Format(#[from] trace_format::FormatError),
 }
 
 impl ConvertError {
+    pub fn usage(kind: UsageKind, message: impl Into<String>) -> Self {
+        ConvertError::Usage {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// Why the conversion was refused, when the error is a usage error.
+    pub fn usage_kind(&self) -> Option<UsageKind> {
+        match self {
+            ConvertError::Usage { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+
     /// What is wrong with the input, when the error is a bad line or record.
     pub fn bad_input_kind(&self) -> Option<BadInputKind> {
         match self {
@@ -38,6 +55,42 @@ impl ConvertError {
             _ => None,
         }
     }
+}
+
+/// Why a conversion was refused as asked, so that a caller (or a test) can
+/// tell without reading the message. More kinds may come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum UsageKind {
+    /// No input was named.
+    NoInputs,
+    /// An input that is neither a file nor the prefix of a blktrace capture.
+    NotAnInput,
+    /// A binary format on standard input: it is read from named files.
+    BinaryOnStdin,
+    /// Text and binary inputs named together.
+    MixedFormats,
+    /// Files that hold the same CPU of the same device: two captures (or one
+    /// given twice), not the per-CPU files of one.
+    SeveralCaptures,
+    /// An archive or compression the recorder does not read (tar, zip, 7z, ...).
+    UnreadableContainer,
+    /// Options that contradict each other (`--from` after `--to`,
+    /// `--split-by volume` with a device filter).
+    ConflictingOptions,
+    /// A device filter that matches no device of the input.
+    NoSuchDevice,
+    /// No I/O to write: `--skip-bad` skipped everything, or nothing to split.
+    NoIo,
+    /// An output that is not a regular file or a new path, or is also an input.
+    BadOutput,
+    /// A feature this build was made without (Parquet).
+    NotBuilt,
+    /// The library called out of order or with a format its reader does not
+    /// take: a bug of the caller, not of the input.
+    Internal,
+    /// A record sink stopped the conversion (a limit of its own).
+    Stopped,
 }
 
 /// What is wrong with a bad line or record, so that a caller (or a test) can

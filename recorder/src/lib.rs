@@ -23,6 +23,6 @@ pub mod tmt_output;
 pub mod capture;
 pub mod formats;
 
-pub use error::{BadInputKind, BadReason, ConvertError};
+pub use error::{BadInputKind, BadReason, ConvertError, UsageKind};
 pub use event::{Action, BlockEvent, Location, Position, SourceIo};
 pub use sink::{Collector, Sink};

@@ -11,7 +11,7 @@
 //! whole input converted.
 
 use crate::convert::{check_options, normalise_options, parse_inputs, ConvertOptions};
-use crate::error::ConvertError;
+use crate::error::{ConvertError, UsageKind};
 use crate::formats::Format;
 use crate::normalize::{Normaliser, RecordSink};
 use std::cell::Cell;
@@ -81,7 +81,10 @@ struct Router<'a> {
 impl Router<'_> {
     fn open(&mut self, index: usize, first_time: Nanos) -> Result<VolumeOut, ConvertError> {
         let device = *self.devices.get(index).ok_or_else(|| {
-            ConvertError::Usage(format!("record on device index {index} before its device"))
+            ConvertError::usage(
+                UsageKind::Internal,
+                format!("record on device index {index} before its device"),
+            )
         })?;
         let name = volume_file_name(&self.base, device);
         let output = self.dir.join(&name);
@@ -139,7 +142,7 @@ impl RecordSink for Router<'_> {
         }
         let out = self.outs[index]
             .as_mut()
-            .ok_or_else(|| ConvertError::Usage("split output missing".into()))?;
+            .ok_or_else(|| ConvertError::usage(UsageKind::Internal, "split output missing"))?;
         record.device = 0;
         record.time = record.time.saturating_sub(out.first_time);
         out.writer.push(&record)?;
@@ -174,14 +177,14 @@ pub fn convert_split(
 ) -> Result<SplitReport, ConvertError> {
     check_options(opts)?;
     if opts.device.is_some() {
-        return Err(ConvertError::Usage(
-            "--split-by volume writes every volume; it cannot be combined with --volume or --device"
-                .into(),
+        return Err(ConvertError::usage(
+            UsageKind::ConflictingOptions,
+            "--split-by volume writes every volume; it cannot be combined with --volume or --device",
         ));
     }
     let first = inputs
         .first()
-        .ok_or_else(|| ConvertError::Usage("no input files given".into()))?;
+        .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
     std::fs::create_dir_all(dir).map_err(|source| ConvertError::Io {
         path: dir.to_path_buf(),
         source,
@@ -230,14 +233,17 @@ fn split_into(
     let outcome = normaliser.finish()?;
     crate::convert::check_outcome(opts, &outcome)?;
     if outcome.records == 0 {
-        return Err(ConvertError::Usage(format!(
-            "{}: no I/O to split",
-            inputs
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )));
+        return Err(ConvertError::usage(
+            UsageKind::NoIo,
+            format!(
+                "{}: no I/O to split",
+                inputs
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
     }
     let mut done = Vec::new();
     for out in router.outs.iter_mut().filter_map(Option::take) {

@@ -13,7 +13,7 @@
 //! socket or directory is refused, never replaced. A symbolic link is
 //! followed (as a shell's `>` does): its target is written, the link stays.
 
-use crate::error::ConvertError;
+use crate::error::{ConvertError, UsageKind};
 use crate::normalize::RecordSink;
 use std::ffi::CString;
 use std::fs::{self, File, OpenOptions};
@@ -91,18 +91,21 @@ fn resolve_target(output: &Path) -> Result<PathBuf, ConvertError> {
             } else {
                 format!(" (the target of the link {})", output.display())
             };
-            return Err(ConvertError::Usage(format!(
-                "{} is {kind}{via}; the output must be a regular file or a new path (refusing \
-                 to replace it)",
-                path.display()
-            )));
+            return Err(ConvertError::usage(
+                UsageKind::BadOutput,
+                format!(
+                    "{} is {kind}{via}; the output must be a regular file or a new path \
+                     (refusing to replace it)",
+                    path.display()
+                ),
+            ));
         }
         return Ok(path);
     }
-    Err(ConvertError::Usage(format!(
-        "{}: too many levels of symbolic links",
-        output.display()
-    )))
+    Err(ConvertError::usage(
+        UsageKind::BadOutput,
+        format!("{}: too many levels of symbolic links", output.display()),
+    ))
 }
 
 impl OutputFile {
@@ -111,7 +114,12 @@ impl OutputFile {
         let target = resolve_target(output)?;
         let name = target
             .file_name()
-            .ok_or_else(|| ConvertError::Usage(format!("{} is not a file name", output.display())))?
+            .ok_or_else(|| {
+                ConvertError::usage(
+                    UsageKind::BadOutput,
+                    format!("{} is not a file name", output.display()),
+                )
+            })?
             .to_os_string();
         let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -279,10 +287,9 @@ impl<'h> TmtOutput<'h> {
 
     /// Writes the footer and puts the trace at its output path.
     pub fn commit(mut self, tail: &TraceTail) -> Result<Summary, ConvertError> {
-        let writer = self
-            .writer
-            .take()
-            .ok_or_else(|| ConvertError::Usage("the trace was never started".into()))?;
+        let writer = self.writer.take().ok_or_else(|| {
+            ConvertError::usage(UsageKind::Internal, "the trace was never started")
+        })?;
         let target = &self.output.target;
         let (buffered, summary) = writer
             .finish(tail)
@@ -299,10 +306,9 @@ impl RecordSink for TmtOutput<'_> {
     fn begin(&mut self, issue_event: IssueEvent) -> Result<(), ConvertError> {
         self.header.issue_event = issue_event;
         (self.complete_header)(&mut self.header);
-        let file = self
-            .file
-            .take()
-            .ok_or_else(|| ConvertError::Usage("trace output started twice".into()))?;
+        let file = self.file.take().ok_or_else(|| {
+            ConvertError::usage(UsageKind::Internal, "trace output started twice")
+        })?;
         self.writer = Some(
             TraceWriter::with_options(file, &self.header, self.options)
                 .map_err(|e| e.with_path(self.output.target.as_path()))?,
@@ -311,10 +317,9 @@ impl RecordSink for TmtOutput<'_> {
     }
 
     fn record(&mut self, record: IoRecord) -> Result<(), ConvertError> {
-        let writer = self
-            .writer
-            .as_mut()
-            .ok_or_else(|| ConvertError::Usage("record before the trace header".into()))?;
+        let writer = self.writer.as_mut().ok_or_else(|| {
+            ConvertError::usage(UsageKind::Internal, "record before the trace header")
+        })?;
         // A full disk or a failing write names the trace being written.
         writer
             .push(&record)
@@ -388,17 +393,13 @@ mod tests {
     #[test]
     fn special_files_are_refused_not_replaced() {
         let dir = tempfile::tempdir().unwrap();
-        let err = OutputFile::create(dir.path()).err().unwrap().to_string();
-        assert!(
-            err.contains("is a directory") && err.contains("refusing"),
-            "{err}"
-        );
-        let err = OutputFile::create(Path::new("/dev/null"))
-            .err()
-            .unwrap()
-            .to_string();
+        let err = OutputFile::create(dir.path()).err().unwrap();
+        assert_eq!(err.usage_kind(), Some(UsageKind::BadOutput), "{err}");
+        let err = OutputFile::create(Path::new("/dev/null")).err().unwrap();
+        assert_eq!(err.usage_kind(), Some(UsageKind::BadOutput), "{err}");
+        // The message says what the path is and that it is kept.
         assert_eq!(
-            err,
+            err.to_string(),
             "/dev/null is a character device; the output must be a regular file or a new \
              path (refusing to replace it)"
         );
@@ -408,7 +409,9 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
         let link = dir.path().join("to-fifo.tmt");
         std::os::unix::fs::symlink(&fifo, &link).unwrap();
-        let err = OutputFile::create(&link).err().unwrap().to_string();
+        let err = OutputFile::create(&link).err().unwrap();
+        assert_eq!(err.usage_kind(), Some(UsageKind::BadOutput), "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("is a FIFO") && err.contains("(the target of the link"),
             "{err}"

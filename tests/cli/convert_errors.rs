@@ -368,3 +368,87 @@ fn a_dataset_out_of_step_by_more_than_a_second_needs_a_wider_reorder_window() {
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
     assert_eq!(times[3], 2_500_000_000, "{times:?}");
 }
+
+/// The refusals above, asked of the library: each says its kind, so a caller
+/// acts on it without reading the message.
+#[test]
+fn the_library_names_the_kind_of_each_refusal() {
+    use recorder::convert::{convert, ConvertOptions};
+    use recorder::UsageKind;
+    use trace_format::{DeviceId, Nanos};
+
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let out = d.join("out.tmt");
+    let bin = blktrace_file(d, "sda.blktrace.0");
+    let text = d.join("log.txt");
+    fs::write(&text, TWO_DEVICES).unwrap();
+    let bad = d.join("bad.txt");
+    fs::write(
+        &bad,
+        "  8,0    1        1     0.000000000   100  D   R 2048 +\n",
+    )
+    .unwrap();
+    let zip = d.join("t.zip");
+    fs::write(&zip, b"PK\x03\x04\x14\x00\x00\x00\x08\x00 and the rest").unwrap();
+    let a = cpu_file(d, "a.dump", 1, 0);
+    let b = cpu_file(d, "b.dump", 1, 500);
+    let defaults = ConvertOptions::default();
+    let kind = |inputs: &[&Path], output: &Path, opts: &ConvertOptions| {
+        let inputs: Vec<_> = inputs.iter().map(|p| p.to_path_buf()).collect();
+        match convert(&inputs, output, opts) {
+            Ok(_) => panic!("{inputs:?} converted"),
+            Err(e) => e
+                .usage_kind()
+                .unwrap_or_else(|| panic!("not a usage error: {e}")),
+        }
+    };
+    assert_eq!(kind(&[], &out, &defaults), UsageKind::NoInputs);
+    assert_eq!(
+        kind(&[&bin, &text], &out, &defaults),
+        UsageKind::MixedFormats
+    );
+    assert_eq!(
+        kind(&[&text, &bin], &out, &defaults),
+        UsageKind::MixedFormats
+    );
+    assert_eq!(kind(&[d], &out, &defaults), UsageKind::NotAnInput);
+    assert_eq!(
+        kind(&[&d.join("nope")], &out, &defaults),
+        UsageKind::NotAnInput
+    );
+    assert_eq!(kind(&[&a, &b], &out, &defaults), UsageKind::SeveralCaptures);
+    assert_eq!(kind(&[&text], &text, &defaults), UsageKind::BadOutput);
+    assert_eq!(kind(&[&text], d, &defaults), UsageKind::BadOutput);
+    let blkparse = ConvertOptions {
+        format: recorder::formats::Format::from_name("blkparse"),
+        ..ConvertOptions::default()
+    };
+    assert_eq!(
+        kind(&[&zip], &out, &blkparse),
+        UsageKind::UnreadableContainer
+    );
+    let backwards = ConvertOptions {
+        from: Some(Nanos(2_000)),
+        to: Some(Nanos(1_000)),
+        ..ConvertOptions::default()
+    };
+    assert_eq!(
+        kind(&[&text], &out, &backwards),
+        UsageKind::ConflictingOptions
+    );
+    let elsewhere = ConvertOptions {
+        device: Some(DeviceId {
+            major: 8,
+            minor: 32,
+        }),
+        ..ConvertOptions::default()
+    };
+    assert_eq!(kind(&[&text], &out, &elsewhere), UsageKind::NoSuchDevice);
+    let skip_bad = ConvertOptions {
+        skip_bad: true,
+        ..blkparse.clone()
+    };
+    assert_eq!(kind(&[&bad], &out, &skip_bad), UsageKind::NoIo);
+    assert!(!out.exists());
+}

@@ -145,6 +145,7 @@ impl CpuMerge {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::UsageKind;
     use crate::event::Action;
     use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
 
@@ -231,9 +232,10 @@ mod tests {
         m.hold(0, held(2, 1));
         let err = m
             .release(u64::MAX, &mut |_, _| {
-                Err(ConvertError::Usage("stop".into()))
+                Err(ConvertError::usage(UsageKind::Stopped, "stop"))
             })
             .unwrap_err();
+        assert_eq!(err.usage_kind(), Some(UsageKind::Stopped));
         assert_eq!(err.to_string(), "stop");
         assert_eq!(m.held(), 1);
     }

@@ -56,10 +56,10 @@ const NOT_BUILT: &str = "this tracemark was built without Parquet support; build
 #[cfg(not(feature = "parquet"))]
 pub fn parse_files(paths: &[&Path], _sink: &mut dyn Sink) -> Result<(), ConvertError> {
     let first = paths.first().map(|p| p.display().to_string());
-    Err(ConvertError::Usage(format!(
-        "{}: {NOT_BUILT}",
-        first.unwrap_or_default()
-    )))
+    Err(ConvertError::usage(
+        crate::error::UsageKind::NotBuilt,
+        format!("{}: {NOT_BUILT}", first.unwrap_or_default()),
+    ))
 }
 
 #[cfg(feature = "parquet")]

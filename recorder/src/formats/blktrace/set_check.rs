@@ -6,7 +6,7 @@
 //! from different runs: both warned of.
 
 use super::{category, wall_clock_of, RawRecord};
-use crate::error::ConvertError;
+use crate::error::{ConvertError, UsageKind};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -148,7 +148,7 @@ impl SetCheck {
             *last = Some(pair);
         }
         match self.owner.get(&pair) {
-            Some(&j) if j != i => Err(ConvertError::Usage(format!(
+            Some(&j) if j != i => Err(ConvertError::usage(UsageKind::SeveralCaptures, format!(
                 "{} and {} both hold events of CPU {} on device {}: they are two captures \
                  (or one given twice), not the per-CPU files of one; convert them one by one",
                 names(j),
