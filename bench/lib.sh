@@ -4,7 +4,9 @@
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # TRACEMARK_BIN: measure that binary (e.g. a copy of an older build, for an
 # A/B of two commits) instead of building the tree's.
-TRACEMARK=${TRACEMARK_BIN:-$BENCH_ROOT/target/release/tracemark}
+# Where cargo builds (CARGO_TARGET_DIR when set, as cargo itself does).
+BENCH_TARGET=${CARGO_TARGET_DIR:-$BENCH_ROOT/target}
+TRACEMARK=${TRACEMARK_BIN:-$BENCH_TARGET/release/tracemark}
 # The runs a bench replays go to a results database of the benches' own
 # (target/bench-data/tracemark/results.db), never the user's.
 export XDG_DATA_HOME=${BENCH_DATA_HOME:-$BENCH_ROOT/target/bench-data}
@@ -63,10 +65,10 @@ release_tracefs() {
 BLKTRACE_SAMPLE=${BLKTRACE_SAMPLE:-/work/shared/samples/blktrace-binary/takeoverjp__blktrace_viewer__sample.blktrace.0}
 make_blktrace() {
     [ -f "$BLKTRACE_SAMPLE" ] || die "no source capture $BLKTRACE_SAMPLE (set BLKTRACE_SAMPLE to a little-endian v7 NAME.blktrace.0)"
-    if [ "${BENCH_NO_BUILD:-0}" != 1 ] || [ ! -x "$BENCH_ROOT/target/release/examples/blktrace_speed" ]; then
+    if [ "${BENCH_NO_BUILD:-0}" != 1 ] || [ ! -x "$BENCH_TARGET/release/examples/blktrace_speed" ]; then
         (cd "$BENCH_ROOT" && cargo build -q --release -p recorder --example blktrace_speed) || die "building the blktrace_speed example failed"
     fi
-    "$BENCH_ROOT/target/release/examples/blktrace_speed" make "$BLKTRACE_SAMPLE" "$1.blktrace.0" "$2" >/dev/null \
+    "$BENCH_TARGET/release/examples/blktrace_speed" make "$BLKTRACE_SAMPLE" "$1.blktrace.0" "$2" >/dev/null \
         || die "generating $1.blktrace.0 failed"
 }
 

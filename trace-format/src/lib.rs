@@ -6,7 +6,8 @@
 //! crate specifies the bytes.
 //!
 //! Write with [`TraceWriter`] (memory bounded by one chunk), read with
-//! [`TraceFile`] (memory-mapped) or [`TraceReader`] (any `Read`).
+//! [`TraceFile`] (random access, one positioned read per chunk, not a memory
+//! map: see its documentation) or [`TraceReader`] (any `Read`).
 
 mod codec;
 mod error;
