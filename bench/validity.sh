@@ -161,7 +161,7 @@ replays() {
       wait_share=$(python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["traces"][0]
-print(f"{(t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9):.4f}")' \
+print("%.4f" % ((t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9)))' \
         "$OUT/try$try-replay-$drive-$task.json")
       if [ -z "$best" ] || awk -v a="$wait_share" -v b="$best_wait" 'BEGIN { exit !(a < b) }'; then
         best=$try best_wait=$wait_share
