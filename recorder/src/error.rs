@@ -40,6 +40,17 @@ impl ConvertError {
         }
     }
 
+    /// The error that stops a conversion at bad input: the line or record
+    /// `at`, what it holds, and why it is bad.
+    pub fn bad_input(at: &crate::event::Location<'_>, content: String, reason: &BadReason) -> Self {
+        ConvertError::BadInput {
+            location: at.to_string(),
+            content,
+            reason: reason.message.clone(),
+            kind: reason.kind,
+        }
+    }
+
     /// Why the conversion was refused, when the error is a usage error.
     pub fn usage_kind(&self) -> Option<UsageKind> {
         match self {

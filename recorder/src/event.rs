@@ -59,6 +59,23 @@ pub struct SourceIo {
     pub pid: Option<u32>,
 }
 
+impl SourceIo {
+    /// A request without flags, original latency or process: all that most
+    /// datasets give.
+    pub fn request(time: Nanos, device: DeviceId, op: Op, offset: Bytes, len: Bytes) -> Self {
+        SourceIo {
+            time,
+            device,
+            op,
+            flags: Flags::NONE,
+            offset,
+            len,
+            latency: None,
+            pid: None,
+        }
+    }
+}
+
 /// Where in the input something was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Position {

@@ -104,22 +104,16 @@ impl Sink for Collector {
         content: &str,
         reason: &BadReason,
     ) -> Result<(), ConvertError> {
-        let bad = BadInput {
+        self.bad.push(BadInput {
             location: at.to_string(),
             content: content.to_string(),
             reason: reason.message.clone(),
             kind: reason.kind,
-        };
-        self.bad.push(bad.clone());
+        });
         if self.skip_bad {
             Ok(())
         } else {
-            Err(ConvertError::BadInput {
-                location: bad.location,
-                content: bad.content,
-                reason: bad.reason,
-                kind: bad.kind,
-            })
+            Err(ConvertError::bad_input(&at, content.to_string(), reason))
         }
     }
 

@@ -8,14 +8,16 @@
 //! epoch. One file holds every disk's requests, interleaved; rows are not
 //! strictly sorted by time, which the normaliser's reorder window absorbs.
 
-use super::request_lines::{is_header, parse_lines, read_or_write, volume_device, Parsed};
-use crate::error::{bad, BadInputKind, BadReason, ConvertError};
+use super::request_lines::{
+    csv_row, head_has_requests, is_header, parse_lines, read_or_write, volume_device, Parsed,
+};
+use crate::error::{BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
-use crate::formats::line_input::{check_extent, head_lines, nanos_from, parse_u64, Fields};
+use crate::formats::line_input::{check_extent, nanos_from, parse_u64};
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, Flags};
+use trace_format::Bytes;
 
 const HEADER: &str = "device_id,opcode,offset,length,timestamp";
 
@@ -31,44 +33,21 @@ pub const FORMAT: FormatSpec = FormatSpec {
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
-    let mut seen = 0;
-    for line in head_lines(head, 4) {
-        match parse_line(line) {
-            Ok(Parsed::Io(_)) => seen += 1,
-            Ok(Parsed::Note(_)) => {}
-            Err(_) => return false,
-        }
-    }
-    seen > 0
+    head_has_requests(head, parse_line)
 }
 
 fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("alibaba header line"));
     }
-    let f = Fields::<6>::split(line, b',');
-    if f.len() != 5 {
-        return Err(bad(BadInputKind::Syntax, format!(
-            "expected 5 comma-separated fields ({HEADER}), found {}",
-            f.len()
-        )));
-    }
+    let f = csv_row::<6>(line, HEADER)?;
     let device = volume_device(f.get(0), "device_id")?;
     let op = read_or_write(f.get(1), "opcode")?;
     let offset = parse_u64(f.get(2), "offset")?;
     let len = parse_u64(f.get(3), "length")?;
     let time = nanos_from(parse_u64(f.get(4), "timestamp")?, 1_000, "timestamp")?;
     check_extent(offset, len)?;
-    Ok(Parsed::Io(SourceIo {
-        time,
-        device,
-        op,
-        flags: Flags::NONE,
-        offset: Bytes(offset),
-        len: Bytes(len),
-        latency: None,
-        pid: None,
-    }))
+    Ok(Parsed::Io(SourceIo::request(time, device, op, Bytes(offset), Bytes(len))))
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
@@ -80,7 +59,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::{Nanos, Op};
 
     /// The publisher's example row, then rows written from the schema: a
@@ -92,16 +71,9 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
-            .ios
-            .iter()
-            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
-            .collect();
+        let out = run_documented(looks_like, parse, DOC);
         assert_eq!(
-            got,
+            out.requests(),
             vec![
                 (0, Op::Read, 126703644672, 4096, Nanos(1577808000000626000)),
                 (7, Op::Write, 0, 512, Nanos(1577808000001000000)),

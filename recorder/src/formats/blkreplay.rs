@@ -23,11 +23,12 @@ use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_u64, Fields, NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_u64, sectors_to_bytes, Fields,
+    NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Nanos, Op, Sectors};
+use trace_format::{Bytes, DeviceId, Nanos, Op};
 
 /// Notes: requests kept in a simpler form than the load gave them.
 pub mod notes {
@@ -85,14 +86,8 @@ fn parse_line(line: &[u8]) -> Result<(Parsed, Option<&'static str>), BadReason> 
         "start time",
         Nanos(parse_fixed(f.get(0), "start time", 9, NumberStyle::PLAIN)?),
     )?;
-    let sector = parse_u64(f.get(1), "sector")?;
-    let offset = Sectors(sector)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("sector {sector} is past 2^64 bytes")))?;
-    let sectors = parse_u64(f.get(2), "length")?;
-    let len = Sectors(sectors)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("length {sectors} sectors is past 2^64 bytes")))?;
+    let offset = sectors_to_bytes(parse_u64(f.get(1), "sector")?, "sector", "")?;
+    let len = sectors_to_bytes(parse_u64(f.get(2), "length")?, "length", "sectors")?;
     let field = f.get(3).to_ascii_uppercase();
     let rwbs = parse_rwbs_bytes(&field).ok_or_else(|| {
         bad(BadInputKind::UnknownOp, format!(
@@ -135,7 +130,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::Flags;
 
     /// A load as `conv_blktrace_to_load.sh` writes it: copyright and INFO
@@ -152,9 +147,7 @@ start ; sector; length ; op ;  replay_delay=0 ; replay_duration=0\n\
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let out = run_documented(looks_like, parse, DOC);
         assert_eq!(out.notes.len(), 4);
         let got: Vec<(Op, u64, u64, Nanos)> = out
             .ios

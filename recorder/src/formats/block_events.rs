@@ -7,7 +7,7 @@
 
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Action, BlockEvent, Location};
-use crate::formats::line_input::{parse_fixed, NumberStyle};
+use crate::formats::line_input::{parse_fixed, sectors_to_bytes, NumberStyle};
 use crate::sink::Sink;
 use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
 
@@ -320,12 +320,7 @@ pub(crate) fn io_event(
             .unwrap_or(Flags::NONE);
         Bytes(0)
     } else {
-        Bytes(sector_no.checked_mul(512).ok_or_else(|| {
-            bad(
-                BadInputKind::OutOfRange,
-                format!("sector {sector_no} is past 2^64 bytes"),
-            )
-        })?)
+        sectors_to_bytes(sector_no, "sector", "")?
     };
     Ok(Parsed::Event(BlockEvent {
         time,
@@ -414,14 +409,9 @@ fn parse_remap((device, time, pid): At, rwbs: Rwbs, rest: &str) -> Result<Parsed
         )
     })?;
     let from_sector: u64 = parse_number(from_sector.trim(), "remap source sector")?;
-    let from_offset = from_sector.checked_mul(512).ok_or_else(|| {
-        bad(
-            BadInputKind::OutOfRange,
-            format!("sector {from_sector} is past 2^64 bytes"),
-        )
-    })?;
+    let from_offset = sectors_to_bytes(from_sector, "sector", "")?;
     match io_event(device, time, pid, Action::Remap, rwbs, extent.sector, 0)? {
-        Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, Bytes(from_offset))),
+        Parsed::Event(e) => Ok(Parsed::Remap(e, from_dev, from_offset)),
         other => Ok(other),
     }
 }

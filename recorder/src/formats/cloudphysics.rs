@@ -10,17 +10,17 @@
 //! extent in this layout and is counted as a note, not an I/O. One file is one
 //! virtual disk (device `0:0`).
 
-use super::request_lines::{is_header, parse_lines, Parsed};
+use super::request_lines::{csv_row, is_header, parse_lines, Parsed};
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, parse_u64, Fields,
-    NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_hex_u64, parse_u64,
+    sectors_to_bytes, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op, Sectors};
+use trace_format::{Bytes, DeviceId, Nanos, Op};
 
 const HEADER: &str = "version,time,op,size,lbn";
 
@@ -54,17 +54,22 @@ pub(crate) fn scsi_op(code: u64) -> Option<Op> {
     }
 }
 
+/// Where a SCSI command of `op` reads or writes: nothing for a flush, else
+/// `size` bytes from 512-byte block `lbn`.
+pub(crate) fn scsi_extent(op: Op, lbn: u64, size: u64) -> Result<(Bytes, Bytes), BadReason> {
+    if op == Op::Flush {
+        return Ok((Bytes(0), Bytes(0)));
+    }
+    let offset = sectors_to_bytes(lbn, "lbn", "")?;
+    check_extent(offset.0, size)?;
+    Ok((offset, Bytes(size)))
+}
+
 fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("vscsi header line"));
     }
-    let f = Fields::<6>::split(line, b',');
-    if f.len() != 5 {
-        return Err(bad(BadInputKind::Syntax, format!(
-            "expected 5 comma-separated fields ({HEADER}), found {}",
-            f.len()
-        )));
-    }
+    let f = csv_row::<6>(line, HEADER)?;
     match parse_u64(f.get(0), "version")? {
         1 | 2 => {}
         v => return Err(bad(BadInputKind::Syntax, format!("vscsi version {v} is neither 1 nor 2"))),
@@ -79,25 +84,9 @@ fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     let Some(op) = scsi_op(code) else {
         return Ok(Parsed::Note("vscsi command without data"));
     };
-    let (offset, len) = if op == Op::Flush {
-        (Bytes(0), Bytes(0))
-    } else {
-        let offset = Sectors(lbn)
-            .to_bytes()
-            .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lbn {lbn} is past 2^64 bytes")))?;
-        check_extent(offset.0, size)?;
-        (offset, Bytes(size))
-    };
-    Ok(Parsed::Io(SourceIo {
-        time,
-        device: DeviceId { major: 0, minor: 0 },
-        op,
-        flags: Flags::NONE,
-        offset,
-        len,
-        latency: None,
-        pid: None,
-    }))
+    let (offset, len) = scsi_extent(op, lbn, size)?;
+    let device = DeviceId { major: 0, minor: 0 };
+    Ok(Parsed::Io(SourceIo::request(time, device, op, offset, len)))
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
@@ -109,7 +98,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
 
     /// The header and rows written from the layout: WRITE(10), READ(10),
     /// READ(16), SYNCHRONIZE CACHE(10), a TEST UNIT READY (no data).
@@ -122,9 +111,7 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let out = run_documented(looks_like, parse, DOC);
         let got: Vec<(Op, u64, u64, Nanos)> = out
             .ios
             .iter()

@@ -8,16 +8,16 @@
 //! DiskSim's own and ignored). MQSim reads the same layout with integer
 //! nanosecond times: see the `mqsim` module, which shares this parser.
 
-use super::request_lines::{parse_lines, volume_device, Parsed};
+use super::request_lines::{parse_lines, volume_device, zero_or_one, Parsed};
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
 use crate::formats::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_u64, show, NumberStyle,
+    check_extent, check_time, head_lines, parse_fixed, parse_u64, sectors_to_bytes, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, Flags, Nanos, Op, Sectors};
+use trace_format::{Nanos, Op};
 
 /// Time unit of the first field.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,14 +93,8 @@ pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, BadReaso
     };
     let time = check_time("arrival time", time)?;
     let device = volume_device(f[1], "device number")?;
-    let block = parse_u64(f[2], "block number")?;
-    let offset = Sectors(block)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("block {block} is past 2^64 bytes")))?;
-    let blocks = parse_u64(f[3], "size")?;
-    let len = Sectors(blocks)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {blocks} blocks is past 2^64 bytes")))?;
+    let offset = sectors_to_bytes(parse_u64(f[2], "block number")?, "block", "")?;
+    let len = sectors_to_bytes(parse_u64(f[3], "size")?, "size", "blocks")?;
     let op = match unit {
         TimeUnit::Milliseconds => {
             if parse_u64(f[4], "flags")? & 1 == 1 {
@@ -109,28 +103,10 @@ pub(crate) fn parse_line(line: &[u8], unit: TimeUnit) -> Result<Parsed, BadReaso
                 Op::Write
             }
         }
-        TimeUnit::Nanoseconds => match f[4] {
-            b"1" => Op::Read,
-            b"0" => Op::Write,
-            other => {
-                return Err(bad(BadInputKind::UnknownOp, format!(
-                    "request type `{}` is neither 0 (write) nor 1 (read)",
-                    show(other)
-                )))
-            }
-        },
+        TimeUnit::Nanoseconds => zero_or_one(f[4], "request type", Op::Write, Op::Read)?,
     };
     check_extent(offset.0, len.0)?;
-    Ok(Parsed::Io(SourceIo {
-        time,
-        device,
-        op,
-        flags: Flags::NONE,
-        offset,
-        len: Bytes(len.0),
-        latency: None,
-        pid: None,
-    }))
+    Ok(Parsed::Io(SourceIo::request(time, device, op, offset, len)))
 }
 
 fn parse_ms(line: &[u8]) -> Result<Parsed, BadReason> {
@@ -146,7 +122,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::run_documented;
 
     /// Lines written from the manual's field list: a read at 12.5 ms, a write
     /// on device 1 with DiskSim's flag value 0, a read with extra flag bits.
@@ -156,16 +132,9 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
-            .ios
-            .iter()
-            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
-            .collect();
+        let out = run_documented(looks_like, parse, DOC);
         assert_eq!(
-            got,
+            out.requests(),
             vec![
                 (0, Op::Read, 657728 * 512, 16 * 512, Nanos(12_500_000)),
                 (1, Op::Write, 31244784 * 512, 64 * 512, Nanos(13_000_250)),

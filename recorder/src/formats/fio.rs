@@ -35,7 +35,7 @@ use crate::formats::line_input::{
 use crate::sink::Sink;
 use std::collections::HashMap;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
+use trace_format::{Bytes, DeviceId, Nanos, Op};
 
 const V2_HEADER: &[u8] = b"fio version 2 iolog";
 const V3_HEADER: &[u8] = b"fio version 3 iolog";
@@ -268,16 +268,8 @@ fn io_of(
     } else {
         (offset, length)
     };
-    Ok(SourceIo {
-        time,
-        device: DeviceId { major: 0, minor },
-        op,
-        flags: Flags::NONE,
-        offset: Bytes(offset),
-        len: Bytes(length),
-        latency: None,
-        pid: None,
-    })
+    let device = DeviceId { major: 0, minor };
+    Ok(SourceIo::request(time, device, op, Bytes(offset), Bytes(length)))
 }
 
 /// The fio file name of each device of the trace, for [`write_iolog`]: `base`
@@ -470,7 +462,6 @@ mod tests {
 12 /f read 0 1\n\
 13 /f rea";
         let out = run(parse, log);
-        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
         let expect = [
             (3, "found 4 fields"),
             (4, "unknown action `frobnicate`"),
@@ -487,11 +478,7 @@ mod tests {
             (15, "was not added"),
             (17, "unknown action `rea`"),
         ];
-        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
-        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
-            assert_eq!(*line, want_line, "{reason}");
-            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
-        }
+        out.assert_bad_lines(&expect);
         assert_eq!(out.ios.len(), 1);
         assert_eq!(out.ios[0].0, 16);
     }

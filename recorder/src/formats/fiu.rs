@@ -11,14 +11,14 @@
 //! process name with blanks in it is read as everything between the pid and
 //! the lba.
 
-use super::request_lines::{parse_lines, read_or_write, Parsed};
+use super::request_lines::{head_has_requests, parse_lines, read_or_write, Parsed};
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
-use crate::formats::line_input::{check_extent, check_time, head_lines, parse_u64, show};
+use crate::formats::line_input::{check_extent, check_time, parse_u64, sectors_to_bytes, show};
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Sectors};
+use trace_format::{DeviceId, Nanos};
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
@@ -32,14 +32,7 @@ pub const FORMAT: FormatSpec = FormatSpec {
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
-    let mut seen = 0;
-    for line in head_lines(head, 4) {
-        if parse_line(line).is_err() {
-            return false;
-        }
-        seen += 1;
-    }
-    seen > 0
+    head_has_requests(head, parse_line)
 }
 
 fn is_md5(field: &[u8]) -> bool {
@@ -67,14 +60,8 @@ fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     let time = check_time("timestamp", Nanos(parse_u64(f[0], "timestamp")?))?;
     let pid = parse_u64(f[1], "pid")?;
     let pid = u32::try_from(pid).map_err(|_| bad(BadInputKind::OutOfRange, format!("pid {pid} is too large")))?;
-    let lba = parse_u64(end[0], "lba")?;
-    let offset = Sectors(lba)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lba {lba} is past 2^64 bytes")))?;
-    let blocks = parse_u64(end[1], "size")?;
-    let len = Sectors(blocks)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {blocks} blocks is past 2^64 bytes")))?;
+    let offset = sectors_to_bytes(parse_u64(end[0], "lba")?, "lba", "")?;
+    let len = sectors_to_bytes(parse_u64(end[1], "size")?, "size", "blocks")?;
     let op = read_or_write(end[2], "op")?;
     let major = parse_u64(end[3], "major")?;
     let minor = parse_u64(end[4], "minor")?;
@@ -90,14 +77,8 @@ fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     };
     check_extent(offset.0, len.0)?;
     Ok(Parsed::Io(SourceIo {
-        time,
-        device,
-        op,
-        flags: Flags::NONE,
-        offset,
-        len: Bytes(len.0),
-        latency: None,
         pid: Some(pid),
+        ..SourceIo::request(time, device, op, offset, len)
     }))
 }
 
@@ -110,7 +91,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::Op;
 
     /// The documented example line, a write without md5 (SRCMap layout) and
@@ -122,9 +103,7 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let out = run_documented(looks_like, parse, DOC);
         let got: Vec<(String, Op, u64, u64, Nanos, Option<u32>)> = out
             .ios
             .iter()

@@ -9,7 +9,7 @@ use crate::sink::Sink;
 use std::io::{ErrorKind, Read};
 use std::ops::Range;
 use std::path::PathBuf;
-use trace_format::Nanos;
+use trace_format::{Bytes, Nanos, Sectors};
 
 /// Longest line kept; the rest of a longer line is discarded and the line
 /// reported as bad, so one runaway line cannot exhaust memory.
@@ -626,6 +626,22 @@ pub(crate) fn check_extent(offset: u64, len: u64) -> Result<(), BadReason> {
     }
 }
 
+/// `count` 512-byte sectors in bytes; past 2^64 bytes is out of range, said
+/// as `{what} {count} {unit} is past 2^64 bytes` (`unit` the word the format
+/// counts in, or empty for none).
+pub(crate) fn sectors_to_bytes(count: u64, what: &str, unit: &str) -> Result<Bytes, BadReason> {
+    Sectors(count).to_bytes().ok_or_else(|| {
+        let counted = match unit {
+            "" => count.to_string(),
+            unit => format!("{count} {unit}"),
+        };
+        bad(
+            K::OutOfRange,
+            format!("{what} {counted} is past 2^64 bytes"),
+        )
+    })
+}
+
 /// Multiplies a count of `unit_ns` nanoseconds, reporting overflow as absurd.
 pub(crate) fn nanos_from(value: u64, unit_ns: u64, what: &str) -> Result<Nanos, BadReason> {
     let overflow = || format!("absurd {what} {value}: overflows 64-bit nanoseconds");
@@ -653,100 +669,7 @@ pub(crate) fn head_lines(head: &[u8], max: usize) -> impl Iterator<Item = &[u8]>
 }
 
 #[cfg(test)]
-pub(crate) mod testing {
-    //! A sink that collects everything, for the parsers' unit tests.
-
-    use crate::error::{BadInputKind, BadReason, ConvertError};
-    use crate::event::{BlockEvent, Location, SourceIo};
-    use crate::sink::Sink;
-
-    #[derive(Default)]
-    pub struct Collect {
-        pub ios: Vec<(u64, SourceIo)>,
-        /// (line, content, reason)
-        pub bad: Vec<(u64, String, String)>,
-        /// The kind of each entry of `bad`.
-        pub kinds: Vec<BadInputKind>,
-        pub notes: Vec<String>,
-        pub wall_clock: Option<i64>,
-        /// Keep going after bad input (as `--skip-bad`).
-        pub skip_bad: bool,
-    }
-
-    impl Collect {
-        pub fn skipping() -> Self {
-            Collect {
-                skip_bad: true,
-                ..Default::default()
-            }
-        }
-    }
-
-    fn line_of(at: &Location<'_>) -> u64 {
-        match at.position {
-            crate::event::Position::Line(n) => n,
-            crate::event::Position::Record { index, .. } => index,
-        }
-    }
-
-    impl Sink for Collect {
-        fn event(&mut self, _at: Location<'_>, _e: BlockEvent) -> Result<(), ConvertError> {
-            panic!("a one-line-per-request parser reported a block event");
-        }
-        fn io(&mut self, at: Location<'_>, io: SourceIo) -> Result<(), ConvertError> {
-            self.ios.push((line_of(&at), io));
-            Ok(())
-        }
-        fn bad_input(
-            &mut self,
-            at: Location<'_>,
-            content: &str,
-            reason: &BadReason,
-        ) -> Result<(), ConvertError> {
-            self.bad
-                .push((line_of(&at), content.to_string(), reason.message.clone()));
-            self.kinds.push(reason.kind);
-            if self.skip_bad {
-                Ok(())
-            } else {
-                Err(ConvertError::BadInput {
-                    location: at.to_string(),
-                    content: content.to_string(),
-                    reason: reason.message.clone(),
-                    kind: reason.kind,
-                })
-            }
-        }
-        fn note(&mut self, key: &str) {
-            self.notes.push(key.to_string());
-        }
-        fn wall_clock(&mut self, ns: i64) {
-            self.wall_clock = Some(ns);
-        }
-    }
-
-    /// Runs `parse` over `text` with a skipping collector.
-    pub fn run(
-        parse: fn(&mut dyn std::io::BufRead, &str, &mut dyn Sink) -> Result<(), ConvertError>,
-        text: &[u8],
-    ) -> Collect {
-        let mut sink = Collect::skipping();
-        let mut input = text;
-        parse(&mut input, "t.txt", &mut sink).expect("parse with skip-bad succeeds");
-        sink
-    }
-
-    /// Runs `parse` over `text` stopping at the first bad input.
-    pub fn run_strict(
-        parse: fn(&mut dyn std::io::BufRead, &str, &mut dyn Sink) -> Result<(), ConvertError>,
-        text: &[u8],
-    ) -> (Collect, Result<(), ConvertError>) {
-        let mut sink = Collect::default();
-        let mut input = text;
-        let result = parse(&mut input, "t.txt", &mut sink);
-        (sink, result)
-    }
-}
+pub(crate) mod testing;
 
 #[cfg(test)]
 mod tests {

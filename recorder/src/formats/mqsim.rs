@@ -45,7 +45,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::{Nanos, Op};
 
     /// The README's example lines (sequential 8 KiB writes on device 1), and
@@ -56,16 +56,9 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
-            .ios
-            .iter()
-            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
-            .collect();
+        let out = run_documented(looks_like, parse, DOC);
         assert_eq!(
-            got,
+            out.requests(),
             vec![
                 (1, Op::Write, 524288 * 512, 8192, Nanos(4851300)),
                 (1, Op::Write, 524304 * 512, 8192, Nanos(4864300)),

@@ -20,7 +20,7 @@ use crate::formats::line_input::{
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Op};
+use trace_format::{Bytes, DeviceId, Op};
 
 /// FILETIME ticks (100 ns since 1601-01-01) at the Unix epoch.
 const UNIX_EPOCH_TICKS: u64 = 116_444_736_000_000_000;
@@ -147,22 +147,16 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
                 continue;
             }
         };
-        sink.io(
-            Location::line(file, line.number),
-            SourceIo {
-                time,
-                device: DeviceId {
-                    major: 0,
-                    minor: record.disk,
-                },
-                op: record.op,
-                flags: Flags::NONE,
-                offset: Bytes(record.offset),
-                len: Bytes(record.size),
-                latency: Some(latency),
-                pid: None,
-            },
-        )?;
+        let device = DeviceId {
+            major: 0,
+            minor: record.disk,
+        };
+        let (offset, len) = (Bytes(record.offset), Bytes(record.size));
+        let io = SourceIo {
+            latency: Some(latency),
+            ..SourceIo::request(time, device, record.op, offset, len)
+        };
+        sink.io(Location::line(file, line.number), io)?;
     }
     lines.report_if_empty(sink, "MSR CSV")
 }

@@ -6,16 +6,16 @@
 //! is seconds (decimal) since the start of the trace. Fields after the fifth
 //! (optional, unspecified by the format) are ignored.
 
+use super::request_lines::{head_has_requests, parse_lines, volume_device, Parsed};
 use crate::formats::{FormatSpec, Reader};
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
-use crate::event::{Location, SourceIo};
+use crate::event::SourceIo;
 use crate::formats::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_u64, report_bad, show, Fields,
-    LineReader, NumberStyle,
+    check_extent, check_time, parse_fixed, parse_u64, sectors_to_bytes, show, Fields, NumberStyle,
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op, Sectors};
+use trace_format::{Bytes, Nanos, Op};
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
@@ -29,17 +29,10 @@ pub const FORMAT: FormatSpec = FormatSpec {
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
-    let mut seen = 0;
-    for line in head_lines(head, 4) {
-        if parse_fields(line).is_err() {
-            return false;
-        }
-        seen += 1;
-    }
-    seen > 0
+    head_has_requests(head, parse_line)
 }
 
-fn parse_fields(line: &[u8]) -> Result<SourceIo, BadReason> {
+fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     let f = Fields::<6>::split(line, b',');
     if f.len() < 5 {
         return Err(bad(BadInputKind::Syntax, format!(
@@ -47,12 +40,8 @@ fn parse_fields(line: &[u8]) -> Result<SourceIo, BadReason> {
             f.len()
         )));
     }
-    let asu = parse_u64(f.get(0), "ASU")?;
-    let asu = u32::try_from(asu).map_err(|_| bad(BadInputKind::OutOfRange, format!("ASU {asu} is too large")))?;
-    let lba = parse_u64(f.get(1), "LBA")?;
-    let offset = Sectors(lba)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("LBA {lba} is past 2^64 bytes")))?;
+    let device = volume_device(f.get(0), "ASU")?;
+    let offset = sectors_to_bytes(parse_u64(f.get(1), "LBA")?, "LBA", "")?;
     let size = parse_u64(f.get(2), "size")?;
     let op = match f.get(3) {
         b"r" | b"R" => Op::Read,
@@ -62,35 +51,13 @@ fn parse_fields(line: &[u8]) -> Result<SourceIo, BadReason> {
     let time = Nanos(parse_fixed(f.get(4), "timestamp", 9, NumberStyle::PLAIN)?);
     check_time("timestamp", time)?;
     check_extent(offset.0, size)?;
-    Ok(SourceIo {
-        time,
-        device: DeviceId {
-            major: 0,
-            minor: asu,
-        },
-        op,
-        flags: Flags::NONE,
-        offset,
-        len: Bytes(size),
-        latency: None,
-        pid: None,
-    })
+    Ok(Parsed::Io(SourceIo::request(time, device, op, offset, Bytes(size))))
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
 /// input in messages.
 pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result<(), ConvertError> {
-    let mut lines = LineReader::new(input, file);
-    while let Some(line) = lines.next_line(sink)? {
-        if line.bytes.trim_ascii().is_empty() {
-            continue;
-        }
-        match parse_fields(line.bytes) {
-            Ok(io) => sink.io(Location::line(file, line.number), io)?,
-            Err(reason) => report_bad(sink, file, line.number, line.bytes, &reason)?,
-        }
-    }
-    lines.report_if_empty(sink, "SPC")
+    parse_lines(input, file, sink, "SPC", parse_line)
 }
 
 #[cfg(test)]
@@ -122,11 +89,7 @@ mod tests {
     fn units_are_blocks_bytes_and_seconds() {
         let out = run(parse, SAMPLE);
         assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
-            .ios
-            .iter()
-            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
-            .collect();
+        let got = out.requests();
         assert_eq!(
             got,
             vec![
@@ -153,7 +116,6 @@ mod tests {
 \xff,1,512,r,0.5\n\
 0,1,512,r,0.6";
         let out = run(parse, input);
-        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
         let expect = [
             (2, "at least 5"),
             (3, "negative size"),
@@ -165,11 +127,7 @@ mod tests {
             (10, "absurd timestamp"),
             (11, "ASU"),
         ];
-        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
-        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
-            assert_eq!(*line, want_line, "{reason}");
-            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
-        }
+        out.assert_bad_lines(&expect);
         let lines: Vec<u64> = out.ios.iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![1, 5, 12]);
         // Line 5 ends exactly at 2^63 - 512 + 512 = 2^63.

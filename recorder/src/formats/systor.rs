@@ -9,16 +9,16 @@
 //! (here device `0:LUN`, the volume `--volume LUN` keeps); Offset and Size are
 //! bytes.
 
-use super::request_lines::{is_header, parse_lines, read_or_write, volume_device, Parsed};
-use crate::error::{bad, BadInputKind, BadReason, ConvertError};
+use super::request_lines::{
+    csv_row, head_parsed, is_header, parse_lines, read_or_write, volume_device, Parsed,
+};
+use crate::error::{BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
-use crate::formats::line_input::{
-    check_extent, check_time, head_lines, parse_fixed, parse_u64, Fields, NumberStyle,
-};
+use crate::formats::line_input::{check_extent, check_time, parse_fixed, parse_u64, NumberStyle};
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, Flags, Nanos};
+use trace_format::{Bytes, Nanos};
 
 const HEADER: &str = "Timestamp,Response,IOType,LUN,Offset,Size";
 
@@ -32,17 +32,10 @@ pub const FORMAT: FormatSpec = FormatSpec {
     example: "Timestamp,Response,IOType,LUN,Offset,Size\n1487065205.534719,0.000451,R,4,2781364224,4096\n1487065205.5352,,W,0,0,65536\n",
 };
 
-/// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
+/// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this
+/// format (the header line alone is enough).
 pub fn looks_like(head: &[u8]) -> bool {
-    let mut seen = 0;
-    for line in head_lines(head, 4) {
-        match parse_line(line) {
-            Ok(Parsed::Io(_)) => seen += 1,
-            Ok(Parsed::Note(_)) => seen += 1,
-            Err(_) => return false,
-        }
-    }
-    seen > 0
+    head_parsed(head, parse_line).is_some_and(|lines| !lines.is_empty())
 }
 
 fn seconds(field: &[u8], what: &str) -> Result<Nanos, BadReason> {
@@ -56,13 +49,7 @@ fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("systor header line"));
     }
-    let f = Fields::<7>::split(line, b',');
-    if f.len() != 6 {
-        return Err(bad(BadInputKind::Syntax, format!(
-            "expected 6 comma-separated fields ({HEADER}), found {}",
-            f.len()
-        )));
-    }
+    let f = csv_row::<7>(line, HEADER)?;
     let time = seconds(f.get(0), "timestamp")?;
     let latency = match f.get(1) {
         b"" => None,
@@ -74,14 +61,8 @@ fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     let len = parse_u64(f.get(5), "size")?;
     check_extent(offset, len)?;
     Ok(Parsed::Io(SourceIo {
-        time,
-        device,
-        op,
-        flags: Flags::NONE,
-        offset: Bytes(offset),
-        len: Bytes(len),
         latency,
-        pid: None,
+        ..SourceIo::request(time, device, op, Bytes(offset), Bytes(len))
     }))
 }
 
@@ -94,7 +75,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::Op;
 
     /// The header and rows written from it: a read, a write on another LUN
@@ -106,9 +87,7 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
+        let out = run_documented(looks_like, parse, DOC);
         assert_eq!(out.notes, vec!["systor header line".to_string()]);
         let got: Vec<(u32, Op, u64, u64, Nanos, Option<Nanos>)> = out
             .ios

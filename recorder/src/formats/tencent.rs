@@ -9,14 +9,16 @@
 //! `--volume ID` keeps). The files ship as `.tgz`: extract the CSV, then
 //! convert it (compressed or not).
 
-use super::request_lines::{is_header, parse_lines, volume_device, Parsed};
-use crate::error::{bad, BadInputKind, BadReason, ConvertError};
+use super::request_lines::{
+    csv_row, head_parsed, is_header, is_request, parse_lines, volume_device, zero_or_one, Parsed,
+};
+use crate::error::{BadReason, ConvertError};
 use crate::formats::{FormatSpec, Reader};
 use crate::event::SourceIo;
-use crate::formats::line_input::{check_extent, head_lines, nanos_from, parse_u64, show, Fields};
+use crate::formats::line_input::{check_extent, nanos_from, parse_u64, sectors_to_bytes};
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Flags, Op, Sectors};
+use trace_format::Op;
 
 const HEADER: &str = "Timestamp,Offset,Size,IOType,VolumeID";
 
@@ -36,63 +38,30 @@ pub const FORMAT: FormatSpec = FormatSpec {
 
 /// Whether `head` (the first bytes of an input, up to 64 KiB) looks like this format.
 pub fn looks_like(head: &[u8]) -> bool {
-    let mut seen = 0;
-    for line in head_lines(head, 4) {
-        match parse_line(line) {
-            Ok(Parsed::Io(io)) if io.time.0 >= MIN_UNIX_SECONDS * 1_000_000_000 => seen += 1,
-            Ok(Parsed::Note(_)) => {}
-            _ => return false,
-        }
-    }
-    seen > 0
+    let unix_time = |parsed: &Parsed| match parsed {
+        Parsed::Io(io) => io.time.0 >= MIN_UNIX_SECONDS * 1_000_000_000,
+        Parsed::Note(_) => true,
+    };
+    head_parsed(head, parse_line)
+        .is_some_and(|lines| lines.iter().all(unix_time) && lines.iter().any(is_request))
 }
 
 fn parse_line(line: &[u8]) -> Result<Parsed, BadReason> {
     if is_header(line, HEADER) {
         return Ok(Parsed::Note("tencent header line"));
     }
-    let f = Fields::<6>::split(line, b',');
-    if f.len() != 5 {
-        return Err(bad(BadInputKind::Syntax, format!(
-            "expected 5 comma-separated fields ({HEADER}), found {}",
-            f.len()
-        )));
-    }
+    let f = csv_row::<6>(line, HEADER)?;
     let time = nanos_from(
         parse_u64(f.get(0), "timestamp")?,
         1_000_000_000,
         "timestamp",
     )?;
-    let sector = parse_u64(f.get(1), "offset")?;
-    let offset = Sectors(sector)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("offset {sector} sectors is past 2^64 bytes")))?;
-    let sectors = parse_u64(f.get(2), "size")?;
-    let len = Sectors(sectors)
-        .to_bytes()
-        .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("size {sectors} sectors is past 2^64 bytes")))?;
-    let op = match f.get(3) {
-        b"0" => Op::Read,
-        b"1" => Op::Write,
-        other => {
-            return Err(bad(BadInputKind::UnknownOp, format!(
-                "IOType `{}` is neither 0 (read) nor 1 (write)",
-                show(other)
-            )))
-        }
-    };
+    let offset = sectors_to_bytes(parse_u64(f.get(1), "offset")?, "offset", "sectors")?;
+    let len = sectors_to_bytes(parse_u64(f.get(2), "size")?, "size", "sectors")?;
+    let op = zero_or_one(f.get(3), "IOType", Op::Read, Op::Write)?;
     let device = volume_device(f.get(4), "VolumeID")?;
     check_extent(offset.0, len.0)?;
-    Ok(Parsed::Io(SourceIo {
-        time,
-        device,
-        op,
-        flags: Flags::NONE,
-        offset,
-        len,
-        latency: None,
-        pid: None,
-    }))
+    Ok(Parsed::Io(SourceIo::request(time, device, op, offset, len)))
 }
 
 /// Parses the whole input, reporting what it finds to `sink`. `file` names the
@@ -104,7 +73,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::formats::line_input::testing::run;
+    use crate::formats::line_input::testing::{run, run_documented};
     use trace_format::Nanos;
 
     /// Rows written from the README's field list: a write and a read of
@@ -115,14 +84,8 @@ mod tests {
 
     #[test]
     fn documented_rows_convert_exactly() {
-        assert!(looks_like(DOC));
-        let out = run(parse, DOC);
-        assert!(out.bad.is_empty(), "{:?}", out.bad);
-        let got: Vec<(u32, Op, u64, u64, Nanos)> = out
-            .ios
-            .iter()
-            .map(|(_, io)| (io.device.minor, io.op, io.offset.0, io.len.0, io.time))
-            .collect();
+        let out = run_documented(looks_like, parse, DOC);
+        let got = out.requests();
         let s = 1_000_000_000u64;
         assert_eq!(
             got,

@@ -15,12 +15,12 @@
 
 use crate::error::{bad, BadInputKind, BadReason, ConvertError};
 use crate::event::{Location, SourceIo};
-use crate::formats::cloudphysics::scsi_op;
-use crate::formats::line_input::{check_extent, check_time};
+use crate::formats::cloudphysics::{scsi_extent, scsi_op};
+use crate::formats::line_input::check_time;
 use crate::formats::{FormatSpec, Reader};
 use crate::sink::Sink;
 use std::io::{BufRead, ErrorKind};
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op, Sectors};
+use trace_format::{DeviceId, Nanos};
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
@@ -124,24 +124,11 @@ fn decode(r: &[u8], version: u8) -> Result<Result<SourceIo, &'static str>, BadRe
     let Some(op) = scsi_op(u64::from(cmd)) else {
         return Ok(Err("vscsi command without data"));
     };
-    let (offset, len) = if op == Op::Flush {
-        (Bytes(0), Bytes(0))
-    } else {
-        let offset = Sectors(lbn)
-            .to_bytes()
-            .ok_or_else(|| bad(BadInputKind::OutOfRange, format!("lbn {lbn} is past 2^64 bytes")))?;
-        check_extent(offset.0, u64::from(len))?;
-        (offset, Bytes(u64::from(len)))
-    };
+    let (offset, len) = scsi_extent(op, lbn, u64::from(len))?;
+    let device = DeviceId { major: 0, minor: 0 };
     Ok(Ok(SourceIo {
-        time,
-        device: DeviceId { major: 0, minor: 0 },
-        op,
-        flags: Flags::NONE,
-        offset,
-        len,
         latency,
-        pid: None,
+        ..SourceIo::request(time, device, op, offset, len)
     }))
 }
 
@@ -216,6 +203,7 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
 mod tests {
     use super::*;
     use crate::sink::Collector;
+    use trace_format::Op;
 
     fn v1(cmd: u16, len: u32, lbn: u64, ts: u64) -> Vec<u8> {
         let mut r = Vec::new();

@@ -33,7 +33,7 @@ use crate::formats::line_input::{
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
+use trace_format::{Bytes, DeviceId, Nanos, Op};
 
 /// Most columns a WPA export line may have that we can address.
 const MAX_COLUMNS: usize = 64;
@@ -343,25 +343,18 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
             major: 0,
             minor: row.disk,
         };
+        let io = |offset, len, latency| SourceIo {
+            latency,
+            pid: row.pid,
+            ..SourceIo::request(row.time, device, op, Bytes(offset), Bytes(len))
+        };
         if row.count == 1 {
             let (offset, len) = if op == Op::Flush {
                 (0, 0)
             } else {
                 (row.offset, row.size)
             };
-            sink.io(
-                at,
-                SourceIo {
-                    time: row.time,
-                    device,
-                    op,
-                    flags: Flags::NONE,
-                    offset: Bytes(offset),
-                    len: Bytes(len),
-                    latency: row.latency,
-                    pid: row.pid,
-                },
-            )?;
+            sink.io(at, io(offset, len, row.latency))?;
             continue;
         }
         sink.note("wpa aggregated row split");
@@ -373,19 +366,8 @@ pub fn parse(input: &mut dyn BufRead, file: &str, sink: &mut dyn Sink) -> Result
         let mut offset = row.offset;
         for i in 0..row.count {
             let len = base + u64::from(i < extra);
-            sink.io(
-                at,
-                SourceIo {
-                    time: row.time,
-                    device,
-                    op,
-                    flags: Flags::NONE,
-                    offset: Bytes(offset),
-                    len: Bytes(len),
-                    latency: None,
-                    pid: row.pid,
-                },
-            )?;
+            // No latency: the row's times are aggregates, not any one I/O's.
+            sink.io(at, io(offset, len, None))?;
             // Cannot overflow: the row's whole range passed check_extent.
             offset += len;
         }
@@ -552,7 +534,6 @@ Read;Normal;Syst\u{e9}m;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1\r\n\
 Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
         );
         let out = run(parse, &input);
-        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
         let expect = [
             (3, "missing IO time"),
             (4, "missing IO Type"),
@@ -563,11 +544,7 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
             (9, "not a hexadecimal"),
             (10, "count 0"),
         ];
-        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
-        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
-            assert_eq!(*line, want_line, "{reason}");
-            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
-        }
+        out.assert_bad_lines(&expect);
         let lines: Vec<u64> = out.ios.iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![2, 11, 12], "non-ASCII process names are fine");
     }

@@ -33,7 +33,7 @@ use crate::formats::line_input::{
 };
 use crate::sink::Sink;
 use std::io::BufRead;
-use trace_format::{Bytes, DeviceId, Flags, Nanos, Op};
+use trace_format::{Bytes, DeviceId, Nanos, Op};
 
 const MAX_FIELDS: usize = 32;
 
@@ -212,17 +212,18 @@ fn parse_disk_event(
     };
     Ok((
         SourceIo {
-            time: completed.saturating_sub(elapsed),
-            device: DeviceId {
-                major: 0,
-                minor: disk,
-            },
-            op,
-            flags: Flags::NONE,
-            offset: Bytes(offset),
-            len: Bytes(len),
             latency: Some(elapsed),
             pid,
+            ..SourceIo::request(
+                completed.saturating_sub(elapsed),
+                DeviceId {
+                    major: 0,
+                    minor: disk,
+                },
+                op,
+                Bytes(offset),
+                Bytes(len),
+            )
         },
         started_before,
     ))
@@ -439,7 +440,6 @@ FileIoRead, 1000, \u{e9}\u{e9}, 8
 DiskRead, 1000, System (4), 8, 0x0, 0x0, 0x200, 4, 0, 0x0, 1, 0, Original, 0x0, \"",
         );
         let out = run(parse, &input);
-        let reasons: Vec<(u64, &str)> = out.bad.iter().map(|(l, _, r)| (*l, r.as_str())).collect();
         let expect = [
             (9, "truncated event"),
             (10, "negative timestamp"),
@@ -450,11 +450,7 @@ DiskRead, 1000, System (4), 8, 0x0, 0x0, 0x200, 4, 0, 0x0, 1, 0, Original, 0x0, 
             (15, "not an xperf dumper event line"),
             (16, "disk number"),
         ];
-        assert_eq!(reasons.len(), expect.len(), "{reasons:?}");
-        for ((line, reason), (want_line, want)) in reasons.iter().zip(expect) {
-            assert_eq!(*line, want_line, "{reason}");
-            assert!(reason.contains(want), "line {line}: {reason} lacks {want}");
-        }
+        out.assert_bad_lines(&expect);
         let lines: Vec<u64> = out.ios.iter().map(|(l, _)| *l).collect();
         assert_eq!(lines, vec![8, 18], "unterminated last line still parses");
         assert_eq!(out.notes, vec!["xperf other event"]);

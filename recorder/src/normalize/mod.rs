@@ -374,12 +374,7 @@ impl<'o> Normaliser<'o> {
             });
             Ok(())
         } else {
-            Err(ConvertError::BadInput {
-                location: at.to_string(),
-                content,
-                reason: reason.message.clone(),
-                kind: reason.kind,
-            })
+            Err(ConvertError::bad_input(&at, content, reason))
         }
     }
 
