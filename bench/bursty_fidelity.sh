@@ -38,32 +38,15 @@ BUILDS=${BUILDS:-"tracemark=$TRACEMARK"}
 for b in $BUILDS; do [ -x "${b#*=}" ] || die "${b#*=} is not an executable"; done
 
 WORK=$(mktemp -d /var/tmp/tracemark-bursty.XXXXXX)
-ZRAM_N=""
-INSTANCE=""
-TRACEFS_PRIVATE=""
 cleanup() {
-    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
-        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
-        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
-        rmdir "$INSTANCE" 2>/dev/null || true
-    fi
-    [ -n "$TRACEFS_PRIVATE" ] && umount "$TRACEFS_PRIVATE" 2>/dev/null || true
-    if [ -n "$ZRAM_N" ]; then
-        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
-        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-    fi
+    trace_instance_release
+    [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N"
     rm -rf --one-file-system "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
-[ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
-ZRAM_N=$(cat /sys/class/zram-control/hot_add)
-ZRAM=/dev/zram$ZRAM_N
-for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
-echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_N/disksize"
-dd if=/dev/urandom of="$ZRAM" bs=1M count="$SPAN_MIB" oflag=direct status=none
+zram_new "$SPAN_MIB"
 
 echo "# bursty_fidelity: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), tracemark commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); $RATE IOPS, ${DURATION_S} s; $ZRAM (zram, io-wq path); builds: $BUILDS"
@@ -86,28 +69,8 @@ print(f"# {sys.argv[1].rsplit('/', 1)[1]}: {len(t)} I/Os, {same} of them ({100 *
 PY
 done
 
-mkdir "$WORK/tracefs"
-mount -t tracefs nodev "$WORK/tracefs" || die "cannot mount tracefs"
-TRACEFS_PRIVATE=$WORK/tracefs
-INSTANCE=$TRACEFS_PRIVATE/instances/tracemark-bursty-$$
-mkdir "$INSTANCE"
-echo 65536 > "$INSTANCE/buffer_size_kb"
-num=$(cat "/sys/class/block/zram$ZRAM_N/dev")
-DEVNUM=$num
-echo "dev == $(( (${num%%:*} << 20) | ${num##*:} ))" > "$INSTANCE/events/block/block_bio_queue/filter"
-echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
-
-traced() { # NAME CMD...
-    local name=$1; shift
-    echo > "$INSTANCE/trace"
-    echo 1 > "$INSTANCE/tracing_on"
-    "$@"
-    echo 0 > "$INSTANCE/tracing_on"
-    cat "$INSTANCE/trace" > "$WORK/$name.trace"
-    local lost
-    lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
-    [ "$lost" = 0 ] || echo "warning: $lost tracefs events overrun in $name" >&2
-}
+trace_instance bursty private
+trace_device "$ZRAM"
 
 declare -A R
 add() { R[$1]="${R[$1]:-} $2"; }

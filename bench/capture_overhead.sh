@@ -27,7 +27,7 @@ need fio
 need python3
 need losetup mount
 need flock util-linux
-[ -x /usr/bin/time ] || die "/usr/bin/time is not installed (apt-get install -y time)"
+need_gnu_time
 build_tracemark
 
 # Tracing is shared with the capture tests: one user at a time.
@@ -37,14 +37,8 @@ flock -w 600 9 || die "another user holds /tmp/tracemark-tests-tracefs.lock"
 WORK=$(mktemp -d /var/tmp/tracemark-capbench.XXXXXX)
 LOOP=""
 CAPTURE_PID=""
-INSTANCE=""
 cleanup() {
-    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
-        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
-        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
-        rmdir "$INSTANCE" 2>/dev/null || true
-    fi
-    release_tracefs
+    trace_instance_release
     if [ -n "$CAPTURE_PID" ]; then
         kill -INT "$CAPTURE_PID" 2>/dev/null || true
         wait "$CAPTURE_PID" 2>/dev/null || true

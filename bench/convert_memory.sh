@@ -14,13 +14,10 @@ set -euo pipefail
 [ $# -gt 0 ] || set -- 1000000 10000000
 for n in "$@"; do case $n in ''|*[!0-9]*) die "usage: bash bench/convert_memory.sh [SIZES...]";; esac; done
 need blkparse blktrace
-[ -x /usr/bin/time ] || die "/usr/bin/time is not installed (apt-get install -y time)"
+need_gnu_time
 build_tracemark
 
-WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
-cd "$WORK"
+work_in_scratch
 
 echo "# convert_memory: $(date -u +%FT%TZ), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
 rss_mb() { # CMD... -> max RSS in MB (10^6 bytes)

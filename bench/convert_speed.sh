@@ -19,13 +19,10 @@ RUNS=${2:-3}
 case $RECORDS$RUNS in *[!0-9]*) die "usage: bash bench/convert_speed.sh [RECORDS] [RUNS]";; esac
 need blkparse blktrace
 need taskset util-linux
-[ -x /usr/bin/time ] || die "/usr/bin/time is not installed (apt-get install -y time)"
+need_gnu_time
 build_tracemark
 
-WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
-cd "$WORK"
+work_in_scratch
 
 echo "# convert_speed: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 make_blktrace big "$RECORDS"

@@ -21,20 +21,13 @@ build_tracemark
 BUILDS=${BUILDS:-"tracemark=$TRACEMARK"}
 
 WORK=$(mktemp -d /var/tmp/tracemark-fresh.XXXXXX)
-ZRAM_N=""
 cleanup() {
-    if [ -n "$ZRAM_N" ]; then
-        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
-        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-    fi
+    [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N"
     rm -rf --one-file-system "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
-ZRAM_N=$(cat /sys/class/zram-control/hot_add)
-ZRAM=/dev/zram$ZRAM_N
-for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
+zram_new
 fresh() {
     echo 1 > "/sys/block/zram$ZRAM_N/reset"
     echo $((SIZE_MIB << 20)) > "/sys/block/zram$ZRAM_N/disksize"

@@ -21,6 +21,20 @@ need() {
 
 need_root() { [ "$(id -u)" -eq 0 ] || die "needs root"; }
 
+# need_gnu_time: /usr/bin/time (GNU time, for its -v and -f).
+need_gnu_time() {
+    [ -x /usr/bin/time ] || die "/usr/bin/time is not installed (apt-get install -y time)"
+}
+
+# work_in_scratch: WORK, a scratch directory under /var/tmp removed on exit,
+# made the current directory (for scripts with nothing else to clean up).
+work_in_scratch() {
+    WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
+    trap 'rm -rf "$WORK"' EXIT
+    trap 'exit 130' INT TERM
+    cd "$WORK"
+}
+
 # Builds the release binary (quietly) so every script measures the current tree;
 # BENCH_NO_BUILD=1 measures the binary already in target/release instead.
 build_tracemark() {
@@ -59,6 +73,69 @@ release_tracefs() {
     fi
 }
 
+# A tracing instance of this script's own, so that other tracing users are
+# not disturbed: INSTANCE is its directory (empty until trace_instance makes
+# it), DEVNUM the MAJ:MIN trace_device filters on.
+INSTANCE=""
+TRACEFS_PRIVATE=""
+DEVNUM=""
+
+# trace_instance NAME [private]: makes the instance tracemark-NAME-PID with a
+# 64 MiB buffer per CPU, in $TRACEFS (mounted when it is not), or with
+# `private` in tracefs mounted at $WORK/tracefs (the same tracing state, but
+# another user unmounting /sys/kernel/tracing cannot take the instance away).
+trace_instance() {
+    if [ "${2:-}" = private ]; then
+        mkdir "$WORK/tracefs"
+        mount -t tracefs nodev "$WORK/tracefs" || die "cannot mount tracefs"
+        TRACEFS_PRIVATE=$WORK/tracefs
+        INSTANCE=$TRACEFS_PRIVATE/instances/tracemark-$1-$$
+    else
+        ensure_tracefs
+        INSTANCE=$TRACEFS/instances/tracemark-$1-$$
+    fi
+    mkdir "$INSTANCE"
+    echo 65536 > "$INSTANCE/buffer_size_kb"
+}
+
+# trace_instance_release: stops and removes the instance and unmounts what
+# trace_instance mounted; for cleanup traps (never fails).
+trace_instance_release() {
+    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
+        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
+        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
+        rmdir "$INSTANCE" 2>/dev/null || true
+    fi
+    if [ -n "$TRACEFS_PRIVATE" ]; then umount "$TRACEFS_PRIVATE" 2>/dev/null || true; fi
+    release_tracefs
+}
+
+# trace_device DEV: has the instance trace block:block_bio_queue on DEV
+# (/dev/NAME) only; sets DEVNUM.
+trace_device() {
+    local num maj min
+    num=$(cat "/sys/class/block/$(basename "$1")/dev")
+    maj=${num%%:*}; min=${num##*:}
+    echo 0 > "$INSTANCE/events/block/block_bio_queue/enable"
+    echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/block_bio_queue/filter"
+    echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
+    DEVNUM=$num
+}
+
+# traced NAME CMD...: runs CMD with the instance tracing into $WORK/NAME.trace,
+# warning when the buffer lost events.
+traced() {
+    local name=$1; shift
+    echo > "$INSTANCE/trace"
+    echo 1 > "$INSTANCE/tracing_on"
+    "$@"
+    echo 0 > "$INSTANCE/tracing_on"
+    cat "$INSTANCE/trace" > "$WORK/$name.trace"
+    local lost
+    lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
+    [ "$lost" = 0 ] || echo "warning: $lost tracefs events overrun in $name" >&2
+}
+
 # Generates a blktrace binary file of at least RECORDS records (one per-CPU file,
 # OUT.blktrace.0) by repeating the shared sample capture with shifted times, the
 # way bench/blktrace_speed.sh does. Usage: make_blktrace OUT_BASENAME RECORDS.
@@ -83,6 +160,26 @@ zram_add() {
     echo "$id"
 }
 
+# A zram device of this script's own: ZRAM_N its number, ZRAM its node
+# (empty until zram_new makes it; cleanup: [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N").
+ZRAM_N=""
+ZRAM=""
+
+# zram_new [SPAN_MIB]: makes the device; with SPAN_MIB, sizes it SPAN_MIB +
+# 64 MiB and fills its first SPAN_MIB MiB with random data (else the caller
+# sizes it). Needs root.
+zram_new() {
+    [ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
+    [ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
+    ZRAM_N=$(cat /sys/class/zram-control/hot_add)
+    ZRAM=/dev/zram$ZRAM_N
+    for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
+    if [ -n "${1:-}" ]; then
+        echo $((($1 + 64) << 20)) > "/sys/block/zram$ZRAM_N/disksize"
+        dd if=/dev/urandom of="$ZRAM" bs=1M count="$1" oflag=direct status=none
+    fi
+}
+
 # zram_reset ID: resets a zram device, retried for up to 5 s: right after a
 # program that used it exits, its io_uring teardown can still hold the
 # device open for a moment (fio's rings keep their files until then), and
@@ -103,6 +200,34 @@ zram_remove() {
         echo "$1" > /sys/class/zram-control/hot_remove 2>/dev/null && return 0
         sleep 0.5
     done
+}
+
+# rounds_setup NAME BIN...: the start of an A/B rounds script (qd_rounds.sh,
+# rate_rounds.sh) once its options are read: checks that each BIN runs and
+# that the tools are there, makes WORK and SHM (NAME in their names; removed
+# on exit, with the devices), SHM/random of SPAN_MIB MiB, and for KIND zram
+# the device ZRAM_ID that fresh_device readies.
+rounds_setup() {
+    local name=$1 b
+    shift
+    for b in "$@"; do [ -x "$b" ] || die "$b is not an executable"; done
+    need_root
+    need fio
+    need python3
+    need losetup
+    WORK=$(mktemp -d "/var/tmp/tracemark-$name.XXXXXX")
+    SHM=$(mktemp -d "/dev/shm/tracemark-$name.XXXXXX")
+    ZRAM_ID=
+    LOOP=
+    trap rounds_cleanup EXIT
+    trap 'exit 130' INT TERM
+    head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
+    if [ "$KIND" = zram ]; then ZRAM_ID=$(zram_add $(((SPAN_MIB + 64) << 20))); fi
+}
+rounds_cleanup() {
+    [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
+    [ -z "$ZRAM_ID" ] || zram_remove "$ZRAM_ID"
+    rm -rf "$WORK" "$SHM"
 }
 
 # fresh_device zram|loop: a private device in a known state for an A/B

@@ -33,10 +33,7 @@ if [ "${BENCH_NO_BUILD:-0}" != 1 ] || [ ! -x "$BENCH_TARGET/release/examples/mma
 fi
 TOOL=$BENCH_TARGET/release/examples/mmap_read
 
-WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
-trap 'exit 130' INT TERM
-cd "$WORK"
+work_in_scratch
 
 echo "# mmap_read: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD), load $(cut -d' ' -f1-3 /proc/loadavg)"
 make_blktrace big "$RECORDS"

@@ -57,27 +57,8 @@ case $FRESH in run|round) ;; *) die "--fresh must be run or round" ;; esac
 for n in "$QD" "$ROUNDS" "$IOS"; do
     case $n in ''|*[!0-9]*) die "--qd, --rounds and --ios take whole numbers" ;; esac
 done
-for b in "$@"; do [ -x "$b" ] || die "$b is not an executable"; done
-need_root
-need fio
-need python3
-need losetup
-
 SPAN_MIB=1024
-WORK=$(mktemp -d /var/tmp/tracemark-rounds.XXXXXX)
-SHM=$(mktemp -d /dev/shm/tracemark-rounds.XXXXXX)
-ZRAM_ID=
-LOOP=
-cleanup() {
-    [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
-    [ -z "$ZRAM_ID" ] || zram_remove "$ZRAM_ID"
-    rm -rf "$WORK" "$SHM"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
-[ "$KIND" = zram ] && ZRAM_ID=$(zram_add $(((SPAN_MIB + 64) << 20)))
+rounds_setup rounds "$@"
 
 # fresh: the device in its known state (lib.sh); sets DEV.
 fresh() { fresh_device "$KIND"; }

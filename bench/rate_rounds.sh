@@ -50,27 +50,8 @@ case $CPU_IDLE in os|poll) ;; *) die "--cpu-idle must be os or poll" ;; esac
 for n in "$RATE" "$IOS" "$ROUNDS"; do
     case $n in ''|*[!0-9]*) die "--rate, --ios and --rounds take whole numbers" ;; esac
 done
-for b in "$@"; do [ -x "$b" ] || die "$b is not an executable"; done
-need_root
-need fio
-need python3
-need losetup
-
 SPAN_MIB=512
-WORK=$(mktemp -d /var/tmp/tracemark-rate.XXXXXX)
-SHM=$(mktemp -d /dev/shm/tracemark-rate.XXXXXX)
-ZRAM_ID=
-LOOP=
-cleanup() {
-    [ -z "$LOOP" ] || losetup -d "$LOOP" 2>/dev/null || true
-    [ -z "$ZRAM_ID" ] || zram_remove "$ZRAM_ID"
-    rm -rf "$WORK" "$SHM"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-head -c $((SPAN_MIB << 20)) /dev/urandom > "$SHM/random"
-[ "$KIND" = zram ] && ZRAM_ID=$(zram_add $(((SPAN_MIB + 64) << 20)))
+rounds_setup rate "$@"
 
 # fresh: the device in its known state (lib.sh); sets DEV.
 fresh() { fresh_device "$KIND"; }

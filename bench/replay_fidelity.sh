@@ -34,34 +34,17 @@ build_tracemark
 
 WORK=$(mktemp -d /var/tmp/tracemark-fidelity.XXXXXX)
 SHM=$(mktemp -d /dev/shm/tracemark-fidelity.XXXXXX)
-ZRAM_N=""
 LOOP=""
-INSTANCE=""
-TRACEFS_PRIVATE=""
 cleanup() {
-    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
-        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
-        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
-        rmdir "$INSTANCE" 2>/dev/null || true
-    fi
-    [ -n "$TRACEFS_PRIVATE" ] && umount "$TRACEFS_PRIVATE" 2>/dev/null || true
+    trace_instance_release
     [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null || true
-    if [ -n "$ZRAM_N" ]; then
-        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
-        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-    fi
+    [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N"
     rm -rf --one-file-system "$WORK" "$SHM"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
-[ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
-ZRAM_N=$(cat /sys/class/zram-control/hot_add)
-ZRAM=/dev/zram$ZRAM_N
-for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
-echo $(((SPAN_MIB + 64) << 20)) > "/sys/block/zram$ZRAM_N/disksize"
-dd if=/dev/urandom of="$ZRAM" bs=1M count="$SPAN_MIB" oflag=direct status=none
+zram_new "$SPAN_MIB"
 truncate -s $(((SPAN_MIB + 64) << 20)) "$SHM/backing"
 LOOP=$(losetup -f --show "$SHM/backing")
 dd if=/dev/urandom of="$LOOP" bs=1M count="$SPAN_MIB" oflag=direct status=none
@@ -75,34 +58,7 @@ python3 "$BENCH_ROOT/bench/gen_iolog.py" "$WORK/rt.src.iolog" "$IOS" "$SPAN_MIB"
 "$TRACEMARK" export "$WORK/rt.tmt" --to csv -o "$WORK/rt.csv"
 write=$([ "$READ_PCT" = 100 ] && echo --read-only || echo --allow-write)
 
-# tracefs mounted at a private mount point (the same tracing state), so that
-# another user unmounting /sys/kernel/tracing cannot take the instance away.
-mkdir "$WORK/tracefs"
-mount -t tracefs nodev "$WORK/tracefs" || die "cannot mount tracefs"
-TRACEFS_PRIVATE=$WORK/tracefs
-INSTANCE=$TRACEFS_PRIVATE/instances/tracemark-fidelity-$$
-mkdir "$INSTANCE"
-echo 65536 > "$INSTANCE/buffer_size_kb"
-trace_device() { # DEV: filter block_bio_queue on it
-    local num maj min
-    num=$(cat "/sys/class/block/$(basename "$1")/dev")
-    maj=${num%%:*}; min=${num##*:}
-    echo 0 > "$INSTANCE/events/block/block_bio_queue/enable"
-    echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/block_bio_queue/filter"
-    echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
-    DEVNUM=$num
-}
-traced() { # NAME CMD...
-    local name=$1; shift
-    echo > "$INSTANCE/trace"
-    echo 1 > "$INSTANCE/tracing_on"
-    "$@"
-    echo 0 > "$INSTANCE/tracing_on"
-    cat "$INSTANCE/trace" > "$WORK/$name.trace"
-    local lost
-    lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
-    [ "$lost" = 0 ] || echo "warning: $lost tracefs events overrun in $name" >&2
-}
+trace_instance fidelity private
 late() { # NAME -> "lat_p50 lat_p99 jitter_p99 gap_p99 out_of_order observed achieved_s"
     python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/rt.csv" "$WORK/$1.trace" "$DEVNUM" > "$WORK/$1.late.json"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); l=d["lateness_us"]; print(l["p50"], l["p99"], d["jitter_us"]["p99"], d["interarrival_error_us"]["p99"], d["out_of_order"], d["observed"], d["achieved_s"])' "$WORK/$1.late.json"

@@ -49,24 +49,16 @@ build_tracemark
 
 WORK=$(mktemp -d /var/tmp/tracemark-sweep.XXXXXX)
 SHM=$(mktemp -d /dev/shm/tracemark-sweep.XXXXXX)
-ZRAM_N=""
 LOOP=""
 cleanup() {
     [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null || true
-    if [ -n "$ZRAM_N" ]; then
-        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
-        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-    fi
+    [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N"
     rm -rf "$WORK" "$SHM"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
-[ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
-ZRAM_N=$(cat /sys/class/zram-control/hot_add)
-ZRAM=/dev/zram$ZRAM_N
-for _ in 1 2 3 4 5; do [ -b "$ZRAM" ] && break; sleep 0.2; done
+zram_new
 
 echo "# replay_qd_sweep: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), $(fio --version), tracemark $($TRACEMARK --version | awk '{print $2}'), commit $(cd "$BENCH_ROOT" && git rev-parse --short HEAD)"
 echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg); CPU idle states: $CPU_IDLE; devices: $ZRAM (zram, private), loop over $SHM (tmpfs)"

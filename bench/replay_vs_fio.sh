@@ -36,22 +36,12 @@ need fio
 need python3
 build_tracemark
 
-ZRAM_N=""
 SHM_LOOP=""
 SHM_IMG=""
 WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
-INSTANCE=""
 cleanup() {
-    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
-        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
-        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
-        rmdir "$INSTANCE" 2>/dev/null || true
-    fi
-    release_tracefs
-    if [ -n "$ZRAM_N" ]; then
-        echo 1 > "/sys/block/zram$ZRAM_N/reset" 2>/dev/null || true
-        echo "$ZRAM_N" > /sys/class/zram-control/hot_remove 2>/dev/null || true
-    fi
+    trace_instance_release
+    [ -z "$ZRAM_N" ] || zram_remove "$ZRAM_N"
     [ -n "$SHM_LOOP" ] && losetup -d "$SHM_LOOP" 2>/dev/null || true
     [ -n "$SHM_IMG" ] && rm -f "$SHM_IMG"
     rm -rf "$WORK"
@@ -59,11 +49,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-[ -e /sys/class/zram-control/hot_add ] || modprobe zram 2>/dev/null || true
-[ -e /sys/class/zram-control/hot_add ] || die "no /sys/class/zram-control (modprobe zram)"
-ZRAM_N=$(cat /sys/class/zram-control/hot_add)
-DEV=/dev/zram$ZRAM_N
-for _ in 1 2 3 4 5; do [ -b "$DEV" ] && break; sleep 0.2; done
+zram_new
+DEV=$ZRAM
 echo 2G > "/sys/block/zram$ZRAM_N/disksize"
 DEVNUM=$(cat "/sys/block/zram$ZRAM_N/dev")
 
@@ -146,24 +133,8 @@ cpu_split "tracemark compressed 70/30 QD32" "${TM_REPLAY[@]}" --target "$DEV" "$
 cpu_split "fio iolog replay 70/30 QD32" fio --name=replay --read_iolog="$WORK/mix.iolog" --replay_redirect="$DEV" --iodepth=32 --replay_no_stall=1 "${FIO_COMMON[@]}"
 
 # Tracing for (c): a private tracefs instance so other tracing users are not disturbed.
-ensure_tracefs
-INSTANCE=$TRACEFS/instances/tracemark-bench-$$
-mkdir "$INSTANCE"
-echo 65536 > "$INSTANCE/buffer_size_kb"
-maj=${DEVNUM%%:*}; min=${DEVNUM##*:}
-echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/block_bio_queue/filter"
-echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
-traced() { # NAME CMD... : runs CMD with the device traced into $WORK/NAME.trace
-    local name=$1; shift
-    echo > "$INSTANCE/trace"
-    echo 1 > "$INSTANCE/tracing_on"
-    "$@"
-    echo 0 > "$INSTANCE/tracing_on"
-    cat "$INSTANCE/trace" > "$WORK/$name.trace"
-    local lost
-    lost=$(cat "$INSTANCE"/per_cpu/cpu*/stats | awk '/^overrun/ { s += $2 } END { print s + 0 }')
-    [ "$lost" = 0 ] || echo "warning: $lost tracefs events overrun in $name" >&2
-}
+trace_instance bench
+trace_device "$DEV"
 late() { # NAME -> "p50 p99 same_offset_share observed"
     python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/rt.csv" "$WORK/$1.trace" "$DEVNUM" > "$WORK/$1.late.json"
     python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); l=d["lateness_us"]; g=d["interarrival_error_us"]; print(l["p50"], l["p99"], g["p50"], g["p99"], d["observed"], d["same_offset_share"], d["achieved_s"])' "$WORK/$1.late.json"

@@ -34,18 +34,13 @@ fi
 build_tracemark
 
 WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
-LOOP="" MNT="" INSTANCE="" BTPID="" DEBUGFS_MOUNTED_HERE=0
+LOOP="" MNT="" BTPID="" DEBUGFS_MOUNTED_HERE=0
 cleanup() {
     [ -n "$BTPID" ] && kill -INT "$BTPID" 2>/dev/null && wait "$BTPID" 2>/dev/null || true
-    if [ -n "$INSTANCE" ] && [ -d "$INSTANCE" ]; then
-        echo 0 > "$INSTANCE/tracing_on" 2>/dev/null || true
-        echo 0 > "$INSTANCE/events/enable" 2>/dev/null || true
-        rmdir "$INSTANCE" 2>/dev/null || true
-    fi
+    trace_instance_release
     [ -n "$MNT" ] && mountpoint -q "$MNT" && umount "$MNT" 2>/dev/null || true
     [ -n "$LOOP" ] && losetup -d "$LOOP" 2>/dev/null || true
     [ "$DEBUGFS_MOUNTED_HERE" = 1 ] && umount /sys/kernel/debug 2>/dev/null || true
-    release_tracefs
     rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -157,10 +152,7 @@ if [ "$CAPTURE" = 1 ]; then
     MNT=$WORK/mnt; mkdir -p "$MNT"
     devnum=$(cat "/sys/block/$(basename "$LOOP")/dev")
     maj=${devnum%%:*}; min=${devnum##*:}
-    ensure_tracefs
-    INSTANCE=$TRACEFS/instances/tracemark-bench-$$
-    mkdir "$INSTANCE"
-    echo 65536 > "$INSTANCE/buffer_size_kb"
+    trace_instance bench
     for ev in block_rq_issue block_rq_complete; do
         echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/$ev/filter"
         echo 1 > "$INSTANCE/events/block/$ev/enable"
