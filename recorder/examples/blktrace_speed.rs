@@ -6,38 +6,13 @@
 //! `blktrace_speed parse PATH...`: parses a capture with the blktrace parser and
 //! prints `records=N seconds=S records_per_second=R`.
 
-use recorder::{BadReason, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
-/// Counts what the parser reports and nothing else.
-#[derive(Default)]
-struct Count {
-    events: u64,
-    notes: u64,
-}
-
-impl Sink for Count {
-    fn event(&mut self, _: Location<'_>, _: BlockEvent) -> Result<(), ConvertError> {
-        self.events += 1;
-        Ok(())
-    }
-    fn io(&mut self, _: Location<'_>, _: SourceIo) -> Result<(), ConvertError> {
-        Ok(())
-    }
-    fn bad_input(&mut self, at: Location<'_>, c: &str, r: &BadReason) -> Result<(), ConvertError> {
-        Err(ConvertError::BadInput {
-            location: at.to_string(),
-            content: c.into(),
-            reason: r.message.clone(),
-            kind: r.kind,
-        })
-    }
-    fn note(&mut self, _: &str) {
-        self.notes += 1;
-    }
-}
+#[path = "common/count.rs"]
+mod count;
+use count::Count;
 
 fn make(src: &Path, out: &Path, want: u64) -> Result<(), String> {
     let data = std::fs::read(src).map_err(|e| format!("{}: {e}", src.display()))?;

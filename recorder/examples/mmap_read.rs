@@ -15,7 +15,6 @@
 //! to the map's: of the medians, and the median of the runs' ratios.
 
 use recorder::formats::blktrace::{parse_reader, Framing};
-use recorder::{BadReason, BlockEvent, ConvertError, Location, Sink, SourceIo};
 use std::fs::File;
 use std::io::BufReader;
 use std::os::unix::io::AsRawFd;
@@ -71,33 +70,9 @@ impl Drop for Map {
     }
 }
 
-/// Counts what the parser reports and nothing else.
-#[derive(Default)]
-struct Count {
-    events: u64,
-    notes: u64,
-}
-
-impl Sink for Count {
-    fn event(&mut self, _: Location<'_>, _: BlockEvent) -> Result<(), ConvertError> {
-        self.events += 1;
-        Ok(())
-    }
-    fn io(&mut self, _: Location<'_>, _: SourceIo) -> Result<(), ConvertError> {
-        Ok(())
-    }
-    fn bad_input(&mut self, at: Location<'_>, c: &str, r: &BadReason) -> Result<(), ConvertError> {
-        Err(ConvertError::BadInput {
-            location: at.to_string(),
-            content: c.into(),
-            reason: r.message.clone(),
-            kind: r.kind,
-        })
-    }
-    fn note(&mut self, _: &str) {
-        self.notes += 1;
-    }
-}
+#[path = "common/count.rs"]
+mod count;
+use count::Count;
 
 /// Records of a `.tmt` read one way; the sum of their times keeps the
 /// decoding from being optimised away and must agree between the ways.
