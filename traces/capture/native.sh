@@ -336,6 +336,21 @@ x_display() {
     mount --bind /tmp/.X11-unix "$MNT/tmp/.X11-unix"; MOUNTS+=("$MNT/tmp/.X11-unix")
   fi
   export DISPLAY=:77
+  wait_window_install
+}
+
+# wait_window (wait_window.c) built on the host and put in the chroot's
+# /run (a tmpfs: nothing of it is read from the traced disk).
+wait_window_install() {
+  local bin=$WORK/wait_window
+  if [ ! -x "$bin" ] || [ "$CAPTURE_DIR/wait_window.c" -nt "$bin" ]; then
+    [ -f /usr/include/X11/Xlib.h ] || die "$job needs libX11's headers on the host (apt-get install libx11-dev)"
+    gcc -O2 -Wall -o "$bin.tmp" "$CAPTURE_DIR/wait_window.c" -lX11 && mv "$bin.tmp" "$bin" ||
+      die "building wait_window failed"
+  fi
+  run_tmpfs
+  install -d -m 755 "$MNT/run/tracemark"
+  install -m 755 "$bin" "$MNT/run/tracemark/wait_window"
 }
 
 # /run in the chroot a tmpfs, as on the guest.
@@ -376,25 +391,25 @@ session_cold() {
     awk '$6 ~ /^\// { print $6 }' "/proc/$pid/maps" 2>/dev/null
   done | sort -u > "$WORK/native-mapped.txt"
   { cat "$WORK/native-mapped.txt"; echo "$LAUNCH_HELPERS" | tr ' ' '\n';
-    chroot "$MNT" ldd /usr/bin/xdotool 2>/dev/null | awk '/=>/ { print $3 }'; } |
+    chroot "$MNT" ldd /run/tracemark/wait_window 2>/dev/null | awk '/=>/ { print $3 }'; } |
   while read -r f; do
     f=${f#"$MNT"}   # /proc/PID/maps names files as the reader (the host) sees them
     [ -n "$f" ] && [ -f "$MNT$f" ] && cat "$MNT$f" > /dev/null 2>&1
   done
   echo "cold: page cache dropped, $(wc -l < "$WORK/native-mapped.txt") files mapped by the session read back"
 }
-LAUNCH_HELPERS="/bin/sh /bin/dash /usr/bin/env /usr/bin/setsid /usr/bin/timeout /usr/bin/xdotool
-  /usr/lib/x86_64-linux-gnu/libxdo.so.3 /usr/bin/head /usr/bin/grep /usr/bin/date /usr/bin/sleep"
+LAUNCH_HELPERS="/bin/sh /bin/dash /usr/bin/env /usr/bin/setsid /usr/bin/sleep
+  /usr/lib/x86_64-linux-gnu/libX11.so.6 /usr/lib/x86_64-linux-gnu/libxcb.so.1"
 
 # A command for bench that starts CMD in the session and returns when a
 # visible window whose name matches PATTERN is mapped (then sleeps TAIL s).
+# The wait is wait_window's (events from the X server, done within a few
+# ms), not `xdotool search --sync`, which looks only every 500 ms.
 launch_cmd() {
   local pattern=$1 cmd=$2 tail=$3
   printf 'setsid sh -c %q </dev/null >/dev/null 2>&1 &
-end=$(( $(date +%%s) + 600 ))
-while :; do left=$(( end - $(date +%%s) )); [ "$left" -gt 0 ] || { echo "no visible window named %q" >&2; exit 1; }
-  timeout "$left" xdotool search --sync --onlyvisible --name %q 2>/dev/null | head -n 1 | grep -q . && break; sleep 0.2; done
-sleep %s' "$cmd" "$pattern" "$pattern" "$tail"
+/run/tracemark/wait_window %q 600 || exit 1
+sleep %s' "$cmd" "$pattern" "$tail"
 }
 
 # The guest's second disk at /mnt/data in the chroot (untraced).
