@@ -20,6 +20,14 @@
 #      group: blkio.throttle.*_device, which also holds back writeback) to
 #      the data-sheet or review rates of a SATA SSD, a USB 3.0 stick and a
 #      7200 rpm hard disk (the rates and their sources are in class_rates).
+#      The rules sit on a second loop device under the drive's ("the
+#      medium": drive loop -> medium loop -> tmpfs file), because
+#      blk-throttle counts bios as they are submitted, before they are merged
+#      into requests: on the drive's own loop device a page-cache reader's
+#      contiguous 4 KiB bios each paid an I/O of the IOPS cap where a drive
+#      sees one merged request (and a replay, which submits the requests,
+#      paid one). Below the drive, each request the drive dispatches is one
+#      bio of the medium, so the caps apply to requests, as a drive's do.
 #   L  loop device over a file served by latency_fuse (FUSE, C), which adds
 #      a SATA SSD's QD1 service time to every request: throttling caps rates
 #      but adds no latency at queue depth 1 (see class_latency).
@@ -98,9 +106,9 @@ class_description() {
 #  U  Lexar JumpDrive S75 128 GB (USB 3.0), CrystalDiskMark 5.2 run published
 #     by acex.com.au ("USB 3.0 flash drive read/write performance"):
 #     sequential Q1 136.3 MB/s read, 98.1 MB/s write; 4 KiB Q32 1,246 IOPS
-#     read, 156 IOPS write. Write IOPS set to 190, not 156: blk-throttle
-#     counts each request, and 98 MB/s in 512 KiB requests (max_sectors_kb)
-#     needs 187 of them a second.
+#     read, 156 IOPS write. Write IOPS set to 190, not 156: the cap counts
+#     each request (on the medium, below the drive's merging), and 98 MB/s
+#     in 512 KiB requests (max_sectors_kb) needs 187 of them a second.
 #  H  WD Blue 1 TB 7200 rpm (WD10EZEX): WD's data sheet gives 150 MB/s
 #     sustained host to/from drive. IOPS 300: the rate at which 512 KiB
 #     requests carry 150 MB/s (286/s); a 7200 rpm disk reaches about that
@@ -293,6 +301,24 @@ clear_throttle() {
   return 0
 }
 
+# The medium of a throttled class: a loop device over BACKING, throttled,
+# with room for the drive's largest request in one bio; prints its path.
+start_medium() {
+  local class=$1 backing=$2 medium mdev q
+  medium=$(losetup --find --show --direct-io=on "$backing")
+  state_set "$class" MEDIUM "$medium"
+  mdev=$(cat "/sys/block/${medium#/dev/}/dev")
+  q=/sys/block/${medium#/dev/}/queue
+  echo none > "$q/scheduler"
+  cat "$q/max_hw_sectors_kb" > "$q/max_sectors_kb"
+  [ "$(cat "$q/max_sectors_kb")" -ge 512 ] || die "$class: the medium $medium takes only $(cat "$q/max_sectors_kb") KiB per request"
+  [ "$(cat "/sys/block/${medium#/dev/}/loop/dio")" = 1 ] || log "$class: warning: the medium $medium is not in direct I/O mode"
+  check_no_throttle "$mdev"
+  set_throttle "$class" "$mdev"
+  log "$class: medium $medium ($mdev) over $backing"
+  echo "$medium"
+}
+
 build_fuse() {
   local src=$HERE/latency_fuse.c
   if [ ! -x "$FUSE_BIN" ] || [ "$src" -nt "$FUSE_BIN" ]; then
@@ -382,6 +408,7 @@ cmd_up() {
   fi
   backing=$work
   [ "$kind" = fuse ] && { start_fuse "$class" "$work"; backing=$FUSE_MNT/disk; }
+  [ -z "$(class_rates "$class")" ] || backing=$(start_medium "$class" "$backing")
 
   local loop dev
   loop=$(losetup --find --show --direct-io=on "$backing")
@@ -392,7 +419,6 @@ cmd_up() {
   [ "$(cat "/sys/block/${loop#/dev/}/loop/dio")" = 1 ] || log "$class: warning: $loop is not in direct I/O mode (the backing file refused O_DIRECT)"
   set_queue_limits "$loop"
   check_no_throttle "$dev"
-  [ -z "$(class_rates "$class")" ] || set_throttle "$class" "$dev"
   state_set "$class" CLEAN 1
   trap - EXIT
   log "$class: up on $loop ($dev) in $((SECONDS - started)) s: $(class_description "$class")"
@@ -516,9 +542,10 @@ keep_clean_copy() {
 # Undoes everything the class's state file records, in reverse order of
 # making; each step on its own, so a failed one does not stop the rest.
 down_class() {
-  local class=$1 loop dev fuse pid tmpfs trace work
+  local class=$1 loop dev fuse pid tmpfs trace work medium
   set +e
   loop=$(state_get "$class" LOOP)
+  medium=$(state_get "$class" MEDIUM)
   dev=$(state_get "$class" THROTTLE)
   trace=$(state_get "$class" TRACE)
   fuse=$(state_get "$class" FUSE)
@@ -528,6 +555,7 @@ down_class() {
   [ -n "$dev" ] && clear_throttle "$dev"
   [ "$(class_backing "$class")" = disk ] && keep_clean_copy "$class"
   [ -n "$loop" ] && detach_loop "$loop"
+  [ -n "$medium" ] && detach_loop "$medium"
   [ -n "$trace" ] && remove_instance "$trace"
   if [ -n "$fuse" ]; then unmount_fuse; kill_fuse "$pid"; fi
   if [ -n "$tmpfs" ]; then
@@ -554,11 +582,18 @@ cmd_down_all() {
   local c loop back
   for c in "${CLASSES[@]}"; do is_up "$c" && down_class "$c"; done
   set +e
+  # a drive over a medium first (its backing file is the medium's device)
+  local ours=()
   while read -r loop back; do
-    case $back in
-      "$DIR"/*) log "leftover $loop over $back"; detach_loop "$loop" ;;
-    esac
+    case $back in "$DIR"/*) ours+=("$loop") ;; esac
   done < <(losetup --list --noheadings --raw --output NAME,BACK-FILE 2>/dev/null)
+  while read -r loop back; do
+    [[ " ${ours[*]} " == *" $back "* ]] && { log "leftover $loop over $back"; detach_loop "$loop"; }
+  done < <(losetup --list --noheadings --raw --output NAME,BACK-FILE 2>/dev/null)
+  for loop in "${ours[@]}"; do
+    log "leftover $loop over $(cat "/sys/block/${loop#/dev/}/loop/backing_file" 2>/dev/null)"
+    detach_loop "$loop"
+  done
   if mountpoint -q "$FUSE_MNT" 2>/dev/null; then
     log "leftover FUSE mount $FUSE_MNT"
     unmount_fuse
