@@ -177,13 +177,24 @@ fn parent_disk(dev: (u32, u32)) -> Option<(u32, u32)> {
 /// bytes through loop devices (a second loop device over the same image, the
 /// partition of one, a loop device over this device).
 pub fn block_device_refusal(path: &Path, major: u32, minor: u32) -> Option<String> {
-    block_device_refusal_depth(path, (major, minor), 0)
+    block_device_refusal_from(path, (major, minor), &mut Vec::new())
 }
 
-fn block_device_refusal_depth(path: &Path, dev: (u32, u32), depth: u32) -> Option<String> {
-    if depth > 8 {
+/// `seen`: the devices on the way here. A device met again is the one a
+/// caller is checking (a loop device over `dev` that is the target itself,
+/// say), not another user of the bytes.
+fn block_device_refusal_from(
+    path: &Path,
+    dev: (u32, u32),
+    seen: &mut Vec<(u32, u32)>,
+) -> Option<String> {
+    if seen.contains(&dev) {
+        return None;
+    }
+    if seen.len() > 8 {
         return Some("its loop devices nest too deep to check".into());
     }
+    seen.push(dev);
     if let Some(why) = busy_reason(path, dev.0, dev.1) {
         return Some(why);
     }
@@ -202,7 +213,12 @@ fn block_device_refusal_depth(path: &Path, dev: (u32, u32), depth: u32) -> Optio
     for l in &loops {
         if let LoopBacking::Device(d, _) = &l.backing {
             if *d == dev || *d == root {
-                if let Some(why) = block_device_refusal_depth(&l.path, l.dev, depth + 1) {
+                if let Some(why) = block_device_refusal_from(&l.path, l.dev, seen) {
+                    // "the device" of the reason is that loop device.
+                    let why = match why.strip_prefix("the device ") {
+                        Some(rest) => format!("it {rest}"),
+                        None => why,
+                    };
                     return Some(format!(
                         "it backs loop device {}, and {why}",
                         l.path.display()
@@ -215,7 +231,7 @@ fn block_device_refusal_depth(path: &Path, dev: (u32, u32), depth: u32) -> Optio
     // name of its backing file.
     let me = loops.iter().find(|l| l.dev == root)?;
     match &me.backing {
-        LoopBacking::Device(d, p) => block_device_refusal_depth(&dev_node(*d), *d, depth + 1)
+        LoopBacking::Device(d, p) => block_device_refusal_from(&dev_node(*d), *d, seen)
             .map(|why| format!("it is a loop device over {p}, and {why}")),
         LoopBacking::File(id, p) => {
             for other in loops.iter().filter(|l| l.dev != root) {

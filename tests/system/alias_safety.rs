@@ -249,3 +249,47 @@ fn an_active_swap_file_is_refused() {
         "the swap file was written"
     );
 }
+
+/// A drive stacked on another loop device (drive -> medium -> image, as the
+/// validity study's throttled drives are) is a target like any other while
+/// nothing uses either; its bytes are refused once the medium, or a second
+/// loop device over the medium, is mounted.
+#[test]
+fn a_loop_device_over_a_loop_device_is_checked_through_the_stack() {
+    if !ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let image = dir.path().join("medium.bin");
+    sparse_image(&image, 64);
+    let medium = LoopDevice::over(&image, false).unwrap();
+    let drive = LoopDevice::over(&medium.path, false).unwrap();
+    let out = replay_onto(dir.path(), &drive.path, true);
+    assert!(
+        out.status.success(),
+        "a stacked drive nobody uses was refused: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    mkfs(&drive.path);
+    let other = LoopDevice::over(&medium.path, false).unwrap();
+    {
+        let _mnt = Mount::new(&other.path, &dir.path().join("mnt"));
+        assert_refused(
+            &replay_onto(dir.path(), &drive.path, true),
+            &format!(
+                "it is a loop device over {}, and it backs loop device {}, and it is mounted at",
+                medium.path.display(),
+                other.path.display()
+            ),
+        );
+    }
+    assert_clean(&other.path);
+    drop(other);
+    {
+        let _mnt = Mount::new(&medium.path, &dir.path().join("mnt2"));
+        assert_refused(
+            &replay_onto(dir.path(), &drive.path, true),
+            &format!("it is a loop device over {}", medium.path.display()),
+        );
+    }
+}
