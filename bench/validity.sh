@@ -61,6 +61,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$OUT/traces"
+# The replays' results go to the study's own database, never the user's.
+export TRACEMARK_DB=$OUT/results.db
 
 report() {
   python3 "$BENCH/validity/report.py" "$OUT" --capture-drive "$CAPTURE_DRIVE"
