@@ -27,8 +27,10 @@
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
 # stopped study stopped, and the report covers every drive finished.
-# Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/traces/*.tmt,
-# DIR/replay-<drive>-<task>.json, DIR/validity.txt and DIR/validity.html.
+# Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/traces/*.tmt
+# (calibrated), DIR/calib-<capture drive>-<task>.json (the calibration
+# replays), DIR/replay-<drive>-<task>.json, DIR/validity.txt and
+# DIR/validity.html.
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,7 +58,7 @@ while [ $# -gt 0 ]; do
     --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -144,12 +146,14 @@ real_runs() {
   done
 }
 
-# Predictions and scores: each trace replayed on the drive that is up.
+# Predictions and scores: each trace replayed on the drive that is up, into
+# OUT/KIND-DRIVE-TASK.json (KIND replay, or calib for the capture drive's
+# calibration replays).
 replays() {
-  local drive=$1 trace task
+  local drive=$1 kind=${2:-replay} trace task
   for trace in "$OUT"/traces/*.tmt; do
     task=$(basename "$trace" .tmt)
-    [ -s "$OUT/replay-$drive-$task.json" ] && continue
+    [ -s "$OUT/$kind-$drive-$task.json" ] && continue
     # A replay whose threads waited more than 5 % of its playback for a CPU
     # measured the machine's other load along with the drive: it is run
     # again (up to REPLAY_TRIES times) and the least disturbed one kept.
@@ -158,13 +162,13 @@ replays() {
       "$DRIVES_SH" restore "$drive"
       "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
         --precondition skip --queue-depth 128 --passes "$PASSES" \
-        --json "$OUT/try$try-replay-$drive-$task.json" > "$OUT/try$try-log-replay-$drive-$task.txt" 2>&1 ||
-        { echo "note: replay of $task on $drive exited $? (see $OUT/try$try-log-replay-$drive-$task.txt)" >&2; continue; }
+        --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
+        { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
       wait_share=$(python3 -c '
 import json, sys
 t = json.load(open(sys.argv[1]))["traces"][0]
 print("%.4f" % ((t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9)))' \
-        "$OUT/try$try-replay-$drive-$task.json")
+        "$OUT/try$try-$kind-$drive-$task.json")
       if [ -z "$best" ] || awk -v a="$wait_share" -v b="$best_wait" 'BEGIN { exit !(a < b) }'; then
         best=$try best_wait=$wait_share
       fi
@@ -172,17 +176,19 @@ print("%.4f" % ((t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback
       echo "note: replay of $task on $drive waited $wait_share of its playback for a CPU; again" >&2
     done
     [ -n "$best" ] || continue
-    cp "$OUT/try$best-replay-$drive-$task.json" "$OUT/replay-$drive-$task.json"
-    cp "$OUT/try$best-log-replay-$drive-$task.txt" "$OUT/log-replay-$drive-$task.txt"
-    grep -E "predicted task time" "$OUT/log-replay-$drive-$task.txt" | sed "s/^/$drive /" || true
+    cp "$OUT/try$best-$kind-$drive-$task.json" "$OUT/$kind-$drive-$task.json"
+    cp "$OUT/try$best-log-$kind-$drive-$task.txt" "$OUT/log-$kind-$drive-$task.txt"
+    grep -E "predicted task time" "$OUT/log-$kind-$drive-$task.txt" | sed "s/^/$kind $drive /" || true
   done
   "$DRIVES_SH" restore "$drive"
 }
 
 # First the capture drive: its real runs, then each job captured once with
-# the tasks' median untraced time there, then the replays; then every other
-# drive, its real runs and its replays (so the report covers each drive
-# finished so far).
+# the tasks' median untraced time there, then a calibration replay of each
+# trace there (`tracemark calibrate`: later predictions are set against it),
+# then the replays; then every other drive, its real runs and its replays
+# (so the report covers each drive finished so far). The capture drive's
+# own predictions come from replays other than the calibration ones.
 for ((d = 0; d < ${#drives[@]}; d++)); do [ "${drives[d]}" = "$CAPTURE_DRIVE" ] && cd_index=$d; done
 drive_up "$CAPTURE_DRIVE"
 real_runs "$cd_index"
@@ -201,6 +207,14 @@ for job in "${jobs[@]}"; do
     TRACEMARK_GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest} \
     "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
   touch "$OUT/done-capture-$job"
+done
+replays "$CAPTURE_DRIVE" calib
+for trace in "$OUT"/traces/*.tmt; do
+  task=$(basename "$trace" .tmt)
+  [ -f "$OUT/done-calibrate-$task" ] && continue
+  [ -s "$OUT/calib-$CAPTURE_DRIVE-$task.json" ] || die "no calibration replay of $task (see $OUT/try*-log-calib-$CAPTURE_DRIVE-$task.txt)"
+  "$TRACEMARK" calibrate "$trace" --from "$OUT/calib-$CAPTURE_DRIVE-$task.json"
+  touch "$OUT/done-calibrate-$task"
 done
 replays "$CAPTURE_DRIVE"
 drive_down

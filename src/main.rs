@@ -34,6 +34,8 @@ enum Command {
     Suite(cmd::suite::SuiteArgs),
     /// Trace one block device live through tracefs (for a duration, a command's life, or until Ctrl-C) into a .tmt trace.
     Capture(cmd::capture::CaptureArgs),
+    /// Store in a trace the task time a replay on its capture drive predicted, so replays elsewhere are set against it.
+    Calibrate(cmd::calibrate::CalibrateArgs),
     /// Compare result files side by side (ratios to the first); --html writes a report with charts.
     Compare(cmd::compare::CompareArgs),
     /// Add up the result files of a fleet's ranks (replay --shard) into one fleet result.
@@ -67,6 +69,7 @@ fn main() {
         Command::Replay(a) => cmd::replay::run(a),
         Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),
+        Command::Calibrate(a) => cmd::calibrate::run(a),
         Command::Compare(a) => cmd::compare::run(a),
         Command::Merge(a) => cmd::merge::run(a),
         Command::Consistency(a) => cmd::consistency::run(a),

@@ -12,7 +12,8 @@ Per task and drive pair (A, B): the measured time ratio T(B)/T(A) (medians of
 the runs), the predicted ratio P(B)/P(A) (predicted task times), the score
 ratio S(A)/S(B) (a score is a speed: its inverse ratio is comparable to a time
 ratio), the prediction's error |predicted / measured - 1|; over all of them
-the median, p90 and largest error (and per dependency model); the score's
+the median, p90 and largest error (and per dependency model, calibrated on the
+capture drive and not: `tracemark calibrate`); the score's
 dilution: median of ln(score ratio) / ln(measured ratio) over the pairs whose
 tasks differ by more than their spread; the rank agreement (Spearman) of the
 suite score (geometric mean over the tasks) with the tasks' geometric-mean
@@ -157,6 +158,11 @@ def main():
             else:
                 m = spread = sd = float("nan")
             models = dict(pred.get("models", {}))
+            # A calibrated trace's replays also carry the figures before
+            # calibration (the untraced time plus the shift from the
+            # capture's own latencies).
+            for k, v in (pred.get("uncalibrated") or {}).items():
+                models[f"uncalibrated {k}"] = v
             # The same shifts from the capture's own span instead of the
             # untraced time: the drive's added time relative to the capture's
             # latencies, over the capture's think time.
@@ -243,7 +249,7 @@ def main():
           f"{percentile(half_widths, .5) * 100:.1f} %, p90 {percentile(half_widths, .9) * 100:.1f} %; "
           f"predictions inside the interval: {inside} of {len(errors)}")
         for m, e in sorted(model_errors.items()):
-            p(f"  dependency model {m:<9} median {percentile(e, .5) * 100:.1f} %, p90 {percentile(e, .9) * 100:.1f} %, "
+            p(f"  dependency model {m:<22} median {percentile(e, .5) * 100:.1f} %, p90 {percentile(e, .9) * 100:.1f} %, "
               f"largest {max(e) * 100:.1f} %")
         per_task = defaultdict(list)
         for (task, a, b, measured, predicted, _), e in zip(points, errors):

@@ -18,6 +18,8 @@
 //!   the schedule when each I/O may go.
 //! - [`prediction`]: the task time a replay predicts for the target, from
 //!   the trace's timing and the latencies measured there.
+//! - [`calibration`]: a trace calibrated on its capture drive (the task time
+//!   a replay there predicted, stored in the trace).
 //! - [`metrics`]: per-pass figures and their aggregation over passes, into
 //!   the result schema of the `results` crate.
 //! - [`shard`]: a fleet replay's part for one rank (whole volumes) and
@@ -26,6 +28,7 @@
 //!   `tracemark suite` call.
 
 pub mod buffer;
+pub mod calibration;
 pub mod clock;
 pub mod consistency;
 pub mod cpu_idle;

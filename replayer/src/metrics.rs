@@ -85,28 +85,42 @@ pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
         captured_s: secs(p.captured_ns),
         untraced_s: p.untraced_ns.map(secs),
         span: if p.marked { "task marks" } else { "trace span" }.to_string(),
+        uncalibrated: p.uncalibrated_ns.is_some().then(|| {
+            DependencyModel::ALL
+                .iter()
+                .map(|m| (m.name().to_string(), secs(p.uncalibrated(*m))))
+                .collect()
+        }),
         predicted_spread: None,
     }
+}
+
+/// The mean per model of `per_pass` (each pass's map), over the passes that
+/// have the model.
+fn mean_models(per_pass: &[&BTreeMap<String, f64>]) -> BTreeMap<String, f64> {
+    let Some(first) = per_pass.first() else {
+        return BTreeMap::new();
+    };
+    first
+        .keys()
+        .map(|k| {
+            let v: Vec<f64> = per_pass.iter().filter_map(|m| m.get(k).copied()).collect();
+            (k.clone(), mean(&v))
+        })
+        .collect()
 }
 
 /// The mean of the passes' predictions, with the spread of the primary one.
 fn mean_task_time(passes: &[TaskTime]) -> Option<TaskTime> {
     let first = passes.first()?;
     let predicted: Vec<f64> = passes.iter().map(|t| t.predicted_s).collect();
-    let models = first
-        .models
-        .keys()
-        .map(|k| {
-            let v: Vec<f64> = passes
-                .iter()
-                .filter_map(|t| t.models.get(k).copied())
-                .collect();
-            (k.clone(), mean(&v))
-        })
-        .collect();
+    let models = mean_models(&passes.iter().map(|t| &t.models).collect::<Vec<_>>());
+    let uncalibrated: Option<Vec<&BTreeMap<String, f64>>> =
+        passes.iter().map(|t| t.uncalibrated.as_ref()).collect();
     Some(TaskTime {
         predicted_s: mean(&predicted),
         models,
+        uncalibrated: uncalibrated.map(|u| mean_models(&u)),
         predicted_spread: Some(Spread::of(&predicted)),
         ..first.clone()
     })

@@ -140,6 +140,11 @@ pub struct TaskTime {
     /// What the captured time spans: `task marks` (the capture's start and
     /// "done" marks) or `trace span` (first issue to last completion).
     pub span: String,
+    /// The prediction per model before calibration, s, when the trace was
+    /// calibrated (`tracemark calibrate`): `models` then hold the untraced
+    /// time plus this replay's difference from the capture drive's replay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncalibrated: Option<BTreeMap<String, f64>>,
     /// Over the scored passes (a trace's summary only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_spread: Option<Spread>,

@@ -1,6 +1,7 @@
 //! One module per subcommand: its arguments and its printing.
 
 pub mod args;
+pub mod calibrate;
 pub mod capture;
 pub mod compare;
 pub mod consistency;

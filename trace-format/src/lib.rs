@@ -23,8 +23,8 @@ mod writer;
 
 pub use error::{FormatError, FormatErrorKind};
 pub use meta::{
-    task_note, DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary,
-    TaskMarks, TraceHeader, TraceTail,
+    task_note, CaptureDrivePrediction, DeviceEntry, DeviceInfo, IssueEvent, SkippedExample,
+    SkippedInput, Summary, TaskMarks, TraceHeader, TraceTail,
 };
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};

@@ -210,9 +210,17 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
             .untraced_s
             .map(|u| format!(", untraced {u:.3} s"))
             .unwrap_or_default();
+        // A calibrated trace's prediction is relative to the capture drive's
+        // replay; the uncalibrated figure stays in sight.
+        let calibrated = task
+            .uncalibrated
+            .as_ref()
+            .and_then(|u| u.get(&task.model))
+            .map(|u| format!("; calibrated on the capture drive, {u:.3} s uncalibrated"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "{name}: predicted task time {:.3} s on this target (as captured {:.3} s{untraced}; {}; dependencies: {})",
+            "{name}: predicted task time {:.3} s on this target (as captured {:.3} s{untraced}; {}; dependencies: {}{calibrated})",
             task.predicted_s, task.captured_s, task.span, task.model
         );
     }

@@ -1,0 +1,217 @@
+//! Calibrating a trace on its capture drive (`tracemark calibrate`): the
+//! task time a replay there predicted goes into the trace, as notes of its
+//! tail, and every later replay's predicted task time is set against it (see
+//! [`crate::prediction`]). The capture's latencies are those of one traced
+//! run; a replay measures the same drive's latencies its own way, and only a
+//! replay set against a replay leaves the drives' difference alone.
+
+use crate::metrics::RecordChecksum;
+use crate::prediction::DependencyModel;
+use results::schema::{SuiteResult, TraceResult};
+use std::path::{Path, PathBuf};
+use trace_format::{task_note, CaptureDrivePrediction, TaskMarks, TraceFile, TraceWriter};
+
+/// What went wrong, for callers that act on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CalibrationProblem {
+    /// The result holds no replay of this trace (no trace with its identity).
+    NotThisTrace,
+    /// The result's replay of the trace predicted no task time (not
+    /// realtime, or a trace without original completions).
+    NoPrediction,
+    /// The result's replay of the trace is not valid (errors, skipped I/O,
+    /// interrupted): it measured something else than the drive.
+    NotValid,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrationError {
+    #[error("{trace}: {source}")]
+    Trace {
+        trace: PathBuf,
+        #[source]
+        source: trace_format::FormatError,
+    },
+    #[error("{result}: {reason}")]
+    Result {
+        result: PathBuf,
+        kind: CalibrationProblem,
+        reason: String,
+    },
+    #[error("{path}: cannot write the calibrated trace: {source}")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl CalibrationError {
+    pub fn problem(&self) -> Option<CalibrationProblem> {
+        match self {
+            CalibrationError::Result { kind, .. } => Some(*kind),
+            _ => None,
+        }
+    }
+}
+
+/// What `calibrate` did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibration {
+    /// The trace's name in the result.
+    pub name: String,
+    /// The capture drive's predictions now in the trace.
+    pub capture_drive: CaptureDrivePrediction,
+    /// The untraced time the predictions start from, ns (when the trace
+    /// has one).
+    pub untraced_ns: Option<u64>,
+    /// The trace held an earlier calibration, now replaced.
+    pub replaced: bool,
+}
+
+/// The replay of the trace whose records have `checksum` in `result`.
+fn replay_of<'a>(
+    result: &'a SuiteResult,
+    records: u64,
+    checksum: &str,
+    result_path: &Path,
+) -> Result<&'a TraceResult, CalibrationError> {
+    let refuse = |kind, reason: String| CalibrationError::Result {
+        result: result_path.to_path_buf(),
+        kind,
+        reason,
+    };
+    let Some(index) = result.traces.iter().position(|t| {
+        t.trace_id
+            .as_ref()
+            .is_some_and(|id| id.checksum == checksum && id.records == records)
+    }) else {
+        let names: Vec<&str> = result.traces.iter().map(|t| t.name.as_str()).collect();
+        return Err(refuse(
+            CalibrationProblem::NotThisTrace,
+            format!(
+                "holds no replay of this trace (no trace with its {records} records and checksum {checksum}; it replayed {})",
+                if names.is_empty() { "nothing".to_string() } else { names.join(", ") }
+            ),
+        ));
+    };
+    let t = &result.traces[index];
+    let verdict = results::validity::judge(result);
+    if let Some(Some(why)) = verdict.traces.get(index) {
+        return Err(refuse(
+            CalibrationProblem::NotValid,
+            format!(
+                "its replay of {} is not valid ({why}): replay it again",
+                t.name
+            ),
+        ));
+    }
+    if t.task.is_none() {
+        return Err(refuse(
+            CalibrationProblem::NoPrediction,
+            format!(
+                "its replay of {} predicted no task time (a realtime replay of a trace with original completions does)",
+                t.name
+            ),
+        ));
+    }
+    Ok(t)
+}
+
+/// The capture drive's uncalibrated prediction per model, ns.
+fn capture_drive_prediction(t: &TraceResult) -> CaptureDrivePrediction {
+    let Some(task) = &t.task else {
+        return CaptureDrivePrediction::default();
+    };
+    // A replay of a trace that was calibrated before: its uncalibrated
+    // figures are the ones set against the capture's latencies.
+    let models = task.uncalibrated.as_ref().unwrap_or(&task.models);
+    let ns = |m: DependencyModel| {
+        models
+            .get(m.name())
+            .filter(|s| s.is_finite() && **s >= 0.0)
+            .map(|s| (s * 1e9).round() as u64)
+    };
+    CaptureDrivePrediction {
+        all_ns: ns(DependencyModel::All),
+        blocking_ns: ns(DependencyModel::Blocking),
+        stream_ns: ns(DependencyModel::Stream),
+    }
+}
+
+/// Writes `trace` to `out` (which may be `trace` itself) with the task time
+/// that `result`, a replay of it on its capture drive, predicted. Records,
+/// header and every other note are kept.
+pub fn calibrate(
+    trace: &Path,
+    result: &SuiteResult,
+    result_path: &Path,
+    out: &Path,
+) -> Result<Calibration, CalibrationError> {
+    let format_error = |source| CalibrationError::Trace {
+        trace: trace.to_path_buf(),
+        source,
+    };
+    let file = TraceFile::open(trace).map_err(format_error)?;
+    let mut sum = RecordChecksum::default();
+    for r in file.records() {
+        sum.add(&r.map_err(format_error)?);
+    }
+    let t = replay_of(result, file.summary().ios, &sum.hex(), result_path)?;
+    let capture_drive = capture_drive_prediction(t);
+
+    let mut tail = file.footer().tail.clone();
+    let before = TaskMarks::from_notes(&tail.notes);
+    let capture_drive_keys = [
+        task_note::CAPTURE_DRIVE_ALL_NS,
+        task_note::CAPTURE_DRIVE_BLOCKING_NS,
+        task_note::CAPTURE_DRIVE_STREAM_NS,
+    ];
+    tail.notes
+        .retain(|(k, _)| !capture_drive_keys.contains(&k.as_str()));
+    let marks = TaskMarks {
+        capture_drive,
+        ..TaskMarks::default()
+    };
+    tail.notes.extend(marks.to_notes());
+
+    let write_error = |source| CalibrationError::Write {
+        path: out.to_path_buf(),
+        source,
+    };
+    let dir = match out.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = out
+        .file_name()
+        .map_or_else(|| "trace".to_string(), |n| n.to_string_lossy().to_string());
+    let tmp = dir.join(format!(".{name}.calibrating-{}", std::process::id()));
+    let written = (|| -> Result<(), CalibrationError> {
+        let f = std::fs::File::create(&tmp).map_err(write_error)?;
+        let mut w =
+            TraceWriter::new(std::io::BufWriter::new(f), file.header()).map_err(format_error)?;
+        for r in file.records() {
+            w.push(&r.map_err(format_error)?).map_err(format_error)?;
+        }
+        let (buf, _) = w.finish(&tail).map_err(format_error)?;
+        let f = buf.into_inner().map_err(|e| write_error(e.into_error()))?;
+        f.sync_all().map_err(write_error)?;
+        // The copy is read back whole before it replaces anything.
+        TraceFile::open(&tmp)
+            .and_then(|t| t.verify())
+            .map_err(format_error)?;
+        std::fs::rename(&tmp, out).map_err(write_error)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    Ok(Calibration {
+        name: t.name.clone(),
+        capture_drive,
+        untraced_ns: before.untraced_ns,
+        replaced: before.capture_drive.is_set(),
+    })
+}

@@ -1,0 +1,234 @@
+//! `tracemark calibrate`: a trace calibrated with a replay of it on its
+//! capture drive carries that replay's predicted task time, and later
+//! replays predict the untraced time plus their difference from it; a result
+//! of anything else is refused and the trace left as it was.
+
+use crate::support::replay::*;
+use crate::support::{read_json, tracemark};
+use replayer::calibration::{calibrate, CalibrationProblem};
+use std::fs;
+use std::path::Path;
+use trace_format::{
+    task_note, IoRecord, Op, TaskMarks, TraceFile, TraceHeader, TraceTail, TraceWriter,
+};
+
+const UNTRACED_NS: u64 = 80_000_000;
+
+/// A task reading in a chain (each read 400 µs in the "capture", 1 ms
+/// apart), its done mark after the last read and its untraced time.
+fn write_marked_trace(path: &Path, reads: u64) -> Vec<IoRecord> {
+    let recs: Vec<IoRecord> = (0..reads)
+        .map(|i| with_latency(rec(i * 1_000, Op::Read, i * 64 * KIB, 64 * KIB), 400))
+        .collect();
+    let header = TraceHeader::new("chain", "test");
+    let mut w = TraceWriter::new(
+        std::io::BufWriter::new(fs::File::create(path).unwrap()),
+        &header,
+    )
+    .unwrap();
+    for r in &recs {
+        w.push(r).unwrap();
+    }
+    let marks = TaskMarks {
+        end_ns: Some(reads * 1_000_000 + 500_000),
+        untraced_ns: Some(UNTRACED_NS),
+        ..TaskMarks::default()
+    };
+    let tail = TraceTail {
+        notes: marks.to_notes(),
+        ..TraceTail::default()
+    };
+    w.finish(&tail).unwrap();
+    recs
+}
+
+fn records(path: &Path) -> Vec<IoRecord> {
+    TraceFile::open(path)
+        .unwrap()
+        .records()
+        .map(|r| r.unwrap())
+        .collect()
+}
+
+fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
+    let out = replay(
+        dir,
+        &[
+            trace,
+            "--passes",
+            "2",
+            "--no-warmup",
+            "--json",
+            json,
+            "--target",
+            "scratch.bin",
+        ],
+    );
+    assert!(out.status.success());
+    read_json(&dir.join(json))
+}
+
+fn models(task: &serde_json::Value, key: &str) -> Vec<(String, f64)> {
+    task[key]
+        .as_object()
+        .unwrap_or_else(|| panic!("task.{key} is missing: {task}"))
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_f64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_calibration_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let first = replay_json(dir.path(), "chain.tmt", "first.json");
+    let task = &first["traces"][0]["task"];
+    assert!(
+        task.get("uncalibrated").is_none(),
+        "not calibrated yet: {task}"
+    );
+    let on_capture_drive = models(task, "models");
+
+    let out = tracemark()
+        .current_dir(dir.path())
+        .args([
+            "calibrate",
+            "chain.tmt",
+            "--from",
+            "first.json",
+            "-o",
+            "calibrated.tmt",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("calibrated.tmt: calibrated"), "{stdout}");
+    let calibrated = dir.path().join("calibrated.tmt");
+    assert_eq!(records(&calibrated), original, "the records are kept");
+    let marks = TaskMarks::from_notes(&TraceFile::open(&calibrated).unwrap().footer().tail.notes);
+    assert_eq!(marks.untraced_ns, Some(UNTRACED_NS));
+    let ns = |name: &str| {
+        let s = on_capture_drive.iter().find(|(k, _)| k == name).unwrap().1;
+        Some((s * 1e9).round() as u64)
+    };
+    assert_eq!(marks.capture_drive.blocking_ns, ns("blocking"));
+    assert_eq!(marks.capture_drive.stream_ns, ns("stream"));
+    assert_eq!(marks.capture_drive.all_ns, ns("all"));
+
+    // The next replay: per model, untraced + its own uncalibrated figure -
+    // the calibration replay's.
+    let second = replay_json(dir.path(), "calibrated.tmt", "second.json");
+    let task = &second["traces"][0]["task"];
+    let now = models(task, "models");
+    let before = models(task, "uncalibrated");
+    for ((model, predicted), (_, uncalibrated)) in now.iter().zip(&before) {
+        let at_capture = on_capture_drive.iter().find(|(k, _)| k == model).unwrap().1;
+        let expected = UNTRACED_NS as f64 / 1e9 + uncalibrated - at_capture;
+        assert!(
+            (predicted - expected).abs() < 5e-9,
+            "{model}: predicted {predicted} s, expected {expected} s"
+        );
+    }
+    let log = fs::read_to_string(dir.path().join("second.json")).unwrap();
+    assert!(log.contains("\"uncalibrated\""));
+
+    // Calibrating again replaces the earlier calibration (from the second
+    // replay's uncalibrated figures, not its calibrated ones).
+    let out = tracemark()
+        .current_dir(dir.path())
+        .args(["calibrate", "calibrated.tmt", "--from", "second.json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("earlier calibration replaced"));
+    let again = TaskMarks::from_notes(&TraceFile::open(&calibrated).unwrap().footer().tail.notes);
+    let blocking_before = before.iter().find(|(k, _)| k == "blocking").unwrap().1;
+    assert_eq!(
+        again.capture_drive.blocking_ns,
+        Some((blocking_before * 1e9).round() as u64)
+    );
+    let file = TraceFile::open(&calibrated).unwrap();
+    let notes = &file.footer().tail.notes;
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|(k, _)| k == task_note::CAPTURE_DRIVE_BLOCKING_NS)
+            .count(),
+        1,
+        "one calibration in the trace"
+    );
+}
+
+#[test]
+fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    write_marked_trace(&dir.path().join("other.tmt"), 21);
+    replay_json(dir.path(), "chain.tmt", "chain.json");
+    let other_before = fs::read(dir.path().join("other.tmt")).unwrap();
+
+    let out = tracemark()
+        .current_dir(dir.path())
+        .args(["calibrate", "other.tmt", "--from", "chain.json"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("chain.json") && stderr.contains("holds no replay of this trace"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert_eq!(
+        fs::read(dir.path().join("other.tmt")).unwrap(),
+        other_before,
+        "left as it was"
+    );
+
+    let result = results::compare::load_result(&dir.path().join("chain.json")).unwrap();
+    let err = calibrate(
+        &dir.path().join("other.tmt"),
+        &result,
+        &dir.path().join("chain.json"),
+        &dir.path().join("out.tmt"),
+    )
+    .unwrap_err();
+    assert_eq!(err.problem(), Some(CalibrationProblem::NotThisTrace));
+    assert!(!dir.path().join("out.tmt").exists());
+
+    // A compressed replay predicts no task time.
+    let out = replay(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--mode",
+            "compressed",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--json",
+            "compressed.json",
+            "--target",
+            "scratch.bin",
+        ],
+    );
+    assert!(out.status.success());
+    let result = results::compare::load_result(&dir.path().join("compressed.json")).unwrap();
+    let err = calibrate(
+        &dir.path().join("chain.tmt"),
+        &result,
+        &dir.path().join("compressed.json"),
+        &dir.path().join("out.tmt"),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.problem(),
+        Some(CalibrationProblem::NoPrediction),
+        "{err}"
+    );
+}
