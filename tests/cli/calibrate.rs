@@ -68,6 +68,31 @@ fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
     read_json(&dir.join(json))
 }
 
+/// Runs `tracemark calibrate ARGS...` in `dir`.
+fn calibrate_cli(dir: &Path, args: &[&str]) -> std::process::Output {
+    tracemark()
+        .current_dir(dir)
+        .arg("calibrate")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// What the library says of calibrating `trace` with `result` (both in
+/// `dir`): it must refuse.
+fn refusal(dir: &Path, trace: &str, result: &str) -> replayer::calibration::CalibrationError {
+    let loaded = results::compare::load_result(&dir.join(result)).unwrap();
+    let err = calibrate(
+        &dir.join(trace),
+        &loaded,
+        &dir.join(result),
+        &dir.join("out.tmt"),
+    )
+    .expect_err("a refusal");
+    assert!(!dir.join("out.tmt").exists(), "nothing written");
+    err
+}
+
 fn models(task: &serde_json::Value, key: &str) -> Vec<(String, f64)> {
     task[key]
         .as_object()
@@ -89,18 +114,10 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     );
     let on_capture_drive = models(task, "models");
 
-    let out = tracemark()
-        .current_dir(dir.path())
-        .args([
-            "calibrate",
-            "chain.tmt",
-            "--from",
-            "first.json",
-            "-o",
-            "calibrated.tmt",
-        ])
-        .output()
-        .unwrap();
+    let out = calibrate_cli(
+        dir.path(),
+        &["chain.tmt", "--from", "first.json", "-o", "calibrated.tmt"],
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -139,11 +156,7 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
 
     // Calibrating again replaces the earlier calibration (from the second
     // replay's uncalibrated figures, not its calibrated ones).
-    let out = tracemark()
-        .current_dir(dir.path())
-        .args(["calibrate", "calibrated.tmt", "--from", "second.json"])
-        .output()
-        .unwrap();
+    let out = calibrate_cli(dir.path(), &["calibrated.tmt", "--from", "second.json"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("earlier calibration replaced"));
     let again = TaskMarks::from_notes(&TraceFile::open(&calibrated).unwrap().footer().tail.notes);
@@ -172,11 +185,7 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
     replay_json(dir.path(), "chain.tmt", "chain.json");
     let other_before = fs::read(dir.path().join("other.tmt")).unwrap();
 
-    let out = tracemark()
-        .current_dir(dir.path())
-        .args(["calibrate", "other.tmt", "--from", "chain.json"])
-        .output()
-        .unwrap();
+    let out = calibrate_cli(dir.path(), &["other.tmt", "--from", "chain.json"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -190,16 +199,8 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
         "left as it was"
     );
 
-    let result = results::compare::load_result(&dir.path().join("chain.json")).unwrap();
-    let err = calibrate(
-        &dir.path().join("other.tmt"),
-        &result,
-        &dir.path().join("chain.json"),
-        &dir.path().join("out.tmt"),
-    )
-    .unwrap_err();
+    let err = refusal(dir.path(), "other.tmt", "chain.json");
     assert_eq!(err.problem(), Some(CalibrationProblem::NotThisTrace));
-    assert!(!dir.path().join("out.tmt").exists());
 
     // A compressed replay predicts no task time.
     let out = replay(
@@ -218,14 +219,7 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
         ],
     );
     assert!(out.status.success());
-    let result = results::compare::load_result(&dir.path().join("compressed.json")).unwrap();
-    let err = calibrate(
-        &dir.path().join("chain.tmt"),
-        &result,
-        &dir.path().join("compressed.json"),
-        &dir.path().join("out.tmt"),
-    )
-    .unwrap_err();
+    let err = refusal(dir.path(), "chain.tmt", "compressed.json");
     assert_eq!(
         err.problem(),
         Some(CalibrationProblem::NoPrediction),
