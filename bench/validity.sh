@@ -27,7 +27,9 @@
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
 # stopped study stopped, and the report covers every drive finished.
-# Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/traces/*.tmt
+# Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/cpu-<drive>.txt
+# (the task's CPU time and the rest of the host's per run),
+# DIR/cpurep-<drive>-<task>.txt (the same for the replay), DIR/traces/*.tmt
 # (calibrated), DIR/calib-<capture drive>-<task>.json (the calibration
 # replays), DIR/replay-<drive>-<task>.json, DIR/validity.txt and
 # DIR/validity.html.
@@ -58,7 +60,7 @@ while [ $# -gt 0 ]; do
     --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -77,8 +79,13 @@ if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 [[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
 
 UP= DATA_TMPFS=
+# The replays run in a private cpuacct cgroup (cgroup v1), so their own CPU
+# time can be told from the rest of the host's (the drive's stack).
+CPU_CG=
+[ -d /sys/fs/cgroup/cpuacct ] && CPU_CG=/sys/fs/cgroup/cpuacct/tm-validity-$$
 cleanup() {
   set +e
+  [ -n "$CPU_CG" ] && [ -d "$CPU_CG" ] && rmdir "$CPU_CG"
   [ -n "$UP" ] && "$DRIVES_SH" down "$UP"
   if [ -n "$DATA_TMPFS" ]; then umount "$DATA_TMPFS" && rmdir "$DATA_TMPFS"; fi
 }
@@ -100,17 +107,19 @@ drive_down() {
 # goes on where it stopped; a job that fails is tried once more, and its
 # times count only from a run of the job that completed.
 time_job() {
-  local drive=$1 job=$2 try part
+  local drive=$1 job=$2 try part cpart
   part=$OUT/times-$drive-$job.part
+  cpart=$OUT/cpu-$drive-$job.part
   [ -f "$OUT/done-$drive-$job" ] && return 0
   for try in 1 2; do
-    rm -f "$part"
+    rm -f "$part" "$cpart"
     "$DRIVES_SH" restore "$drive"
-    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TRACEMARK="$TRACEMARK" \
+    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TM_CPU_TIMES="$cpart" TRACEMARK="$TRACEMARK" \
       "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1; then
       cat "$part" >> "$OUT/times-$drive.txt"
+      cat "$cpart" >> "$OUT/cpu-$drive.txt"
       sed "s/^/$drive /" "$part"
-      rm -f "$part"
+      rm -f "$part" "$cpart"
       touch "$OUT/done-$drive-$job"
       return 0
     fi
@@ -146,6 +155,24 @@ real_runs() {
   done
 }
 
+# cpu_run FILE CMD...: CMD in the private cpuacct cgroup; FILE gets
+# "CMD_CPU_S OTHER_CPU_S WALL_S" (its CPU time, the rest of the host's, its
+# wall time). Without cgroup v1's cpuacct, CMD alone and no FILE.
+cpu_run() {
+  local file=$1 h0 h1 t0 t1 own rc=0
+  shift
+  if [ -z "$CPU_CG" ]; then "$@"; return; fi
+  mkdir -p "$CPU_CG"
+  h0=$(cat /sys/fs/cgroup/cpuacct/cpuacct.usage) t0=$EPOCHREALTIME
+  (echo "$BASHPID" > "$CPU_CG/cgroup.procs" && exec "$@") || rc=$?
+  h1=$(cat /sys/fs/cgroup/cpuacct/cpuacct.usage) t1=$EPOCHREALTIME
+  own=$(cat "$CPU_CG/cpuacct.usage")
+  awk -v own="$own" -v h0="$h0" -v h1="$h1" -v t0="$t0" -v t1="$t1" \
+    'BEGIN { printf "%.6f %.6f %.6f\n", own / 1e9, (h1 - h0 - own) / 1e9, t1 - t0 }' > "$file"
+  echo 0 > "$CPU_CG/cpuacct.usage"
+  return $rc
+}
+
 # Predictions and scores: each trace replayed on the drive that is up, into
 # OUT/KIND-DRIVE-TASK.json (KIND replay, or calib for the capture drive's
 # calibration replays).
@@ -160,7 +187,8 @@ replays() {
     local try best= best_wait=
     for ((try = 1; try <= REPLAY_TRIES; try++)); do
       "$DRIVES_SH" restore "$drive"
-      "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
+      cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
+        "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
         --precondition skip --queue-depth 128 --passes "$PASSES" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
         { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
@@ -178,6 +206,8 @@ print("%.4f" % ((t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback
     [ -n "$best" ] || continue
     cp "$OUT/try$best-$kind-$drive-$task.json" "$OUT/$kind-$drive-$task.json"
     cp "$OUT/try$best-log-$kind-$drive-$task.txt" "$OUT/log-$kind-$drive-$task.txt"
+    [ "$kind" != replay ] || [ ! -f "$OUT/try$best-cpurep-$kind-$drive-$task.txt" ] ||
+      cp "$OUT/try$best-cpurep-$kind-$drive-$task.txt" "$OUT/cpurep-$drive-$task.txt"
     grep -E "predicted task time" "$OUT/log-$kind-$drive-$task.txt" | sed "s/^/$kind $drive /" || true
   done
   "$DRIVES_SH" restore "$drive"

@@ -6,6 +6,9 @@ Reads from DIR:
   times-<drive>.txt           "task seconds" per real run (untraced, start to done)
   replay-<drive>-<task>.json  tracemark's result of the task's trace on the drive
   drives.json (optional)      the drive classes' fio figures (drives.sh characterise)
+  cpu-<drive>.txt (optional)  "task task_cpu_s other_cpu_s" per real run: the
+                              task's CPU time and the rest of the host's meanwhile
+  cpurep-<drive>-<task>.txt (optional)  "replay_cpu_s other_cpu_s wall_s" of the replay
 Writes DIR/validity.txt (also printed) and DIR/validity.html (a scatter plot).
 
 Per task and drive pair (A, B): the measured time ratio T(B)/T(A) (medians of
@@ -86,6 +89,63 @@ def ratio_interval(runs_a, runs_b, rng, rounds=2000, level=0.90):
 def geomean(values):
     values = [v for v in values if v > 0]
     return math.exp(statistics.mean(math.log(v) for v in values)) if values else float("nan")
+
+
+def load_cpu(out):
+    """The real runs' and the replays' CPU times: task -> drive -> figures."""
+    real = defaultdict(lambda: defaultdict(list))  # task -> drive -> [(task s, other s)]
+    replay = defaultdict(dict)  # task -> drive -> (replay s, other s, wall s)
+    for name in sorted(os.listdir(out)):
+        path = os.path.join(out, name)
+        if name.startswith("cpu-") and name.endswith(".txt"):
+            drive = name[len("cpu-"):-len(".txt")]
+            with open(path) as f:
+                for n, line in enumerate(f, 1):
+                    parts = line.split()
+                    if len(parts) != 3:
+                        sys.exit(f"{path}:{n}: expected 'task task_cpu_s other_cpu_s', got {line.strip()!r}")
+                    real[parts[0]][drive].append((float(parts[1]), float(parts[2])))
+        elif name.startswith("cpurep-") and name.endswith(".txt"):
+            drive, task = name[len("cpurep-"):-len(".txt")].split("-", 1)
+            with open(path) as f:
+                parts = f.read().split()
+            if len(parts) != 3:
+                sys.exit(f"{path}: expected 'replay_cpu_s other_cpu_s wall_s'")
+            replay[task][drive] = tuple(float(x) for x in parts)
+    return real, replay
+
+
+def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_replay):
+    """Whether the time a drive adds beyond its prediction is host CPU the
+    drive's own stack took (loop workers, a FUSE server) from the task: per
+    task and drive, the real runs' median CPU time of the task and of the
+    rest of the host, the replay's, and beside them the measured extra time
+    over the capture drive that the prediction did not account for."""
+    if not cpu_real:
+        return
+    p("")
+    p("host CPU during the real runs (median per run, s): the task's, the rest of the host's;")
+    p(f"the rest during the replay (s per s of replay); and the measured extra time over {capture}")
+    p("that the prediction missed, beside the rest of the host's extra CPU time over the same drive:")
+    p(f"  {'task':24} {'drive':>5} {'task cpu':>9} {'other cpu':>10} {'replay other/s':>15} {'missed s':>9} {'extra other':>12}")
+    for task in tasks:
+        for d in drives:
+            runs = cpu_real.get(task, {}).get(d)
+            if not runs:
+                continue
+            task_cpu = statistics.median(r[0] for r in runs)
+            other = statistics.median(r[1] for r in runs)
+            rep = cpu_replay.get(task, {}).get(d)
+            rep_rate = f"{rep[1] / rep[2]:15.3f}" if rep and rep[2] > 0 else f"{'-':>15}"
+            missed = extra = f"{'-':>9}"
+            base_runs = cpu_real.get(task, {}).get(capture)
+            if d != capture and base_runs and times[task].get(d) and times[task].get(capture) \
+                    and predicted.get(task, {}).get(d) is not None and predicted.get(task, {}).get(capture) is not None:
+                measured_extra = statistics.median(times[task][d]) - statistics.median(times[task][capture])
+                predicted_extra = predicted[task][d] - predicted[task][capture]
+                missed = f"{measured_extra - predicted_extra:9.3f}"
+                extra = f"{other - statistics.median(r[1] for r in base_runs):12.3f}"
+            p(f"  {task:24} {d:>5} {task_cpu:9.3f} {other:10.3f} {rep_rate} {missed} {extra}")
 
 
 def load(out):
@@ -197,6 +257,9 @@ def main():
             dm = m - mc
             dp = (pd - pc) if (pd and pc) else float("nan")
             p(f"{task:<26} {d:>5} {dm:>14.3f} {dp:>15.3f}")
+    cpu_real, cpu_replay = load_cpu(args.dir)
+    predicted = {t: {d: med[(t, d)][2] for d in drives if (t, d) in med} for t in tasks}
+    cpu_section(p, tasks, drives, cap, times, predicted, cpu_real, cpu_replay)
     p("")
     p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
     for task in tasks:

@@ -67,6 +67,9 @@
 #                         warm-up launch only before the first);
 #   TM_UNTRACED_S=NAME=S,...  capture mode: the tasks' untraced times, stored
 #                         in their traces (capture --untraced);
+#   TM_CPU_TIMES=FILE     time mode: also append "NAME TASK_CPU_S OTHER_CPU_S"
+#                         (the task's CPU time, and the rest of the host's,
+#                         between the marks);
 #   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img).
 set -euo pipefail
 
@@ -135,13 +138,25 @@ for p in sys.argv[1:]:
   echo "evict: $(find "$MNT$1" -type f | wc -l) files under $1 dropped from the page cache"
 }
 
+# cpu_ns: the CPU time (ns) every process on the host and the task's
+# cgroup have used so far: what the host spent beyond the task during a run
+# (a drive's loop workers or FUSE server, the X server) is the difference.
+cpu_ns() {
+  if [ -n "${CPU_CG:-}" ]; then
+    echo "$(cat /sys/fs/cgroup/cpuacct/cpuacct.usage) $(cat "$CPU_CG/cpuacct.usage")"
+  else
+    awk '$1 == "usage_usec" { printf "%s ", $2 * 1000 }' /sys/fs/cgroup/cpu.stat "$CG/cpu.stat"
+    echo
+  fi
+}
+
 # mark start|done: the task's marks, to the capture (signals) and to
-# $TM_MARKS (wall-clock seconds) when set.
+# $TM_MARKS (wall-clock seconds, then cpu_ns) when set.
 mark() {
   if [ -n "${TRACEMARK_CAPTURE_PID:-}" ]; then
     if [ "$1" = start ]; then kill -USR2 "$TRACEMARK_CAPTURE_PID"; else kill -USR1 "$TRACEMARK_CAPTURE_PID"; fi
   fi
-  if [ -n "${TM_MARKS:-}" ]; then echo "$1 $EPOCHREALTIME" >> "$TM_MARKS"; fi
+  if [ -n "${TM_MARKS:-}" ]; then echo "$1 $EPOCHREALTIME $(cpu_ns)" >> "$TM_MARKS"; fi
 }
 
 # Inside the capture (`native.sh --traced CMD`): joins the cgroup, runs CMD
@@ -149,6 +164,7 @@ mark() {
 # tail), then waits for writeback.
 if [ "${1:-}" = --traced ]; then
   echo $$ > "$CG/cgroup.procs"
+  [ -z "${CPU_CG:-}" ] || echo $$ > "$CPU_CG/cgroup.procs"
   mark start
   if [ "${3:-}" = root ]; then as_root "$2"; else as_bench "$2"; fi
   mark done
@@ -172,7 +188,7 @@ REPS=${TM_REPS:-1}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "TM_REPS=$REPS is not a positive count"
 [ "$REPS" = 1 ] || [ "${TM_MODE:-capture}" = time ] || die "TM_REPS is for TM_MODE=time (a capture is one run)"
 
-LOOP= CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
+LOOP= CG= CPU_CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
 # Every process left in the cgroup (a desktop session, an application).
 # (KILL is repeated: soffice's oosplash starts a new soffice.bin when its
 # child dies, so one round can leave a process that was forked meanwhile.)
@@ -219,6 +235,10 @@ cleanup() {
     for _ in $(seq 50); do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
     [ -d "$CG" ] && echo "$(basename "$0"): could not remove $CG" >&2
   fi
+  if [ -n "$CPU_CG" ] && [ -d "$CPU_CG" ]; then
+    for _ in $(seq 50); do rmdir "$CPU_CG" 2>/dev/null && break; sleep 0.2; done
+    [ -d "$CPU_CG" ] && echo "$(basename "$0"): could not remove $CPU_CG" >&2
+  fi
   local kv
   for kv in "${SAVED_VM[@]}"; do echo "${kv#*=}" > "/proc/sys/vm/${kv%%=*}"; done
 }
@@ -256,7 +276,12 @@ else
   CG=/sys/fs/cgroup/tracemark-native-$$
   mkdir "$CG"; echo "$MEM_LIMIT" > "$CG/memory.max"
 fi
-export CG LOOP MNT
+# cgroup v1 counts CPU time in its own hierarchy (v2 in $CG's cpu.stat).
+if [ -d /sys/fs/cgroup/cpuacct ]; then
+  CPU_CG=/sys/fs/cgroup/cpuacct/tracemark-native-$$
+  mkdir "$CPU_CG"
+fi
+export CG CPU_CG LOOP MNT
 for kv in dirty_ratio=$(cat /proc/sys/vm/dirty_ratio) \
   dirty_background_ratio=$(cat /proc/sys/vm/dirty_background_ratio) \
   dirty_expire_centisecs=$(cat /proc/sys/vm/dirty_expire_centisecs) \
@@ -316,6 +341,14 @@ native_time() {
   awk -v name="$name" '$1 == "start" && !s { s = $2 } $1 == "done" && !d { d = $2 }
     END { if (s && d) printf "%s %.6f\n", name, d - s; else exit 1 }' "$marks" >> "$TM_TIMES" ||
     die "$name: no start and done marks"
+  # "NAME TASK_CPU_S HOST_OTHER_CPU_S": the task's CPU time between its
+  # marks, and what every other process on the host used meanwhile.
+  if [ -n "${TM_CPU_TIMES:-}" ]; then
+    awk -v name="$name" '$1 == "start" && !s { s = 1; h0 = $3; t0 = $4 }
+      $1 == "done" && !d { d = 1; h1 = $3; t1 = $4 }
+      END { if (s && d && h1 != "" && t1 != "") printf "%s %.6f %.6f\n", name, (t1 - t0) / 1e9, ((h1 - h0) - (t1 - t0)) / 1e9; else exit 1 }' \
+      "$marks" >> "$TM_CPU_TIMES" || die "$name: no CPU times in the marks"
+  fi
   rm -f "$marks"
   tail -n 1 "$TM_TIMES"
   [ "$how" = no-settle ] || settle 3 600
