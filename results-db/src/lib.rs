@@ -50,6 +50,11 @@ pub enum DbError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("{}: cannot lock the directory to open the results database in it: {source}", path.display())]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: {source}", path.display())]
     Sqlite {
         path: PathBuf,
@@ -91,6 +96,11 @@ impl ResultsDb {
             })?;
         }
         check_magic(path)?;
+        // SQLite's own locks do not order a first open: two programs that
+        // both hold a read lock and both ask to switch a new file to WAL get
+        // "database is locked" without waiting, and one can see another's
+        // half-made schema. Opens in one directory take turns instead.
+        let _opening = lock_directory(path)?;
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -188,6 +198,20 @@ fn check_magic(path: &Path) -> Result<(), DbError> {
         }),
         Err(_) => Ok(()),
     }
+}
+
+/// An exclusive advisory lock on the database's directory, held while the
+/// database is opened and migrated (released when dropped).
+fn lock_directory(path: &Path) -> Result<std::fs::File, DbError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let locked = std::fs::File::open(dir).and_then(|f| f.lock().map(|()| f));
+    locked.map_err(|source| DbError::Lock {
+        path: dir.to_path_buf(),
+        source,
+    })
 }
 
 /// SQLite's "not a database" and "corrupt" codes as their own errors.

@@ -96,3 +96,29 @@ fn a_killed_writer_loses_nothing_it_stored() {
     // And the database takes new runs.
     db.import(&common::suite_variant(999_999), "after").unwrap();
 }
+
+/// Many programs opening one database for the first time at once (a suite's
+/// replays starting together) all open it: none sees "database is locked".
+#[test]
+fn many_first_opens_at_once_all_succeed() {
+    for round in 0..10 {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.db");
+        let start = std::sync::Arc::new(std::sync::Barrier::new(12));
+        let openers: Vec<_> = (0..12)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    ResultsDb::open(&path)
+                        .map(|_| ())
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for opener in openers {
+            let opened = opener.join().unwrap();
+            assert!(opened.is_ok(), "round {round}: {opened:?}");
+        }
+    }
+}
