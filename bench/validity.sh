@@ -28,7 +28,8 @@
 # markers, replay-*.json), so the same command run again goes on where a
 # stopped study stopped, and the report covers every drive finished.
 # Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/cpu-<drive>.txt
-# (the task's CPU time and the rest of the host's per run),
+# (the task's CPU time and the rest of the host's per run), DIR/host-<drive>.txt
+# (the host's counters per run: stolen CPU, reclaim, faults),
 # DIR/cpurep-<drive>-<task>.txt (the same for the replay), DIR/traces/*.tmt
 # (calibrated), DIR/calib-<capture drive>-<task>.json (the calibration
 # replays), DIR/replay-<drive>-<task>.json, DIR/validity.txt and
@@ -107,19 +108,22 @@ drive_down() {
 # goes on where it stopped; a job that fails is tried once more, and its
 # times count only from a run of the job that completed.
 time_job() {
-  local drive=$1 job=$2 try part cpart
+  local drive=$1 job=$2 try part cpart hpart
   part=$OUT/times-$drive-$job.part
   cpart=$OUT/cpu-$drive-$job.part
+  hpart=$OUT/host-$drive-$job.part
   [ -f "$OUT/done-$drive-$job" ] && return 0
   for try in 1 2; do
-    rm -f "$part" "$cpart"
+    rm -f "$part" "$cpart" "$hpart"
     "$DRIVES_SH" restore "$drive"
-    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TM_CPU_TIMES="$cpart" TRACEMARK="$TRACEMARK" \
+    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TM_CPU_TIMES="$cpart" \
+      TM_HOST_STATS="$hpart" TRACEMARK="$TRACEMARK" \
       "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1; then
       cat "$part" >> "$OUT/times-$drive.txt"
       cat "$cpart" >> "$OUT/cpu-$drive.txt"
+      cat "$hpart" >> "$OUT/host-$drive.txt"
       sed "s/^/$drive /" "$part"
-      rm -f "$part" "$cpart"
+      rm -f "$part" "$cpart" "$hpart"
       touch "$OUT/done-$drive-$job"
       return 0
     fi

@@ -9,6 +9,8 @@ Reads from DIR:
   cpu-<drive>.txt (optional)  "task task_cpu_s other_cpu_s" per real run: the
                               task's CPU time and the rest of the host's meanwhile
   cpurep-<drive>-<task>.txt (optional)  "replay_cpu_s other_cpu_s wall_s" of the replay
+  host-<drive>.txt (optional) "task key=count ..." per real run: the host's
+                              counters between the marks (stolen CPU, faults)
 Writes DIR/validity.txt (also printed) and DIR/validity.html (a scatter plot).
 
 Per task and drive pair (A, B): the measured time ratio T(B)/T(A) (medians of
@@ -113,6 +115,50 @@ def load_cpu(out):
                 sys.exit(f"{path}: expected 'replay_cpu_s other_cpu_s wall_s'")
             replay[task][drive] = tuple(float(x) for x in parts)
     return real, replay
+
+
+def load_host(out):
+    """The host's counters per real run: task -> drive -> [{key: delta}]."""
+    host = defaultdict(lambda: defaultdict(list))
+    for name in sorted(os.listdir(out)):
+        if not (name.startswith("host-") and name.endswith(".txt")):
+            continue
+        drive = name[len("host-"):-len(".txt")]
+        path = os.path.join(out, name)
+        with open(path) as f:
+            for n, line in enumerate(f, 1):
+                parts = line.split()
+                try:
+                    fields = {k: int(v) for k, v in (x.split("=", 1) for x in parts[1:])}
+                except ValueError:
+                    sys.exit(f"{path}:{n}: expected 'task key=count ...', got {line.strip()!r}")
+                if not parts or "steal" not in fields:
+                    sys.exit(f"{path}:{n}: no steal count in {line.strip()!r}")
+                host[parts[0]][drive].append(fields)
+    return host
+
+
+def host_section(p, tasks, drives, times, host):
+    """Whether a run's time went to something other than its drive: per
+    task and drive, each run's wall time beside the CPU time the hypervisor
+    stole from the machine meanwhile (both CPUs, s), the time the host's
+    CPUs were busy (user + system + interrupts, s) and its major faults."""
+    if not host:
+        return
+    hz = os.sysconf("SC_CLK_TCK")
+    p("")
+    p("each real run: wall s / stolen CPU s / busy CPU s / major faults (host counters between the marks):")
+    for task in tasks:
+        for d in drives:
+            runs = host.get(task, {}).get(d)
+            walls = times.get(task, {}).get(d, [])
+            if not runs or len(runs) != len(walls):
+                continue
+            cells = []
+            for wall, c in zip(walls, runs):
+                busy = sum(c.get(k, 0) for k in ("user", "nice", "system", "irq", "softirq")) / hz
+                cells.append(f"{wall:.2f}/{c['steal'] / hz:.2f}/{busy:.2f}/{c.get('pgmajfault', 0)}")
+            p(f"  {task:24} {d:>5} " + "  ".join(cells))
 
 
 def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_replay):
@@ -260,6 +306,7 @@ def main():
     cpu_real, cpu_replay = load_cpu(args.dir)
     predicted = {t: {d: med[(t, d)][2] for d in drives if (t, d) in med} for t in tasks}
     cpu_section(p, tasks, drives, cap, times, predicted, cpu_real, cpu_replay)
+    host_section(p, tasks, drives, times, load_host(args.dir))
     p("")
     p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
     for task in tasks:

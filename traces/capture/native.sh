@@ -70,6 +70,13 @@
 #   TM_CPU_TIMES=FILE     time mode: also append "NAME TASK_CPU_S OTHER_CPU_S"
 #                         (the task's CPU time, and the rest of the host's,
 #                         between the marks);
+#   TM_HOST_STATS=FILE    time mode: also append "NAME key=delta ..." of the
+#                         host's counters between the marks (host_counters:
+#                         stolen CPU time, reclaim, major faults);
+#   TM_DESKTOP_GL=0       launches: the desktop without a GL context (the
+#                         reference traces before 2026-12-04; default 1: a
+#                         compositor's context held by gl_hold.py, so the
+#                         graphics stack is warm as on a composited desktop);
 #   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img).
 set -euo pipefail
 
@@ -156,7 +163,25 @@ mark() {
   if [ -n "${TRACEMARK_CAPTURE_PID:-}" ]; then
     if [ "$1" = start ]; then kill -USR2 "$TRACEMARK_CAPTURE_PID"; else kill -USR1 "$TRACEMARK_CAPTURE_PID"; fi
   fi
-  if [ -n "${TM_MARKS:-}" ]; then echo "$1 $EPOCHREALTIME $(cpu_ns)" >> "$TM_MARKS"; fi
+  if [ -n "${TM_MARKS:-}" ]; then
+    echo "$1 $EPOCHREALTIME $(cpu_ns)" >> "$TM_MARKS"
+    [ -z "${TM_HOST_STATS:-}" ] || host_counters "$1" >> "$TM_MARKS.counters"
+  fi
+}
+
+# host_counters LABEL: "LABEL key=value ..." of the host's counters that tell
+# a run disturbed by something other than its drive: CPU time stolen by the
+# hypervisor and spent in each state (/proc/stat, in USER_HZ ticks), major
+# faults, reclaim, compaction and THP faults (/proc/vmstat), and the task
+# cgroup's own reclaim (memory.stat).
+host_counters() {
+  {
+    echo -n "$1"
+    awk '$1 == "cpu" { printf " user=%s nice=%s system=%s idle=%s iowait=%s irq=%s softirq=%s steal=%s", $2, $3, $4, $5, $6, $7, $8, $9 }' /proc/stat
+    awk '$1 ~ /^(pgmajfault|pgscan_direct|pgscan_kswapd|pgsteal_direct|compact_stall|thp_fault_alloc|pgfault|workingset_refault_file)$/ { printf " %s=%s", $1, $2 }' /proc/vmstat
+    [ -f "$CG/memory.stat" ] && awk '$1 ~ /^(pgmajfault|total_pgmajfault|pgscan|total_pgpgin|pgpgin)$/ { printf " cg_%s=%s", $1, $2 }' "$CG/memory.stat"
+    echo
+  }
 }
 
 # Inside the capture (`native.sh --traced CMD`): joins the cgroup, runs CMD
@@ -349,6 +374,13 @@ native_time() {
       END { if (s && d && h1 != "" && t1 != "") printf "%s %.6f %.6f\n", name, (t1 - t0) / 1e9, ((h1 - h0) - (t1 - t0)) / 1e9; else exit 1 }' \
       "$marks" >> "$TM_CPU_TIMES" || die "$name: no CPU times in the marks"
   fi
+  # "NAME key=delta ...": the host's counters between the marks.
+  if [ -n "${TM_HOST_STATS:-}" ]; then
+    awk -v name="$name" '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[$1, kv[1]] = kv[2]; if ($1 == "start") keys[++n] = kv[1] } }
+      END { printf "%s", name; for (i = 1; i <= n; i++) printf " %s=%d", keys[i], v["done", keys[i]] - v["start", keys[i]]; print "" }' \
+      "$marks.counters" >> "$TM_HOST_STATS" || die "$name: no host counters in the marks"
+    rm -f "$marks.counters"
+  fi
   rm -f "$marks"
   tail -n 1 "$TM_TIMES"
   [ "$how" = no-settle ] || settle 3 600
@@ -403,8 +435,19 @@ desktop_start() {
   prepared "setsid xfce4-session </dev/null >/dev/null 2>&1 &"
   for _ in $(seq 120); do cgroup_runs xfce4-panel && break; sleep 0.5; done
   cgroup_runs xfce4-panel || die "the Xfce session did not start (no xfce4-panel)"
+  if [ "${TM_DESKTOP_GL:-1}" = 1 ]; then
+    # A compositor's GL context (gl_hold.py): Xfce on Xvfb composites
+    # without GL, where a desktop's compositor keeps the graphics stack
+    # mapped; session_cold reads back what the session maps, so with it
+    # the launches find Mesa and LLVM warm, as on such a desktop.
+    install -m 755 "$CAPTURE_DIR/gl_hold.py" "$MNT/run/tracemark/gl_hold.py"
+    prepared "setsid python3 /run/tracemark/gl_hold.py </dev/null >/run/user/1000/gl_hold.log 2>&1 &"
+    for _ in $(seq 100); do grep -q '^gl_hold: ' "$MNT/run/user/1000/gl_hold.log" 2>/dev/null && break; sleep 0.2; done
+    grep -q '^gl_hold: ' "$MNT/run/user/1000/gl_hold.log" ||
+      die "the desktop's GL context did not start: $(cat "$MNT/run/user/1000/gl_hold.log" 2>/dev/null)"
+  fi
   sleep 10
-  echo "desktop: Xfce session up on $DISPLAY"
+  echo "desktop: Xfce session up on $DISPLAY$([ "${TM_DESKTOP_GL:-1}" = 1 ] && echo ", $(cat "$MNT/run/user/1000/gl_hold.log")")"
 }
 
 desktop_stop() {
