@@ -201,6 +201,12 @@ struct Shifts {
     all: Window,
     blocking: Window,
     per_stream: HashMap<u32, Window>,
+    /// The stream of the latest blocking I/O issued: the thread still at
+    /// work when the task was done.
+    last_blocking_stream: Option<u32>,
+    /// The latest predicted completion (original completion plus its
+    /// stream-model shift) of a blocking I/O absorbed so far, ns.
+    latest_blocking_end: Option<i64>,
 }
 
 const NO_STREAM: u32 = u32::MAX;
@@ -215,6 +221,8 @@ impl Shifts {
         self.blocking
             .saw(done.deltas[DependencyModel::Blocking.index()]);
         let d = done.deltas[DependencyModel::Stream.index()];
+        let end = done.completion as i64 + d;
+        self.latest_blocking_end = Some(self.latest_blocking_end.map_or(end, |e| e.max(end)));
         if done.shared {
             for w in self.per_stream.values_mut() {
                 w.saw(d);
@@ -227,7 +235,10 @@ impl Shifts {
     /// The shift of an I/O of `stream` issued now, per model. A stream seen
     /// for the first time starts from the blocking model's shift (a thread
     /// is started by work that was itself held up).
-    fn issue(&mut self, stream: Option<u32>) -> [i64; 3] {
+    fn issue(&mut self, stream: Option<u32>, blocking: bool) -> [i64; 3] {
+        if blocking {
+            self.last_blocking_stream = Some(stream.unwrap_or(NO_STREAM));
+        }
         let all = self.all.issue();
         let blocking = self.blocking.issue();
         let own = self
@@ -238,11 +249,25 @@ impl Shifts {
         [all, blocking, own]
     }
 
-    /// The shift of the task's end: it waited for every stream.
-    fn at_end(&self) -> [i64; 3] {
+    /// The shift of the task's end at `end` (ns, the records' clock). In
+    /// the stream model the task is done when the stream of its latest
+    /// blocking I/O is, and no sooner than every blocking I/O it saw
+    /// completes on the target. A stream that stopped earlier does not carry
+    /// its shift to the end: its work after its last I/O is not known to
+    /// reach the done mark, and its old shift (from a few I/Os) used to set
+    /// the end whenever it was the largest.
+    fn at_end(&self, end: u64) -> [i64; 3] {
         let blocking = self.blocking.peek();
-        let streams = self.per_stream.values().map(Window::peek).max();
-        [self.all.peek(), blocking, streams.unwrap_or(blocking)]
+        let own = self
+            .last_blocking_stream
+            .and_then(|s| self.per_stream.get(&s))
+            .map(Window::peek);
+        let completions = self.latest_blocking_end.map(|e| e - end as i64);
+        let stream = match (own, completions) {
+            (Some(o), Some(c)) => o.max(c),
+            (o, c) => o.or(c).unwrap_or(blocking),
+        };
+        [self.all.peek(), blocking, stream]
     }
 }
 
@@ -357,7 +382,7 @@ impl TaskTimeModel {
         if let Some(end) = self.end_time() {
             if t > end {
                 self.absorb_until(end);
-                self.end_shifts = Some(self.shifts.at_end());
+                self.end_shifts = Some(self.shifts.at_end(end));
             }
         }
     }
@@ -366,7 +391,7 @@ impl TaskTimeModel {
         self.first_time.get_or_insert(a.time);
         self.take_end_if_passed(a.time);
         self.absorb_until(a.time);
-        let shifts = self.shifts.issue(a.stream);
+        let shifts = self.shifts.issue(a.stream, a.blocking);
         let change = replayed as i64 - a.latency as i64;
         let deltas = shifts.map(|s| s + change);
         let completion = a.time.saturating_add(a.latency);
@@ -395,7 +420,7 @@ impl TaskTimeModel {
         if let Some(end_rel) = self.marks.end_ns {
             if self.end_shifts.is_none() {
                 self.absorb_until(end_rel);
-                self.end_shifts = Some(self.shifts.at_end());
+                self.end_shifts = Some(self.shifts.at_end(end_rel));
             }
             let shifts = self.end_shifts.unwrap_or([0; 3]);
             let captured = self.marks.captured_ns().unwrap_or(end_rel);
@@ -573,13 +598,65 @@ mod tests {
         assert_eq!(p.predicted(DependencyModel::Blocking), 6_100_000);
         // Stream: it does not; the task ends with stream 1's read at 5.1 ms.
         assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
-        // With an end mark the task waits for every stream's reads.
+        // With an end mark the task is done when stream 2 (the latest to
+        // read) is, and not before stream 1's read completes at 5.1 ms.
         let marks = TaskMarks {
             end_ns: Some(1_200_000),
             ..TaskMarks::default()
         };
         let p = predict(&recs, marks, slow_first, 1);
-        assert_eq!(p.predicted(DependencyModel::Stream), 6_200_000);
+        assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
+    }
+
+    #[test]
+    fn a_stream_that_stopped_early_does_not_set_the_end() {
+        // Stream 1 reads twice at the start and stops; stream 2, which
+        // started with it, reads in a chain up to the done mark. On the
+        // target stream 1's reads are 1 ms slower and stream 2's 50 µs faster.
+        let mut recs = vec![
+            rec(0, Op::Read, 100_000, 2),
+            rec(10_000, Op::Read, 100_000, 1),
+            rec(200_000, Op::Read, 100_000, 1),
+        ];
+        recs.extend((0..20u64).map(|i| rec(1_000_000 + i * 500_000, Op::Read, 100_000, 2)));
+        let on_target = |_: usize, r: &IoRecord| {
+            if r.stream == Some(1) {
+                1_100_000
+            } else {
+                50_000
+            }
+        };
+        let marks = TaskMarks {
+            end_ns: Some(11_000_000),
+            ..TaskMarks::default()
+        };
+        let p = predict(&recs, marks, on_target, 4);
+        // Stream 2's 21 reads end the task 21 x 50 µs sooner; stream 1's
+        // reads (done at 2.3 ms on the target) are long over by then.
+        assert_eq!(
+            p.predicted(DependencyModel::Stream),
+            11_000_000 - 21 * 50_000
+        );
+        // The blocking model lets stream 2 wait for stream 1.
+        assert!(p.predicted(DependencyModel::Blocking) > 11_000_000);
+    }
+
+    #[test]
+    fn a_stream_that_stopped_early_still_ends_no_sooner_than_its_reads() {
+        // Stream 1's only read takes 20 ms longer on the target, past the
+        // done mark; stream 2 reads at the start and at the end.
+        let recs = vec![
+            rec(0, Op::Read, 100_000, 2),
+            rec(10_000, Op::Read, 100_000, 1),
+            rec(1_000_000, Op::Read, 100_000, 2),
+        ];
+        let on_target = |i: usize, _: &IoRecord| if i == 1 { 20_100_000 } else { 100_000 };
+        let marks = TaskMarks {
+            end_ns: Some(2_000_000),
+            ..TaskMarks::default()
+        };
+        let p = predict(&recs, marks, on_target, 1);
+        assert_eq!(p.predicted(DependencyModel::Stream), 10_000 + 20_100_000);
     }
 
     #[test]
