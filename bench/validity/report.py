@@ -147,7 +147,8 @@ def host_section(p, tasks, drives, times, host):
         return
     hz = os.sysconf("SC_CLK_TCK")
     p("")
-    p("each real run: wall s / stolen CPU s / busy CPU s / major faults (host counters between the marks):")
+    p("each real run: wall s / stolen CPU s / busy CPU s / major faults / MiB handed back to the")
+    p("hypervisor (free page reporting) (host counters between the marks):")
     for task in tasks:
         for d in drives:
             runs = host.get(task, {}).get(d)
@@ -157,7 +158,8 @@ def host_section(p, tasks, drives, times, host):
             cells = []
             for wall, c in zip(walls, runs):
                 busy = sum(c.get(k, 0) for k in ("user", "nice", "system", "irq", "softirq")) / hz
-                cells.append(f"{wall:.2f}/{c['steal'] / hz:.2f}/{busy:.2f}/{c.get('pgmajfault', 0)}")
+                reported = f"{c['reported_kib'] / 1024:.0f}" if "reported_kib" in c else "-"
+                cells.append(f"{wall:.2f}/{c['steal'] / hz:.2f}/{busy:.2f}/{c.get('pgmajfault', 0)}/{reported}")
             p(f"  {task:24} {d:>5} " + "  ".join(cells))
 
 

@@ -172,14 +172,18 @@ mark() {
 # host_counters LABEL: "LABEL key=value ..." of the host's counters that tell
 # a run disturbed by something other than its drive: CPU time stolen by the
 # hypervisor and spent in each state (/proc/stat, in USER_HZ ticks), major
-# faults, reclaim, compaction and THP faults (/proc/vmstat), and the task
-# cgroup's own reclaim (memory.stat).
+# faults, reclaim, compaction and THP faults (/proc/vmstat), the task
+# cgroup's own reclaim (memory.stat), and the memory handed back to the
+# hypervisor (free page reporting, where the guest has it).
 host_counters() {
   {
     echo -n "$1"
     awk '$1 == "cpu" { printf " user=%s nice=%s system=%s idle=%s iowait=%s irq=%s softirq=%s steal=%s", $2, $3, $4, $5, $6, $7, $8, $9 }' /proc/stat
     awk '$1 ~ /^(pgmajfault|pgscan_direct|pgscan_kswapd|pgsteal_direct|compact_stall|thp_fault_alloc|pgfault|workingset_refault_file)$/ { printf " %s=%s", $1, $2 }' /proc/vmstat
     [ -f "$CG/memory.stat" ] && awk '$1 ~ /^(pgmajfault|total_pgmajfault|pgscan|total_pgpgin|pgpgin)$/ { printf " cg_%s=%s", $1, $2 }' "$CG/memory.stat"
+    # freed memory handed back to the hypervisor (free page reporting)
+    [ -r /sys/module/page_reporting/parameters/reported_kib ] &&
+      echo -n " reported_kib=$(cat /sys/module/page_reporting/parameters/reported_kib)"
     echo
   }
 }
