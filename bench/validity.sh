@@ -15,9 +15,14 @@
 #                          [--jobs "copy-photos install-krita ..."]
 #                          [--passes N] [--out DIR] [--report-only]
 #                          [--capture-drive V] [--replay-tries 3]
+#                          [--cpu-idle poll|os]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
+# --cpu-idle: the replays' `tracemark replay --cpu-idle` (default poll: the
+# CPUs kept out of idle states, the replayer's own default; os: the idle
+# policy the real runs had). Recorded in OUT/replay-settings.txt; a study
+# continued with another setting is refused.
 # --capture-drive: the drive the tasks are captured on, and whose untraced
 # times the traces carry (default V, where the reference traces were
 # captured; V's speed drifted between runs in the study of
@@ -47,6 +52,7 @@ CAPTURE_DRIVE=V
 JOBS="copy-photos install-krita game-supertuxkart photo-light launch-gimp launch-inkscape launch-darktable launch-firefox"
 PASSES=3
 REPLAY_TRIES=3
+CPU_IDLE=poll
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
 REPORT_ONLY=
 
@@ -59,6 +65,7 @@ while [ $# -gt 0 ]; do
     --passes) PASSES=$2; shift 2 ;;
     --capture-drive) CAPTURE_DRIVE=$2; shift 2 ;;
     --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
+    --cpu-idle) CPU_IDLE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
     -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
@@ -74,7 +81,15 @@ report() {
 }
 if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 
+[ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
 [ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
+settings="cpu_idle=$CPU_IDLE"
+if [ -f "$OUT/replay-settings.txt" ]; then
+  [ "$(cat "$OUT/replay-settings.txt")" = "$settings" ] ||
+    die "$OUT's replays were made with $(cat "$OUT/replay-settings.txt"), not $settings: use another --out"
+else
+  echo "$settings" > "$OUT/replay-settings.txt"
+fi
 [ -x "$TRACEMARK" ] || die "$TRACEMARK missing; cargo build --release first"
 [ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
 [[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
@@ -210,7 +225,7 @@ replays() {
       "$DRIVES_SH" restore "$drive"
       cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
         "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
-        --precondition skip --queue-depth 128 --passes "$PASSES" \
+        --precondition skip --queue-depth 128 --passes "$PASSES" --cpu-idle "$CPU_IDLE" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
         { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
       wait_share=$(python3 -c '

@@ -240,6 +240,10 @@ def main():
     lines = []
     p = lines.append
     p(f"validity study: {len(tasks)} tasks on drives {' '.join(drives)} (capture drive {args.capture_drive})")
+    settings_path = os.path.join(args.dir, "replay-settings.txt")
+    if os.path.exists(settings_path):
+        with open(settings_path) as f:
+            p(f"replays: {f.read().strip()}")
     if drives_info:
         p("")
         p("drive classes (fio):")
