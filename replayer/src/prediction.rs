@@ -495,6 +495,14 @@ mod tests {
         m.finish().expect("a prediction")
     }
 
+    /// Marks with only the task's "done" point, `end_ns` after time 0.
+    fn done_at(end_ns: u64) -> TaskMarks {
+        TaskMarks {
+            end_ns: Some(end_ns),
+            ..TaskMarks::default()
+        }
+    }
+
     fn original(_: usize, r: &IoRecord) -> u64 {
         r.latency.map_or(0, |l| l.0)
     }
@@ -553,10 +561,7 @@ mod tests {
                 100_000
             }
         };
-        let marks = TaskMarks {
-            end_ns: Some(9_000_000),
-            ..TaskMarks::default()
-        };
+        let marks = done_at(9_000_000);
         let p = predict(&recs, marks, slow_writes, 2);
         assert!(p.marked);
         assert_eq!(p.captured_ns, 9_000_000);
@@ -600,10 +605,7 @@ mod tests {
         assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
         // With an end mark the task is done when stream 2 (the latest to
         // read) is, and not before stream 1's read completes at 5.1 ms.
-        let marks = TaskMarks {
-            end_ns: Some(1_200_000),
-            ..TaskMarks::default()
-        };
+        let marks = done_at(1_200_000);
         let p = predict(&recs, marks, slow_first, 1);
         assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
     }
@@ -626,10 +628,7 @@ mod tests {
                 50_000
             }
         };
-        let marks = TaskMarks {
-            end_ns: Some(11_000_000),
-            ..TaskMarks::default()
-        };
+        let marks = done_at(11_000_000);
         let p = predict(&recs, marks, on_target, 4);
         // Stream 2's 21 reads end the task 21 x 50 µs sooner; stream 1's
         // reads (done at 2.3 ms on the target) are long over by then.
@@ -651,10 +650,7 @@ mod tests {
             rec(1_000_000, Op::Read, 100_000, 2),
         ];
         let on_target = |i: usize, _: &IoRecord| if i == 1 { 20_100_000 } else { 100_000 };
-        let marks = TaskMarks {
-            end_ns: Some(2_000_000),
-            ..TaskMarks::default()
-        };
+        let marks = done_at(2_000_000);
         let p = predict(&recs, marks, on_target, 1);
         assert_eq!(p.predicted(DependencyModel::Stream), 10_000 + 20_100_000);
     }
