@@ -65,7 +65,7 @@ pub struct ConsistencyArgs {
     #[arg(long, value_enum, default_value_t = TimingMode::Compressed)]
     pub mode: TimingMode,
     /// Most I/Os in flight in the suite passes.
-    #[arg(long, short = 'q', default_value_t = 32)]
+    #[arg(long, default_value_t = 32)]
     pub queue_depth: u32,
     /// Scored passes per trace in each suite pass (no warm-up: the drive's
     /// state is what is measured).

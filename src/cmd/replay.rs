@@ -86,7 +86,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub open_loop: bool,
     /// Most I/Os in flight at once (in every mode).
-    #[arg(long, short = 'q', default_value_t = 32)]
+    #[arg(long, default_value_t = 32)]
     pub queue_depth: u32,
     /// Issuing rings, one thread each. 0: one per target the trace's devices
     /// go to when there are two CPUs per ring, else one. 1: one ring for all. N > 1: one per target, and in compressed

@@ -200,3 +200,62 @@ fn the_man_page_lists_every_subcommand_and_each_has_its_own() {
         .unwrap();
     assert_eq!(none.status.code(), Some(1));
 }
+
+/// The subcommands `tracemark WORDS --help` lists under "Commands:".
+fn subcommands(words: &[String]) -> Vec<String> {
+    let out = support::tracemark()
+        .args(words)
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{words:?}");
+    let help = String::from_utf8_lossy(&out.stdout).into_owned();
+    let Some((_, rest)) = help.split_once("Commands:\n") else {
+        return Vec::new();
+    };
+    rest.lines()
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+/// `-q` means `--quiet` wherever a command has it (as in ripgrep and fio):
+/// no other option takes the letter, in any subcommand at any depth.
+#[test]
+fn dash_q_means_quiet_in_every_subcommand() {
+    let mut pending: Vec<Vec<String>> = vec![Vec::new()];
+    let mut quiet = Vec::new();
+    let mut seen = 0;
+    while let Some(words) = pending.pop() {
+        for sub in subcommands(&words) {
+            let mut deeper = words.clone();
+            deeper.push(sub);
+            pending.push(deeper);
+        }
+        let out = support::tracemark()
+            .args(&words)
+            .arg("--help")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        for line in help.lines().map(str::trim_start) {
+            if line.starts_with("-q,") {
+                assert!(line.starts_with("-q, --quiet"), "{words:?}: {line}");
+                quiet.push(words.join(" "));
+            }
+        }
+        seen += 1;
+    }
+    assert!(seen > 10, "only {seen} commands walked");
+    for cmd in ["convert", "capture"] {
+        assert!(quiet.contains(&cmd.to_string()), "{cmd}: {quiet:?}");
+    }
+    let replay = support::tracemark()
+        .args(["replay", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&replay.stdout);
+    assert!(help.contains("--queue-depth <QUEUE_DEPTH>"), "{help}");
+}
