@@ -73,21 +73,4 @@ for i in $(seq "$PAIRS"); do
     done
 done
 echo "load after: $(uptime)"
-python3 - "$WORK" "$PAIRS" "$NAMES" <<'PY'
-import json, statistics, sys
-work, pairs, names = sys.argv[1], int(sys.argv[2]), dict(zip("AB", sys.argv[3].split(",")))
-scores = {}
-print("| side | --cpu-idle in effect | scores, run by run | median | spread | mean access time, µs |")
-print("|---|---|---|---|---|---|")
-for side in ("A", "B"):
-    runs = [json.load(open(f"{work}/{side}-{i}.json")) for i in range(1, pairs + 1)]
-    effect = sorted({r["options"].get("cpu_idle", "os") for r in runs})
-    scores[side] = [r["traces"][0]["score"] for r in runs]
-    access = [r["traces"][0]["access_time_us"] for r in runs]
-    med = statistics.median(scores[side])
-    print(f"| {names[side]} | {', '.join(effect)} | {', '.join(f'{s:.0f}' for s in scores[side])} | {med:.0f} "
-          f"| {100 * (max(scores[side]) - min(scores[side])) / med:.1f} % | {', '.join(f'{a:.1f}' for a in access)} |")
-a, b = scores["A"], scores["B"]
-print(f"{names['B']} above {names['A']} in {sum(y > x for x, y in zip(a, b))} of {pairs} pairs; "
-      f"median {names['B']} / {names['A']} per pair {statistics.median(y / x for x, y in zip(a, b)):.3f}")
-PY
+tm_result pairs "$WORK" "$PAIRS" "$NAMES"

@@ -19,7 +19,7 @@ tool=target/release/examples/blktrace_speed
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$tool" make "$src" "$work/big.blktrace.0" "$records" >/dev/null
-echo "input: $(ls -l "$work/big.blktrace.0" | awk '{print $5}') bytes"
+echo "input: $(stat -c %s "$work/big.blktrace.0") bytes"
 
 # One core for both.
 ours=$(taskset -c 0 "$tool" parse "$work/big")

@@ -77,25 +77,14 @@ add() { R[$1]="${R[$1]:-} $2"; }
 record() { # KEY SHAPE NAME [RESULT.json]
     local key=$1 shape=$2 name=$3 json=${4:-}
     python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/$shape.csv" "$WORK/$name.trace" "$DEVNUM" > "$WORK/$name.late.json"
-    local line
-    line=$(python3 - "$WORK/$name.late.json" "$json" <<'PY'
-import json, sys
-d = json.load(open(sys.argv[1]))
-wait = own = "nan"
-if sys.argv[2]:
-    f = json.load(open(sys.argv[2]))["traces"][0]["fidelity"]
-    if f.get("cpu_wait_s") is not None:
-        wait = f"{f['cpu_wait_s'] * 1e3:.1f}"
-    own = f"{f['lateness_us']['p99']:.1f}"
-pos = d["lateness_by_burst_position_us"]
-first = pos["0"]["p50"]
-last = max(pos, key=int)
-print(d["jitter_us"]["p99"], d["lateness_us"]["p99"], d["observed"], wait,
-      f"{pos[last]['p50'] - first:.1f}", last, own)
-PY
-)
-    local jit p99 seen wait spread last own
-    read -r jit p99 seen wait spread last own <<< "$line"
+    local jit p99 seen spread last wait=nan own=nan
+    read -r jit p99 seen spread last < <(tm_result "$WORK/$name.late.json" \
+        jitter_us.p99 lateness_us.p99 observed burst_spread)
+    if [ -n "$json" ]; then
+        read -r wait own < <(tm_result "$json" traces.0.fidelity.cpu_wait_s? traces.0.fidelity.lateness_us.p99)
+        [ "$wait" = nan ] || wait=$(awk -v w="$wait" 'BEGIN { printf "%.1f", w * 1e3 }')
+        own=$(awk -v o="$own" 'BEGIN { printf "%.1f", o }')
+    fi
     add "$key.jit" "$jit"; add "$key.p99" "$p99"; add "$key.wait" "$wait"; add "$key.spread" "$spread"
     add "$key.own" "$own"
     printf '  %-26s jitter p99 %8.1f µs | lateness p99 %8.1f µs | own p99 %s µs | %s seen | CPU wait %s ms | burst position %s - first, p50: %s µs\n' \
@@ -128,6 +117,7 @@ echo
 echo "| shape | replayer | jitter p99 µs, median | jitter p99 µs, worst run | lateness p99 µs, median | own lateness p99 µs, median | last burst position's p50 - first's, µs, median | CPU wait ms, median | CPU wait ms, worst run |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for k in "${KEYS[@]}"; do
+    # shellcheck disable=SC2086 # R[KEY] is a list of figures
     printf '| %s | %s | **%.0f** | %.0f | %.0f | %s | %.1f | %s | %s |\n' "${k%%.*}" "${k#*.}" \
         "$(median ${R[$k.jit]})" "$(worst ${R[$k.jit]})" "$(median ${R[$k.p99]})" "$(median ${R[$k.own]})" \
         "$(median ${R[$k.spread]})" \

@@ -60,7 +60,7 @@ run_fio() {
 }
 
 fio_iops() {
-    python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$1"
+    printf '%.0f\n' "$(tm_result "$1" jobs.0.read.iops)"
 }
 
 # run_case NAME RUN: one measurement; appends "iops ios lost cpu" to $WORK/NAME.
@@ -133,6 +133,7 @@ for run in $(seq "$RUNS"); do
     done
 done
 
+# shellcheck disable=SC2046 # one argument per figure
 column_median() { median $(awk -v c="$2" '{ print $c }' "$WORK/$1"); }
 
 base=$(column_median alone 1)

@@ -35,7 +35,7 @@ for n in "$@"; do
     for kind in binary text; do
         if [ $kind = binary ]; then f=in.blktrace.0; else f=in.txt; fi
         mb=$(rss_mb "$TRACEMARK" convert "$f" -o out.tmt -q)
-        ios=$("$TRACEMARK" info out.tmt --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ios"])')
+        ios=$("$TRACEMARK" info out.tmt --json | tm_result - ios)
         printf '| %d | %d | %s | %d | %s | %s |\n' "$n" "$ios" "$kind" "$(stat -c %s "$f")" "$mb" "$([ $kind = binary ] && echo "$bp" || echo)"
     done
 done

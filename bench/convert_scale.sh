@@ -15,7 +15,7 @@ trap '[ -z "${KEEP:-}" ] && rm -rf "$WORK"' EXIT
 SIZES=("${@:-1000000 10000000}")
 command -v zstd >/dev/null || { echo "needs the zstd command"; exit 1; }
 echo "size,input,bytes,seconds,records_per_s,peak_rss_kib"
-for n in ${SIZES[@]}; do
+for n in "${SIZES[@]}"; do
   csv=$WORK/alibaba-$n.csv
   # 64 volumes, 4-64 KiB, 2/5 writes, 100 µs apart, every 10th row 300 µs late
   # (%.0f: mawk's %d stops at 2^31-1, which made every timestamp the same).

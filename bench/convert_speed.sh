@@ -47,10 +47,11 @@ for run in $(seq 1 "$RUNS"); do
     timed blkparse blkparse -i big -o /dev/null
     echo "# run $run: tracemark binary $(tail -1 tm_bin.times), text $(tail -1 tm_txt.times), blkparse $(tail -1 blkparse.times) (wall s, cpu s, max RSS KiB)"
 done
-ios=$("$TRACEMARK" info bin.tmt --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ios"])')
-ios_txt=$("$TRACEMARK" info txt.tmt --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ios"])')
+ios=$("$TRACEMARK" info bin.tmt --json | tm_result - ios)
+ios_txt=$("$TRACEMARK" info txt.tmt --json | tm_result - ios)
 [ "$ios" = "$ios_txt" ] || echo "warning: binary gave $ios I/Os, text gave $ios_txt" >&2
 
+# shellcheck disable=SC2046 # one argument per figure
 col() { median $(awk -v c="$2" '{ print $c }' "$1.times"); }
 bp_wall=$(col blkparse 1)
 bp_cpu=$(col blkparse 2)

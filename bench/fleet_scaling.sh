@@ -64,14 +64,11 @@ round_of() { # N: one fleet run of N ranks; appends its figures
         --passes 1 --no-warmup --start-at "$start" --json 'r{rank}.json' >run.log 2>&1) \
         || die "mpirun -n $n failed: $(tail -5 "$dir/run.log")"
     (cd "$dir" && "$TRACEMARK" merge r*.json -o fleet.json >merge.log) || die "merge failed: $(cat "$dir/merge.log")"
-    read -r iops mbs p99 start_err slow span < <(python3 - "$dir/fleet.json" <<'EOF'
-import json, sys
-f = json.load(open(sys.argv[1]))
-s = f.get("slowest_rank") or {}
-print(f["iops"], f["bandwidth_mb_s"], (f.get("access_latency_us") or {}).get("p99", "nan"),
-      f.get("worst_start_error_us", "nan"), s.get("after_fastest_s", 0) * 1e3, f["interval_s"])
-EOF
-)
+    local slow_s
+    read -r iops mbs p99 start_err slow_s span < <(tm_result "$dir/fleet.json" iops bandwidth_mb_s \
+        access_latency_us.p99? worst_start_error_us? slowest_rank.after_fastest_s? interval_s)
+    [ "$slow_s" != nan ] || slow_s=0
+    slow=$(awk -v s="$slow_s" 'BEGIN { print s * 1e3 }')
     IOPS[$n]+=" $iops"; MBS[$n]+=" $mbs"; P99[$n]+=" $p99"
     START[$n]+=" $start_err"; SLOW[$n]+=" $slow"; SPAN[$n]+=" $span"
     for id in "${ZRAMS[@]}"; do zram_remove "$id"; done

@@ -46,18 +46,14 @@ for round in $(seq 1 "$ROUNDS"); do
             load=$(cut -d' ' -f1 /proc/loadavg)
             "${b#*=}" replay "$TRACE" --target "$ZRAM" --mode realtime --passes 1 --allow-write \
                 --json "$WORK/r.json" > /dev/null
-            python3 - "$WORK/r.json" "$round" "$state" "${b%%=*}" "$load" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-t = r["traces"][0]
-f = t["fidelity"]
-p = r.get("precondition") or {}
-w = f.get("cpu_wait_s")
-share = f"{100 * w / f['achieved_s']:.1f}" if w is not None and f["achieved_s"] else "-"
-print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {sys.argv[5]} | {t['score']:.0f} | {t['access_time_us']:.1f} | "
-      f"{p.get('written_bytes', 0) / 2**20:.0f} | {f['lateness_us']['p99']:.1f} | "
-      f"{'-' if w is None else f'{w * 1e3:.1f}'} | {share} |")
-PY
+            tm_result "$WORK/r.json" traces.0.score traces.0.access_time_us precondition.written_bytes? \
+                traces.0.fidelity.lateness_us.p99 traces.0.fidelity.cpu_wait_s? traces.0.fidelity.achieved_s |
+                awk -v round="$round" -v state="$state" -v build="${b%%=*}" -v load="$load" '{
+                    written = $3 == "nan" ? 0 : $3
+                    wait = $5 == "nan" ? "-" : sprintf("%.1f", $5 * 1e3)
+                    share = ($5 != "nan" && $6 + 0) ? sprintf("%.1f", 100 * $5 / $6) : "-"
+                    printf "| %s | %s | %s | %s | %.0f | %.1f | %.0f | %.1f | %s | %s |\n",
+                        round, state, build, load, $1, $2, written / 1048576, $4, wait, share }'
         done
     done
 done

@@ -60,31 +60,5 @@ for cap in $CAPS; do
     done
 done
 
-python3 - "$OUT" $CAPS <<'PY'
-import json, math, sys
-out, caps = sys.argv[1], sys.argv[2:]
-res = {(t, c): json.load(open(f"{out}/{t}-{c}.json")) for t in ("file", "zram") for c in caps}
-names = [x["name"] for x in res[("file", caps[0])]["traces"]]
-def score(t, c, n):
-    return {x["name"]: x["score"] for x in res[(t, c)]["traces"]}[n]
-def playback(t, c):
-    return sum(x["playback_s"] for x in res[(t, c)]["traces"])
-head = "| trace | " + " | ".join(f"file {c} | zram {c} | zram/file" for c in caps) + " |"
-print(head)
-print("|---|" + "---:|" * (3 * len(caps)))
-for n in names:
-    cells = []
-    for c in caps:
-        f, z = score("file", c, n), score("zram", c, n)
-        cells += [f"{f:.0f}", f"{z:.0f}", f"{z / f:.2f}"]
-    print(f"| {n} | " + " | ".join(cells) + " |")
-cells = []
-for c in caps:
-    f, z = res[("file", c)]["suite"]["score"], res[("zram", c)]["suite"]["score"]
-    cells += [f"{f:.0f}", f"{z:.0f}", f"{z / f:.2f}"]
-print("| suite (geometric mean) | " + " | ".join(cells) + " |")
-cells = []
-for c in caps:
-    cells += [f"{playback('file', c):.0f} s", f"{playback('zram', c):.0f} s", ""]
-print("| playback, all traces | " + " | ".join(cells) + " |")
-PY
+# shellcheck disable=SC2086 # CAPS is a list
+tm_result caps "$OUT" $CAPS

@@ -1,25 +1,41 @@
-# Shared helpers for the bench/ scripts (sourced, not run).
+# shellcheck shell=bash
+# The shell library of bench/, bench/validity/ and traces/capture/ (sourced,
+# not run). Sourced as is (the bench/ scripts), it also sets the bench
+# environment: TRACEMARK the binary to measure, and a results database of the
+# benches' own. With TM_LIB_ONLY=1 set before sourcing (the capture scripts,
+# drives.sh), it defines the functions and BENCH_ROOT only and leaves the
+# environment as it is.
 
 # Absolute path of the repository root.
 BENCH_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-# TRACEMARK_BIN: measure that binary (e.g. a copy of an older build, for an
-# A/B of two commits) instead of building the tree's.
-# Where cargo builds (CARGO_TARGET_DIR when set, as cargo itself does).
-BENCH_TARGET=${CARGO_TARGET_DIR:-$BENCH_ROOT/target}
-TRACEMARK=${TRACEMARK_BIN:-$BENCH_TARGET/release/tracemark}
-# The runs a bench replays go to a results database of the benches' own
-# (target/bench-data/tracemark/results.db), never the user's.
-export XDG_DATA_HOME=${BENCH_DATA_HOME:-$BENCH_ROOT/target/bench-data}
-unset TRACEMARK_DB
+if [ "${TM_LIB_ONLY:-0}" != 1 ]; then
+    # TRACEMARK_BIN: measure that binary (e.g. a copy of an older build, for an
+    # A/B of two commits) instead of building the tree's.
+    # Where cargo builds (CARGO_TARGET_DIR when set, as cargo itself does).
+    BENCH_TARGET=${CARGO_TARGET_DIR:-$BENCH_ROOT/target}
+    TRACEMARK=${TRACEMARK_BIN:-$BENCH_TARGET/release/tracemark}
+    # The runs a bench replays go to a results database of the benches' own
+    # (target/bench-data/tracemark/results.db), never the user's.
+    export XDG_DATA_HOME=${BENCH_DATA_HOME:-$BENCH_ROOT/target/bench-data}
+    unset TRACEMARK_DB
+fi
 
+# die MESSAGE: MESSAGE on stderr after the script's name; exit status 1.
 die() { echo "$(basename "$0"): $*" >&2; exit 1; }
+# log MESSAGE: MESSAGE on stderr after the script's name.
+log() { echo "$(basename "$0"): $*" >&2; }
+
+# tm_result FILE FIELD... | tm_result TABLE ARGS...: figures out of result,
+# fio, info, CPU and lateness JSON files (bench/tm_result.py says which).
+tm_result() { python3 "$BENCH_ROOT/bench/tm_result.py" "$@"; }
 
 # need TOOL [APT-PACKAGE]: stop with an install hint when TOOL is missing.
 need() {
     command -v "$1" >/dev/null 2>&1 || die "$1 is not installed (apt-get install -y ${2:-$1})"
 }
 
-need_root() { [ "$(id -u)" -eq 0 ] || die "needs root"; }
+# need_root [WHY]: stop unless running as root (WHY: what needs it).
+need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root${1:+ ($1)}"; }
 
 # need_gnu_time: /usr/bin/time (GNU time, for its -v and -f).
 need_gnu_time() {
@@ -32,7 +48,7 @@ work_in_scratch() {
     WORK=$(mktemp -d /var/tmp/tracemark-bench.XXXXXX)
     trap 'rm -rf "$WORK"' EXIT
     trap 'exit 130' INT TERM
-    cd "$WORK"
+    cd "$WORK" || die "cannot enter $WORK"
 }
 
 # Builds the release binary (quietly) so every script measures the current tree;
@@ -57,11 +73,14 @@ median() {
 # ratio A B: A / B to 3 decimals.
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f\n", a / b }'; }
 
-# Mounts tracefs when it is not mounted; TRACEFS_MOUNTED_HERE=1 says to unmount it.
-TRACEFS=/sys/kernel/tracing
+# Mounts tracefs on TRACEFS (default /sys/kernel/tracing; drives.sh mounts a
+# private one) when it is not mounted there; TRACEFS_MOUNTED_HERE=1 says to
+# unmount it.
+TRACEFS=${TRACEFS:-/sys/kernel/tracing}
 TRACEFS_MOUNTED_HERE=0
 ensure_tracefs() {
-    if [ ! -e "$TRACEFS/trace" ]; then
+    mkdir -p "$TRACEFS"
+    if [ ! -e "$TRACEFS/trace" ] && ! mountpoint -q "$TRACEFS"; then
         mount -t tracefs nodev "$TRACEFS" || die "cannot mount tracefs on $TRACEFS"
         TRACEFS_MOUNTED_HERE=1
     fi
@@ -119,6 +138,7 @@ trace_device() {
     echo 0 > "$INSTANCE/events/block/block_bio_queue/enable"
     echo "dev == $(( (maj << 20) | min ))" > "$INSTANCE/events/block/block_bio_queue/filter"
     echo 1 > "$INSTANCE/events/block/block_bio_queue/enable"
+    # shellcheck disable=SC2034 # for the sourcing script
     DEVNUM=$num
 }
 
@@ -248,6 +268,7 @@ fresh_device() {
         cp "$SHM/random" "$SHM/backing"
         truncate -s $(((SPAN_MIB + 200) << 20)) "$SHM/backing"
         LOOP=$(losetup -f --show "$SHM/backing")
+        # shellcheck disable=SC2034 # for the sourcing script
         DEV=$LOOP
     fi
 }

@@ -39,7 +39,7 @@ echo "# mmap_read: $(date -u +%FT%TZ), $(nproc) cores, kernel $(uname -r), commi
 make_blktrace big "$RECORDS"
 "$BENCH_TARGET/release/examples/synth_trace" big.tmt "$IOS" 65536 70 100000 \
     || die "generating big.tmt failed"
-echo "# inputs: big.blktrace.0 $(stat -c %s big.blktrace.0) bytes, big.tmt $(stat -c %s big.tmt) bytes ($("$TRACEMARK" info big.tmt --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ios"])') I/Os)"
+echo "# inputs: big.blktrace.0 $(stat -c %s big.blktrace.0) bytes, big.tmt $(stat -c %s big.tmt) bytes ($("$TRACEMARK" info big.tmt --json | tm_result - ios) I/Os)"
 cat big.blktrace.0 big.tmt > /dev/null # both in the page cache before the first run
 
 echo

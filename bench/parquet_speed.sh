@@ -20,7 +20,8 @@ measure() { # LABEL N COMMAND...
   echo "$n,$label,$secs,$(awk -v n="$n" -v s="$secs" 'BEGIN { printf "%.0f", n / s }'),$rss"
 }
 echo "size,step,seconds,records_per_s,peak_rss_kib"
-for n in ${@:-1000000 10000000}; do
+[ $# -gt 0 ] || set -- 1000000 10000000
+for n in "$@"; do
   awk -v n="$n" 'BEGIN { srand(7); t = 1577808000000000;
     for (i = 0; i < n; i++) printf "%d,%s,%d,%d,%d\n", int(rand() * 64),
       (rand() < 0.4) ? "W" : "R", int(rand() * 262144) * 4096, 4096 * 2 ^ int(rand() * 5), t + i * 100 }' > "$WORK/in.csv"

@@ -86,12 +86,12 @@ for r in $(seq 1 "$ROUNDS"); do
         if [ "$i" = 0 ]; then
             fio --name=rep --read_iolog="$WORK/gen.iolog" --replay_redirect="$DEV" --ioengine=io_uring \
                 --direct=1 --iodepth="$QD" --replay_no_stall=1 --output-format=json > "$WORK/fio.json"
-            fio_iops=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$WORK/fio.json")
+            fio_iops=$(tm_result "$WORK/fio.json" fio_iops)
         else
             "${BINS[$((i - 1))]}" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os \
                 --target "$DEV" "$WORK/gen.tmt" --mode compressed --queue-depth "$QD" \
                 --json "$WORK/tm.json" > /dev/null
-            IOPS[$i]=$(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$WORK/tm.json")
+            IOPS[$i]=$(tm_result "$WORK/tm.json" replay_iops)
         fi
     done
     line=$(printf 'round %d: fio %.0f' "$r" "$fio_iops")
@@ -111,7 +111,8 @@ echo "|---|---|---|---|"
 i=0
 for bin in "$@"; do
     i=$((i + 1))
-    # shellcheck disable=SC2086
-    printf '| %s | %s | **%s** | %s |\n' "$(basename "$bin")" "$(echo ${RATIOS[$i]} | sed 's/ /, /g')" \
+    ratios=${RATIOS[$i]# }
+    # shellcheck disable=SC2086 # lists of figures
+    printf '| %s | %s | **%s** | %s |\n' "$(basename "$bin")" "${ratios// /, }" \
         "$(median ${RATIOS[$i]})" "$([ "$i" = 1 ] && echo - || echo "${WINS[i]:-0} of $ROUNDS")"
 done

@@ -68,7 +68,7 @@ python3 "$BENCH_ROOT/bench/gen_iolog.py" "$WORK/src.iolog" "$IOS" "$SPAN_MIB" 70
 "$1" export "$WORK/rate.tmt" --to fio --fio-file /dev/placeholder -o "$WORK/rate.iolog"
 
 # cpu_per_mio CPU.json IOS: (user + sys) s per million I/Os
-cpu_per_mio() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print((c["user_s"]+c["sys_s"])*1e6/float(sys.argv[2]))' "$1" "$2"; }
+cpu_per_mio() { awk -v c="$(tm_result "$1" cpu_s)" -v n="$2" 'BEGIN { print c * 1e6 / n }'; }
 
 declare -A RATIOS LATE
 for r in $(seq 1 "$ROUNDS"); do
@@ -76,7 +76,7 @@ for r in $(seq 1 "$ROUNDS"); do
     python3 "$BENCH_ROOT/bench/cpu_run.py" "$WORK/fio.cpu" -- \
         fio --name=rep --read_iolog="$WORK/rate.iolog" --replay_redirect="$DEV" --ioengine=io_uring \
         --direct=1 --iodepth=32 --output-format=json > "$WORK/fio.json"
-    read -r fio_iops fio_ios < <(python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"], j["read"]["total_ios"]+j["write"]["total_ios"])' "$WORK/fio.json")
+    read -r fio_iops fio_ios < <(tm_result "$WORK/fio.json" fio_iops fio_ios)
     fio_cpu=$(cpu_per_mio "$WORK/fio.cpu" "$fio_ios")
     line=$(printf 'round %d: fio %.0f IOPS %.1f CPU s/MIO' "$r" "$fio_iops" "$fio_cpu")
     BINS=("$@")
@@ -89,7 +89,7 @@ for r in $(seq 1 "$ROUNDS"); do
             "${BINS[$((i - 1))]}" replay --allow-write --mapping identity --passes 1 --no-warmup \
             --cpu-idle "$CPU_IDLE" --target "$DEV" "$WORK/rate.tmt" --mode realtime --queue-depth 32 \
             --json "$WORK/tm.json" > /dev/null
-        read -r tm_iops tm_ios late_p99 < <(python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; p=t["passes"][0]; print(t["ios"]/t["playback_s"], t["ios"], p["fidelity"]["lateness_us"]["p99"])' "$WORK/tm.json")
+        read -r tm_iops tm_ios late_p99 < <(tm_result "$WORK/tm.json" replay_iops traces.0.ios traces.0.passes.0.fidelity.lateness_us.p99)
         tm_cpu=$(cpu_per_mio "$WORK/tm.cpu" "$tm_ios")
         OUT[$i]=$(printf '%s %.0f IOPS %.1f CPU s/MIO, lateness p99 %.1f µs' "$(basename "${BINS[$((i - 1))]}")" "$tm_iops" "$tm_cpu" "$late_p99")
         RATIOS[$i]="${RATIOS[$i]:-} $(ratio "$tm_cpu" "$fio_cpu")"
@@ -104,7 +104,8 @@ echo "|---|---|---|---|"
 i=0
 for bin in "$@"; do
     i=$((i + 1))
-    # shellcheck disable=SC2086
-    printf '| %s | %s | **%s** | %s |\n' "$(basename "$bin")" "$(echo ${RATIOS[$i]} | sed 's/ /, /g')" \
+    ratios=${RATIOS[$i]# }
+    # shellcheck disable=SC2086 # lists of figures
+    printf '| %s | %s | **%s** | %s |\n' "$(basename "$bin")" "${ratios// /, }" \
         "$(median ${RATIOS[$i]})" "$(median ${LATE[$i]})"
 done

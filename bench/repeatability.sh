@@ -115,49 +115,19 @@ for i in $(seq "$RUNS"); do
             --runtime="$FIO_FLOOR" --output-format=json > "$OUT/fio-floor-$i.json" 2>/dev/null \
             || die "fio on $TARGET failed (run $i)"
         exec 3>&-
-        python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['jobs'][0]['read']; print(f\"run {sys.argv[2]}: fio QD1 paced 4 KiB reads: mean latency {r['lat_ns']['mean']/1e3:.1f} us (total: submission to completion), {r['iops']:.0f} IOPS\")" "$OUT/fio-floor-$i.json" "$i"
+        read -r lat_ns iops < <(tm_result "$OUT/fio-floor-$i.json" jobs.0.read.lat_ns.mean jobs.0.read.iops)
+        awk -v i="$i" -v l="$lat_ns" -v n="$iops" 'BEGIN { printf "run %s: fio QD1 paced 4 KiB reads: mean latency %.1f us (total: submission to completion), %.0f IOPS\n", i, l / 1e3, n }'
     fi
 done
 echo "load after: $(uptime)"
 
-python3 - "$OUT" "$RUNS" <<'EOF'
-import json, statistics, sys
-out, runs = sys.argv[1], int(sys.argv[2])
-results = [json.load(open(f"{out}/run-{i}.json")) for i in range(1, runs + 1)]
-def row(name, values):
-    med = statistics.median(values)
-    spread = (max(values) - min(values)) / med * 100 if med else float("nan")
-    cv = statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else 0.0
-    print(f"| {name} | {med:.0f} | {min(values):.0f} | {max(values):.0f} | {spread:.1f} % | {cv:.1f} % |")
-print()
-print("| | median score | min | max | spread (max-min)/median | CV |")
-print("|---|---|---|---|---|---|")
-names = [t["name"] for t in results[0]["traces"]]
-for n in names:
-    row(n, [next(t["score"] for t in r["traces"] if t["name"] == n) for r in results])
-row("**suite**", [r["suite"]["score"] for r in results])
-try:
-    floor = [json.load(open(f"{out}/fio-floor-{i}.json"))["jobs"][0]["read"]["lat_ns"]["mean"] / 1e3
-             for i in range(1, runs + 1)]
-except FileNotFoundError:
-    floor = []
-if floor:
-    print()
-    print("| noise floor (fio, same minutes) | median | min | max | spread (max-min)/median | CV |")
-    print("|---|---|---|---|---|---|")
-    med = statistics.median(floor)
-    cv = statistics.stdev(floor) / statistics.mean(floor) * 100 if len(floor) > 1 else 0.0
-    print(f"| fio QD1 4 KiB reads at 2000 IOPS, mean total latency µs | {med:.1f} | {min(floor):.1f} | {max(floor):.1f} | {(max(floor) - min(floor)) / med * 100:.1f} % | {cv:.1f} % |")
-p = results[0].get("precondition")
-if p:
-    print(f"\nrun 1 preconditioning ({p['policy']}): {p['written_bytes'] / 2**20:.0f} MiB written in {p['seconds']:.1f} s")
-EOF
+tm_result runs "$OUT" "$RUNS"
 if [ "$RUNS" -ge 2 ]; then
     echo
     "$TRACEMARK" compare "$OUT/run-1.json" "$OUT/run-2.json" | grep -E 'significant|^suite|^score' || true
 fi
 
-suite_score() { python3 -c "import json,sys; print(round(json.load(open(sys.argv[1]))['suite']['score']))" "$1"; }
+suite_score() { printf '%.0f\n' "$(tm_result "$1" suite.score)"; }
 
 if [ "$AFTER_DD" -gt 0 ]; then
     echo

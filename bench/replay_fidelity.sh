@@ -61,7 +61,7 @@ write=$([ "$READ_PCT" = 100 ] && echo --read-only || echo --allow-write)
 trace_instance fidelity private
 late() { # NAME -> "lat_p50 lat_p99 jitter_p99 gap_p99 out_of_order observed achieved_s"
     python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/rt.csv" "$WORK/$1.trace" "$DEVNUM" > "$WORK/$1.late.json"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); l=d["lateness_us"]; print(l["p50"], l["p99"], d["jitter_us"]["p99"], d["interarrival_error_us"]["p99"], d["out_of_order"], d["observed"], d["achieved_s"])' "$WORK/$1.late.json"
+    tm_result "$WORK/$1.late.json" lateness_us.p50 lateness_us.p99 jitter_us.p99 interarrival_error_us.p99 out_of_order observed achieved_s
 }
 
 declare -A R
@@ -90,6 +90,7 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 
+# shellcheck disable=SC2086 # R[KEY] is a list of figures
 m() { median ${R[$1]}; }
 echo
 echo "## Realtime fidelity, $RATE IOPS, ${DURATION_S} s, from outside (block_bio_queue), medians of $RUNS runs, µs (load at end: $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -94,13 +94,13 @@ if [ "$CPU_IDLE" = poll ]; then
     printf '\0\0\0\0' >&3
 fi
 TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle "$CPU_IDLE")
-tm_iops() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$1"; }
-tm_ios() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["ios"])' "$1"; }
-fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
-fio_ios() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["total_ios"]+j["write"]["total_ios"])' "$1"; }
+tm_iops() { tm_result "$1" replay_iops; }
+tm_ios() { tm_result "$1" traces.0.ios; }
+fio_iops() { tm_result "$1" fio_iops; }
+fio_ios() { tm_result "$1" fio_ios; }
 # cpu_per_mio CPU.json IOS: (user + sys) s per million I/Os
-cpu_per_mio() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print((c["user_s"]+c["sys_s"])*1e6/float(sys.argv[2]))' "$1" "$2"; }
-threads() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(" ".join(f"{k} {v:.2f}s" for k,v in sorted(c["threads"].items(), key=lambda kv: -kv[1]) if v >= 0.01))' "$1"; }
+cpu_per_mio() { awk -v c="$(tm_result "$1" cpu_s)" -v n="$2" 'BEGIN { print c * 1e6 / n }'; }
+threads() { tm_result "$1" busy_threads; }
 
 # run_tm KIND OUT TRACE MODE QD [args]; run_fio KIND OUT IOLOG QD [args]:
 # each on a fresh device, under cpu_run.py (OUT.cpu).
@@ -176,6 +176,7 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 
+# shellcheck disable=SC2086 # R[KEY] is a list of figures
 m() { median ${R[$1]}; }
 echo
 echo "## Compressed replay, tracemark / fio replay, medians of $RUNS paired runs (load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -188,9 +189,9 @@ for kind in $DEVICES; do
     for qd in $QDS; do
         k=$kind.$qd
         printf '| %s | %.0f | %.0f | **%s** | %s | %.2f | %.2f | %s |\n' "$qd" "$(m "$k.tm")" "$(m "$k.fio")" "$(m "$k.r")" \
-            "$(echo ${R[$k.r]} | tr ' ' ',' | sed 's/,/, /g')" "$(m "$k.ctm")" "$(m "$k.cfio")" "$(m "$k.cr")"
+            "$(echo "${R[$k.r]# }" | tr ' ' ',' | sed 's/,/, /g')" "$(m "$k.ctm")" "$(m "$k.cfio")" "$(m "$k.cr")"
     done
     k=$kind.rate
     printf '\nAt %s IOPS (realtime vs fio timed replay): tracemark %.0f IOPS, %.2f CPU s/MIO; fio %.0f IOPS, %.2f CPU s/MIO; median CPU ratio **%s** (per run: %s)\n' \
-        "$RATE" "$(m "$k.tm")" "$(m "$k.ctm")" "$(m "$k.fio")" "$(m "$k.cfio")" "$(m "$k.cr")" "$(echo ${R[$k.cr]})"
+        "$RATE" "$(m "$k.tm")" "$(m "$k.ctm")" "$(m "$k.fio")" "$(m "$k.cfio")" "$(m "$k.cr")" "${R[$k.cr]# }"
 done

@@ -90,8 +90,8 @@ done
 
 # --cpu-idle os: the CPUs keep their idle states, as they do for fio.
 TM=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --mode compressed --queue-depth "$QD" --cpu-idle os)
-tm_iops() { python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["traces"][0]; print(t["ios"]/t["playback_s"])' "$1"; }
-cpu_per_mio() { python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); t=json.load(open(sys.argv[2]))["traces"][0]; print((c["user_s"]+c["sys_s"])*1e6/t["ios"])' "$1.cpu" "$1"; }
+tm_iops() { tm_result "$1" replay_iops; }
+cpu_per_mio() { awk -v c="$(tm_result "$1.cpu" cpu_s)" -v n="$(tm_result "$1" traces.0.ios)" 'BEGIN { print c * 1e6 / n }'; }
 run() { # OUT ARGS...
     local out=$1; shift
     fresh
@@ -124,6 +124,7 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 
+# shellcheck disable=SC2086 # R[KEY] is a list of figures
 m() { median ${R[$1]}; }
 echo
 echo "## One ring against two, compressed QD$QD, medians of $RUNS paired runs (load at end: $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -131,7 +132,7 @@ echo
 echo "| case | one ring IOPS | two rings IOPS | median of per-run ratios | per-run ratios | CPU s/MIO one | two |"
 echo "|---|---|---|---|---|---|---|"
 row() { # CASE LABEL
-    printf '| %s | %.0f | %.0f | **%s** | %s | %.2f | %.2f |\n' "$2" "$(m "$1.1")" "$(m "$1.2")" "$(m "$1.r")" "$(echo ${R[$1.r]})" "$(m "$1.c1")" "$(m "$1.c2")"
+    printf '| %s | %.0f | %.0f | **%s** | %s | %.2f | %.2f |\n' "$2" "$(m "$1.1")" "$(m "$1.2")" "$(m "$1.r")" "${R[$1.r]# }" "$(m "$1.c1")" "$(m "$1.c2")"
 }
 row two.dep "two zram devices, with original latencies: one ring vs one per device"
 row two.ord "two zram devices, original order only (fio iolog): one ring vs one per device"

@@ -84,9 +84,9 @@ make_trace rt "$IOS_C" 70 20000
 TM_REPLAY=("$TRACEMARK" replay --allow-write --mapping identity --passes 1 --no-warmup --cpu-idle os)
 FIO_COMMON=(--direct=1 --ioengine=io_uring --output-format=json)
 
-tm_iops() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["iops"])' "$1"; }
-fio_iops() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["iops"]+j["write"]["iops"])' "$1"; }
-fio_ios() { python3 -c 'import json,sys; j=json.load(open(sys.argv[1]))["jobs"][0]; print(j["read"]["total_ios"]+j["write"]["total_ios"])' "$1"; }
+tm_iops() { tm_result "$1" traces.0.iops; }
+fio_iops() { tm_result "$1" fio_iops; }
+fio_ios() { tm_result "$1" fio_ios; }
 
 run_tm() { # OUT.json TRACE MODE QD [more tracemark args]; env ON=DEVICE (default $DEV)
     local out=$1 trace=$2 mode=$3 qd=$4; shift 4
@@ -137,7 +137,7 @@ trace_instance bench
 trace_device "$DEV"
 late() { # NAME -> "p50 p99 same_offset_share observed"
     python3 "$BENCH_ROOT/bench/lateness.py" "$WORK/rt.csv" "$WORK/$1.trace" "$DEVNUM" > "$WORK/$1.late.json"
-    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); l=d["lateness_us"]; g=d["interarrival_error_us"]; print(l["p50"], l["p99"], g["p50"], g["p99"], d["observed"], d["same_offset_share"], d["achieved_s"])' "$WORK/$1.late.json"
+    tm_result "$WORK/$1.late.json" lateness_us.p50 lateness_us.p99 interarrival_error_us.p50 interarrival_error_us.p99 observed same_offset_share achieved_s
 }
 
 for run in $(seq 1 "$RUNS"); do
@@ -183,8 +183,8 @@ for run in $(seq 1 "$RUNS"); do
     read -r p50 p99 g50 g99 seen same ach < <(late c_tm)
     add c_tm_p50 "$p50"; add c_tm_p99 "$p99"; add c_tm_g50 "$g50"; add c_tm_g99 "$g99"; add c_tm_dur "$ach"
     echo "  tracemark realtime: observed $seen I/Os, same offset share $same"
-    add c_tm_self_p50 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["fidelity"]["lateness_us"]["p50"])' "$WORK/c.tm.json")"
-    add c_tm_self_p99 "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["traces"][0]["fidelity"]["lateness_us"]["p99"])' "$WORK/c.tm.json")"
+    add c_tm_self_p50 "$(tm_result "$WORK/c.tm.json" traces.0.fidelity.lateness_us.p50)"
+    add c_tm_self_p99 "$(tm_result "$WORK/c.tm.json" traces.0.fidelity.lateness_us.p99)"
     read -r p50 p99 g50 g99 seen same ach < <(late c_fio)
     add c_fio_p50 "$p50"; add c_fio_p99 "$p99"; add c_fio_g50 "$g50"; add c_fio_g99 "$g99"; add c_fio_dur "$ach"
     echo "  fio timed replay: observed $seen I/Os, same offset share $same"
@@ -197,6 +197,7 @@ for run in $(seq 1 "$RUNS"); do
     done
 done
 
+# shellcheck disable=SC2086 # R[KEY] is a list of figures
 m() { median ${R[$1]}; }
 echo
 echo "## Medians of $RUNS runs (per-run values below)"
@@ -211,7 +212,7 @@ iops_row a "(a) compressed replay IOPS, 4 KiB 70/30 random, QD32, $IOS_A I/Os (f
 iops_row b1 "(b) IOPS, 4 KiB random reads QD1, $IOS_B1 I/Os (fio: randread)"
 iops_row b32 "(b) IOPS, 4 KiB random reads QD32, $IOS_B32 I/Os (fio: randread)"
 echo
-echo "(c) realtime at 20,000 IOPS, $IOS_C I/Os, a $(python3 -c "print(($IOS_C-1)/20000)") s schedule; tracefs-measured, us:"
+echo "(c) realtime at 20,000 IOPS, $IOS_C I/Os, a $(awk -v n="$IOS_C" 'BEGIN { print (n - 1) / 20000 }') s schedule; tracefs-measured, us:"
 echo
 echo "| replayer | lateness p50 | lateness p99 | inter-arrival error p50 | inter-arrival error p99 | achieved duration s |"
 echo "|---|---|---|---|---|---|"

@@ -61,7 +61,7 @@ NOTES=$WORK/notes.txt
 row() {
     local name=$1 tmt=$2 tmt19=$3 src_bytes=$4 src_kind=$5 bt_bytes=$6; shift 6
     local ios fio zf ztxt best_text b
-    ios=$("$TRACEMARK" info "$tmt" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["ios"])')
+    ios=$("$TRACEMARK" info "$tmt" --json | tm_result - ios)
     [ "$ios" -gt 0 ] || { echo "$name: no I/Os, skipped" >> "$NOTES"; return; }
     "$TRACEMARK" export "$tmt" --to fio -o "$WORK/x.iolog"
     fio=$(bytes "$WORK/x.iolog"); zf=$(z19 "$WORK/x.iolog")
@@ -87,12 +87,14 @@ row() {
     awk -v s="$smallest" -v n="$ios" -v t="$best_text" 'BEGIN { exit !(s / n < 4 && s < t) }' && aim=yes
     printf '| %s | %d | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$name" "$ios" "$(per "$src_bytes" "$ios")" "$src_kind" \
         "$(per "$bt_bytes" "$ios")" "$(per "$fio" "$ios")" "$ztxt" "$(per "$zf" "$ios")" "$(per "$zc" "$ios")" "$(per "$d19" "$ios")" "$(per "$dd" "$ios")" "$aim" >> "$ROWS"
-    python3 "$BENCH_ROOT/bench/tmt_columns.py" "${tmt19:-$tmt}" 19 | python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-c = d["columns_zstd19_alone_bytes_per_io"]
-print("| %s | %s | %.2f | %.2f |" % (sys.argv[1], " | ".join("%.2f" % c[k] for k in ["time", "kind", "offset", "length", "latency", "stream", "device"]), d["stored_payload_bytes_per_io"], d["file_bytes_per_io"] - d["stored_payload_bytes_per_io"]))
-' "$name" >> "$COLS"
+    local c="columns_zstd19_alone_bytes_per_io" figures
+    python3 "$BENCH_ROOT/bench/tmt_columns.py" "${tmt19:-$tmt}" 19 > "$WORK/columns.json"
+    read -r -a figures < <(tm_result "$WORK/columns.json" "$c.time" "$c.kind" "$c.offset" "$c.length" \
+        "$c.latency" "$c.stream" "$c.device" stored_payload_bytes_per_io file_bytes_per_io)
+    awk -v name="$name" -v f="${figures[*]}" 'BEGIN {
+        n = split(f, v, " "); line = "| " name
+        for (i = 1; i <= 8; i++) line = line sprintf(" | %.2f", v[i])
+        printf "%s | %.2f |\n", line, v[9] - v[8] }' >> "$COLS"
 }
 
 # convert_both STEM LABEL INPUT... : writes $WORK/STEM.tmt (default level) and STEM.19.tmt
@@ -118,7 +120,7 @@ if [ -d "$SAMPLES" ]; then
         n=sample-$(basename "$f")
         convert_both s "$n" "$f" && row "$n" "$WORK/s.tmt" "$WORK/s.19.tmt" "$(bytes "$f")" "blkparse text" - "$f"
     done
-    for set in $(ls "$SAMPLES"/blktrace-binary/*.blktrace.* 2>/dev/null | sed 's/\.blktrace\.[0-9]*$//' | sort -u); do
+    for set in $(printf '%s\n' "$SAMPLES"/blktrace-binary/*.blktrace.* | grep -v '\*' | sed 's/\.blktrace\.[0-9]*$//' | sort -u); do
         files=("$set".blktrace.*)
         n=sample-$(basename "$set")
         convert_both s "$n" "${files[@]}" || continue

@@ -42,6 +42,9 @@
 set -euo pipefail
 
 BENCH=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$BENCH/lib.sh"
 REPO=$(cd "$BENCH/.." && pwd)
 TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
 DRIVES_SH=$BENCH/validity/drives.sh
@@ -56,7 +59,6 @@ CPU_IDLE=poll
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
 REPORT_ONLY=
 
-die() { echo "validity.sh: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
@@ -82,7 +84,7 @@ report() {
 if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 
 [ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
-[ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
+need_root "loop devices, chroot, cgroups, tracing"
 settings="cpu_idle=$CPU_IDLE"
 if [ -f "$OUT/replay-settings.txt" ]; then
   [ "$(cat "$OUT/replay-settings.txt")" = "$settings" ] ||
@@ -94,7 +96,7 @@ fi
 [ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
 [[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
 
-UP= DATA_TMPFS= SAVED_REPORTING=()
+UP='' DATA_TMPFS='' SAVED_REPORTING=()
 # The replays run in a private cpuacct cgroup (cgroup v1), so their own CPU
 # time can be told from the rest of the host's (the drive's stack).
 CPU_CG=
@@ -220,7 +222,7 @@ replays() {
     # A replay whose threads waited more than 5 % of its playback for a CPU
     # measured the machine's other load along with the drive: it is run
     # again (up to REPLAY_TRIES times) and the least disturbed one kept.
-    local try best= best_wait=
+    local try best='' best_wait=
     for ((try = 1; try <= REPLAY_TRIES; try++)); do
       "$DRIVES_SH" restore "$drive"
       cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
@@ -228,11 +230,7 @@ replays() {
         --precondition skip --queue-depth 128 --passes "$PASSES" --cpu-idle "$CPU_IDLE" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
         { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
-      wait_share=$(python3 -c '
-import json, sys
-t = json.load(open(sys.argv[1]))["traces"][0]
-print("%.4f" % ((t.get("fidelity") or {}).get("cpu_wait_s", 0) / max(t["playback_s"], 1e-9)))' \
-        "$OUT/try$try-$kind-$drive-$task.json")
+      wait_share=$(printf '%.4f' "$(tm_result "$OUT/try$try-$kind-$drive-$task.json" wait_share)")
       if [ -z "$best" ] || awk -v a="$wait_share" -v b="$best_wait" 'BEGIN { exit !(a < b) }'; then
         best=$try best_wait=$wait_share
       fi

@@ -54,6 +54,9 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$HERE/../lib.sh"
 GUEST_IMG=${TM_GUEST_IMG:-/var/tmp/tracemark-guest/guest.img}
 DIR=${TM_VALIDITY_DIR:-/var/tmp/tracemark-validity}
 PRISTINE=$DIR/pristine.img
@@ -81,8 +84,6 @@ TMPFS_NAME=tmvalidity
 
 CLASSES=(F V S U H L)
 
-log() { echo "drives.sh: $*" >&2; }
-die() { echo "drives.sh: $*" >&2; exit 1; }
 
 class_description() {
   case $1 in
@@ -181,8 +182,6 @@ device_mounts() {
   awk -v d="$1" '$3 == d { print $5 }' /proc/self/mountinfo
 }
 
-need_root() { [ "$(id -u)" = 0 ] || die "must run as root (loop devices, tracefs, blk-throttle)"; }
-
 lock() {
   mkdir -p "$DIR"
   exec 9>"$DIR/.lock"
@@ -221,11 +220,6 @@ need_pristine() {
 }
 
 # --- pieces of a drive ----------------------------------------------------------
-ensure_tracefs() {
-  mkdir -p "$TRACEFS"
-  mountpoint -q "$TRACEFS" || mount -t tracefs nodev "$TRACEFS" || die "cannot mount tracefs on $TRACEFS"
-}
-
 track_filter() {
   local maj=${1%:*} min=${1#*:}
   echo "dev == $(((maj << 20) | min)) && !(rwbs ~ \"*R*\")"
@@ -281,7 +275,7 @@ check_no_throttle() {
 
 set_throttle() {
   local class=$1 dev=$2 rates i=0 r
-  rates=($(class_rates "$class"))
+  read -r -a rates <<< "$(class_rates "$class")"
   [ -f "$BLKIO/blkio.throttle.read_bps_device" ] ||
     die "$class: no cgroup v1 blkio throttle files under $BLKIO; on a cgroup v2 host io.max exists only in child cgroups, which this script does not set up"
   state_set "$class" THROTTLE "$dev"
@@ -325,6 +319,7 @@ build_fuse() {
     command -v gcc >/dev/null || die "L needs gcc"
     pkg-config --exists fuse3 || die "L needs libfuse3 (apt-get install fuse3 libfuse3-dev pkg-config)"
     mkdir -p "${FUSE_BIN%/*}"
+    # shellcheck disable=SC2046 # pkg-config prints one option per word
     gcc -O2 -Wall -Wextra -o "$FUSE_BIN.tmp" "$src" $(pkg-config --cflags --libs fuse3) || die "building $src failed"
     mv "$FUSE_BIN.tmp" "$FUSE_BIN"
   fi
@@ -513,9 +508,10 @@ remove_instance() {
   log "warning: could not remove tracing instance $inst"
 }
 
-release_tracefs() {
+# Unmounts the private tracefs once no instance of this directory's is left.
+release_private_tracefs() {
   mountpoint -q "$TRACEFS" 2>/dev/null || return 0
-  [ -z "$(ls "$TRACEFS/instances" | grep "^$INSTANCE_PREFIX")" ] || return 0
+  compgen -G "$TRACEFS/instances/$INSTANCE_PREFIX*" >/dev/null && return 0
   umount "$TRACEFS" 2>/dev/null || true
 }
 
@@ -564,7 +560,7 @@ down_class() {
     rm -f "$work"
   fi
   rm -f "$(state_file "$class")"
-  release_tracefs
+  release_private_tracefs
   set -e
   log "$class: down"
 }
@@ -639,15 +635,15 @@ characterise_one() {
     loop=$(state_get "$class" LOOP)
     [ -z "$(device_mounts "$(state_get "$class" DEV)")" ] || die "$class: its drive is mounted; characterise needs it unmounted"
   fi
-  local t="--runtime=$FIO_SECONDS --time_based --ramp_time=1"
+  local t=(--runtime="$FIO_SECONDS" --time_based --ramp_time=1)
   log "$class: fio on $loop (${FIO_SECONDS} s per job)"
   # the region holds data first (a hole of V's file would never reach the disk)
   fio_job "$out/$class-fill.json" "$loop" --rw=write --bs=1M --iodepth=8 --ioengine=libaio
-  fio_job "$out/$class-qd1-read.json" "$loop" --rw=randread --bs=4k --iodepth=1 --ioengine=psync $t
-  fio_job "$out/$class-qd1-write.json" "$loop" --rw=randwrite --bs=4k --iodepth=1 --ioengine=psync $t
-  fio_job "$out/$class-qd32-read.json" "$loop" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio $t
-  fio_job "$out/$class-seq-read.json" "$loop" --rw=read --bs=1M --iodepth=8 --ioengine=libaio $t
-  fio_job "$out/$class-seq-write.json" "$loop" --rw=write --bs=1M --iodepth=8 --ioengine=libaio $t
+  fio_job "$out/$class-qd1-read.json" "$loop" --rw=randread --bs=4k --iodepth=1 --ioengine=psync "${t[@]}"
+  fio_job "$out/$class-qd1-write.json" "$loop" --rw=randwrite --bs=4k --iodepth=1 --ioengine=psync "${t[@]}"
+  fio_job "$out/$class-qd32-read.json" "$loop" --rw=randread --bs=4k --iodepth=32 --ioengine=libaio "${t[@]}"
+  fio_job "$out/$class-seq-read.json" "$loop" --rw=read --bs=1M --iodepth=8 --ioengine=libaio "${t[@]}"
+  fio_job "$out/$class-seq-write.json" "$loop" --rw=write --bs=1M --iodepth=8 --ioengine=libaio "${t[@]}"
   cmd_restore "$class"
   [ "$made" = 1 ] && down_class "$class"
   CHAR_MADE=
@@ -684,10 +680,10 @@ case $cmd in
     for c in "${CLASSES[@]}"; do printf '%s\t%s\n' "$c" "$(class_description "$c")"; done ;;
   prepare)
     [ $# = 0 ] || usage
-    need_root; lock; cmd_prepare ;;
+    need_root "loop devices, tracefs, blk-throttle"; lock; cmd_prepare ;;
   up|restore|verify|down)
     [ $# = 1 ] || usage
-    valid_class "$1"; need_root; lock
+    valid_class "$1"; need_root "loop devices, tracefs, blk-throttle"; lock
     case $cmd in
       up) cmd_up "$1" ;;
       restore) cmd_restore "$1" ;;
@@ -696,10 +692,10 @@ case $cmd in
     esac ;;
   down-all)
     [ $# = 0 ] || usage
-    need_root; lock; cmd_down_all ;;
+    need_root "loop devices, tracefs, blk-throttle"; lock; cmd_down_all ;;
   characterise)
     [ $# -ge 1 ] || usage
     for c in "$@"; do valid_class "$c"; done
-    need_root; lock; need_pristine; cmd_characterise "$@" ;;
+    need_root "loop devices, tracefs, blk-throttle"; lock; need_pristine; cmd_characterise "$@" ;;
   *) usage ;;
 esac

@@ -15,7 +15,10 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 DRIVES=$HERE/drives.sh
-[ "$(id -u)" = 0 ] || { echo "drives_selftest.sh: must run as root" >&2; exit 1; }
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$HERE/../lib.sh"
+need_root
 
 T=$(mktemp -d /var/tmp/tmvalidity-selftest.XXXXXX)
 export TM_VALIDITY_DIR=$T/dir TM_GUEST_IMG=$T/guest.img TM_TMPFS_HEADROOM_MIB=256
@@ -69,7 +72,7 @@ nothing_left() {
   losetup --list --noheadings --output BACK-FILE | grep -q "$T" && fail "$what: a loop device over $T is left"
   # (the test's own tracefs mount, to look at the instances, aside)
   grep " $T" /proc/mounts | grep -vq " $TFS " && fail "$what: a mount under $T is left: $(grep " $T" /proc/mounts)"
-  ls "$TFS/instances" | grep -q "^$PREFIX" && fail "$what: a tracing instance is left"
+  compgen -G "$TFS/instances/$PREFIX*" >/dev/null && fail "$what: a tracing instance is left"
   for f in read_bps_device write_bps_device read_iops_device write_iops_device; do
     grep -q "^$dev " /sys/fs/cgroup/blkio/blkio.throttle.$f && fail "$what: a throttle rule on $dev is left in $f"
   done
@@ -97,8 +100,8 @@ for class in F V S U H L; do
   [ -b "$dev_path" ] && [ "$(echo "$dev_path" | wc -l)" = 1 ] || fail "$class: up printed '$dev_path', not one device path"
   dev=$(cat "/sys/block/${dev_path#/dev/}/dev")
   q=/sys/block/${dev_path#/dev/}/queue
-  [ "$(cat $q/read_ahead_kb)/$(cat $q/max_sectors_kb)" = 128/512 ] && grep -q '\[none\]' $q/scheduler ||
-    fail "$class: queue limits $(cat $q/scheduler) $(cat $q/read_ahead_kb) $(cat $q/max_sectors_kb)"
+  [ "$(cat "$q/read_ahead_kb")/$(cat "$q/max_sectors_kb")" = 128/512 ] && grep -q '\[none\]' "$q/scheduler" ||
+    fail "$class: queue limits $(cat "$q/scheduler") $(cat "$q/read_ahead_kb") $(cat "$q/max_sectors_kb")"
   rules_on() { cat /sys/fs/cgroup/blkio/blkio.throttle.*_device | awk -v d="$1" '$1 == d' | wc -l; }
   rules=$(rules_on "$dev")
   [ "$rules" = 0 ] || fail "$class: $rules throttle rules on the drive $dev, expected none (they belong on its medium)"

@@ -35,6 +35,7 @@ in_root sh /tmp/make-photos.sh /srv/data/photos-source
 in_root sh /tmp/make-photoset.sh /srv/data/photos-source /srv/data/photoset
 in_root sh /tmp/make-isos.sh /srv/data/isos
 in_root apt-get clean
+# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
 in_root dpkg-query -W -f '${Package}\t${Version}\n' > "$WORK/packages.txt"
 cleanup; BOUND=()
 # Age the filesystem: fill and churn, as years of updates and downloads leave it.

@@ -15,6 +15,9 @@
 set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$CAPTURE_DIR/../../bench/lib.sh"
 WORK=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
 IMG=$WORK/guest.img
 DATA=$WORK/data.img
@@ -49,14 +52,14 @@ APPS=(
 # Installed by the install trace from the local repository on data.img (downloaded here, not installed).
 INSTALL_TRACE_PACKAGES=(krita)
 
-[ "$(id -u)" = 0 ] || { echo "build-guest.sh: must run as root" >&2; exit 1; }
-for t in debootstrap parted mkfs.ext4; do
-  command -v $t >/dev/null || { echo "build-guest.sh: $t missing (apt-get install debootstrap parted e2fsprogs)" >&2; exit 1; }
-done
+need_root
+need debootstrap
+need parted
+need mkfs.ext4 e2fsprogs
 mkdir -p "$WORK" "$MNT" "$DMNT"
-[ -e "$IMG" ] && { echo "build-guest.sh: $IMG exists; remove it to rebuild" >&2; exit 1; }
+[ -e "$IMG" ] && die "$IMG exists; remove it to rebuild"
 
-LOOP= DLOOP=
+LOOP='' DLOOP=''
 MOUNTS=()
 cleanup() {
   set +e
@@ -185,7 +188,7 @@ in_root update-initramfs -u -k all
 in_root grub-install --target=i386-pc "$LOOP"
 in_root update-grub
 sed -i "s#root=/dev/loop[0-9]*p1#root=UUID=$ROOT_UUID#g" "$MNT/boot/grub/grub.cfg"
-grep -q "root=UUID=$ROOT_UUID" "$MNT/boot/grub/grub.cfg" || { echo "build-guest.sh: grub.cfg has no root=UUID" >&2; exit 1; }
+grep -q "root=UUID=$ROOT_UUID" "$MNT/boot/grub/grub.cfg" || die "grub.cfg has no root=UUID"
 
 # The photo set, the ISO-sized files, the package list, and aging.
 "$CAPTURE_DIR/build-guest-data.sh" "$MNT" "$DMNT" "$WORK"

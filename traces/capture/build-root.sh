@@ -8,6 +8,9 @@
 # Produces WORKDIR/root.img and WORKDIR/packages.txt (dpkg-query -W of the root).
 # Runs as root; leaves no loop device or mount behind, also on failure.
 set -euo pipefail
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../../bench/lib.sh"
 
 WORK=${1:-/var/tmp/tracemark-root}
 IMG=$WORK/root.img
@@ -36,14 +39,11 @@ PACKAGES=(
   python3 procps
 )
 
-[ "$(id -u)" = 0 ] || { echo "build-root.sh: must run as root" >&2; exit 1; }
-command -v debootstrap >/dev/null || { echo "build-root.sh: debootstrap missing (apt-get install debootstrap)" >&2; exit 1; }
+need_root
+need debootstrap
 
 mkdir -p "$WORK" "$MNT"
-if [ -e "$IMG" ]; then
-  echo "build-root.sh: $IMG exists; remove it to rebuild" >&2
-  exit 1
-fi
+[ ! -e "$IMG" ] || die "$IMG exists; remove it to rebuild"
 
 LOOP=
 MOUNTS=()
@@ -78,6 +78,7 @@ SRC
 chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get update
 chroot "$MNT" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
 chroot "$MNT" apt-get clean
+# shellcheck disable=SC2016 # dpkg-query's format, not the shell's
 chroot "$MNT" dpkg-query -W -f '${Package}\t${Version}\n' > "$WORK/packages.txt"
 # An unprivileged user to run the applications as (LibreOffice and the games keep a profile in $HOME).
 chroot "$MNT" useradd -m -s /bin/sh bench 2>/dev/null || true

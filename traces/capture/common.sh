@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the capture scripts (source it; do not run it).
 #
 # root_attach       attaches WORKDIR/root.img (made by build-root.sh) to a loop
@@ -15,6 +16,9 @@ set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$CAPTURE_DIR/../.." && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 WORK=${TRACEMARK_ROOT_DIR:-/var/tmp/tracemark-root}
 IMG=$WORK/root.img
 MNT=$WORK/mnt
@@ -36,10 +40,8 @@ root_cleanup() {
 trap root_cleanup EXIT
 trap 'exit 130' INT TERM
 
-die() { echo "$(basename "$0"): $*" >&2; exit 1; }
-
 root_attach() {
-  [ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, drop_caches, tracing)"
+  need_root "loop devices, chroot, drop_caches, tracing"
   [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-root.sh"
   mkdir -p "$MNT"
   mountpoint -q "$MNT" && die "$MNT is already mounted (another capture running?)"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the guest capture scripts (source it; do not run it).
 #
 # The capture machine is a KVM guest (built by build-guest.sh): 2 vCPUs,
@@ -28,6 +29,9 @@ set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$CAPTURE_DIR/../.." && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 WORK=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
 IMG=$WORK/guest.img
 DATA=$WORK/data.img
@@ -54,8 +58,6 @@ SETTLE_CPU=${TRACEMARK_SETTLE_CPU:-0.5}
 
 LOOP=
 
-die() { echo "$(basename "$0"): $*" >&2; exit 1; }
-
 qemu_alive() { [ -r "/proc/$1/status" ] && ! grep -q '^State:.*Z' "/proc/$1/status"; }
 
 guest_cleanup() {
@@ -81,7 +83,7 @@ trap guest_cleanup EXIT
 trap 'exit 130' INT TERM
 
 guest_attach() {
-  [ "$(id -u)" = 0 ] || die "must run as root (loop devices, KVM, tracing)"
+  need_root "loop devices, KVM, tracing"
   [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
   # A guest left running by an earlier script (TRACEMARK_KEEP_GUEST=1) is reused.
   if [ -f "$QEMU_PID" ] && qemu_alive "$(cat "$QEMU_PID")" && [ -f "$WORK/loop" ]; then
@@ -105,7 +107,7 @@ guest_attach() {
 # error. So a boot trace starts when the kernel starts; the guest kernel then
 # reads everything else (root filesystem, systemd, the desktop) from the traced disk.
 make_boot_files() {
-  local ro kernel initrd
+  local ro kernel
   ro=$(losetup --find --show --read-only --offset 1048576 "$IMG")
   kernel=$(debugfs -R 'ls /boot' "$ro" 2>/dev/null | tr -s ' ' '\n' | grep '^vmlinuz-' | sort -V | tail -1)
   debugfs -R "dump /boot/$kernel $WORK/vmlinuz" "$ro" 2>/dev/null
@@ -118,6 +120,7 @@ make_boot_files() {
 guest_start() {
   rm -f "$QGA_SOCK" "$QMP_SOCK"
   [ -s "$WORK/vmlinuz" ] || make_boot_files
+  # shellcheck disable=SC2086 # GUEST_ACCEL is a list of qemu options
   qemu-system-x86_64 -name tracemark-guest $GUEST_ACCEL -smp "$GUEST_CPUS" -m "$GUEST_MEM" \
     -kernel "$WORK/vmlinuz" -initrd "$WORK/initrd.img" \
     -append "root=UUID=$(cat "$WORK/root-uuid") ro quiet console=tty0 console=ttyS0,115200" \

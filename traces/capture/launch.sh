@@ -34,6 +34,7 @@ guest_boot
 # Inkscape 1.2 opens a start screen ("Welcome!") instead of its document
 # window until the user turns it off; a returning user has (preference
 # /options/boot/enabled=0, set once in the user's preferences).
+# shellcheck disable=SC2016 # expanded in the guest
 gbench 'p=$HOME/.config/inkscape/preferences.xml; [ ! -f $p ] || grep -q "id=\"boot\" enabled=\"0\"" $p ||
   sed -i "s/id=\"boot\"/id=\"boot\" enabled=\"0\"/" $p'
 

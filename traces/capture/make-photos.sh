@@ -11,6 +11,7 @@ mkdir -p "$D"
 n=0
 for images in /usr/share/wallpapers/*/contents/images; do
   theme=$(basename "$(dirname "$(dirname "$images")")")
+  # shellcheck disable=SC2012 # ls -S: the largest first
   largest=$(ls -S "$images"/*.jpg "$images"/*.png 2>/dev/null | head -n 1 || true)
   [ -n "$largest" ] || continue
   n=$((n + 1))
@@ -23,6 +24,6 @@ for f in /usr/share/backgrounds/gnome/*.webp /usr/share/backgrounds/gnome/*.jpg;
 done
 # Drop icons and placeholders (the GNOME "vnc" backgrounds are a few pixels).
 find "$D" -name '*.jpg' -size -100k -delete
-n=$(ls "$D"/*.jpg | wc -l)
+n=$(find "$D" -maxdepth 1 -name '*.jpg' | wc -l)
 touch "$D/.complete"
 echo "make-photos: $n photos in $D"

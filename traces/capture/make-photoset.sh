@@ -13,7 +13,8 @@ i=0
 while [ $i -lt 339 ]; do
   for src in "$SRC"/*.jpg; do
     [ $i -lt 339 ] || break
-    round=$((i / $(ls "$SRC"/*.jpg | wc -l)))
+    round=$((i / $(find "$SRC" -maxdepth 1 -name '*.jpg' | wc -l)))
+    # shellcheck disable=SC2046 # width and height, two words
     set -- $(identify -format '%w %h' "$src")
     w=$(( $1 * 9 / 10 )) h=$(( $2 * 9 / 10 ))
     x=$(( ($1 - w) * (round % 4) / 3 )) y=$(( ($2 - h) * (round / 4 % 2) ))
@@ -22,4 +23,4 @@ while [ $i -lt 339 ]; do
   done
 done
 touch "$D/.complete"
-echo "make-photoset: $(ls "$D" | wc -l) photos, $(du -sm "$D" | cut -f1) MB in $D"
+echo "make-photoset: $(find "$D" -maxdepth 1 -type f ! -name '.*' | wc -l) photos, $(du -sm "$D" | cut -f1) MB in $D"

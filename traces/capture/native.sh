@@ -82,6 +82,9 @@ set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$CAPTURE_DIR/../.." && pwd)
+TM_LIB_ONLY=1
+# shellcheck source=bench/lib.sh
+. "$REPO/bench/lib.sh"
 WORK=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
 IMG=$WORK/guest.img
 MNT=$WORK/native-mnt
@@ -94,8 +97,6 @@ DIRTY_BYTES=$((1024 << 20))
 CHROOT_PATH=/usr/local/bin:/usr/bin:/bin:/usr/games:/usr/sbin:/sbin
 # The guest's first (and only) partition starts at sector 2048.
 PART_OFFSET=1048576
-
-die() { echo "$(basename "$0"): $*" >&2; exit 1; }
 
 # As `bench` (uid 1000 in the guest image) with a clean environment.
 as_bench() {
@@ -196,7 +197,7 @@ if [ "${1:-}" = --traced ]; then
   [ -z "${CPU_CG:-}" ] || echo $$ > "$CPU_CG/cgroup.procs"
   mark start
   if [ "${3:-}" = root ]; then as_root "$2"; else as_bench "$2"; fi
-  mark done
+  mark "done"
   # A timed run ends at its done mark: its writeback is forced out instead
   # of left to expire, so it cannot overlap the next run.
   if [ -n "${TM_MARKS:-}" ]; then sync; exit 0; fi
@@ -205,7 +206,7 @@ if [ "${1:-}" = --traced ]; then
   exit 0
 fi
 
-[ "$(id -u)" = 0 ] || die "must run as root (loop devices, chroot, cgroups, tracing)"
+need_root "loop devices, chroot, cgroups, tracing"
 [ -n "${TM_DEVICE:-}" ] || [ -f "$IMG" ] || die "$IMG missing; build it with traces/capture/build-guest.sh"
 [ -x "$TRACEMARK" ] || die "$TRACEMARK missing; build it with cargo build --release"
 pgrep -f 'qemu-system.*tracemark-guest' >/dev/null && die "the capture guest is running; stop it first"
@@ -217,7 +218,7 @@ REPS=${TM_REPS:-1}
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || die "TM_REPS=$REPS is not a positive count"
 [ "$REPS" = 1 ] || [ "${TM_MODE:-capture}" = time ] || die "TM_REPS is for TM_MODE=time (a capture is one run)"
 
-LOOP= CG= CPU_CG= MOUNTS=() SAVED_VM=() XVFB_PID= DATA_LOOP=
+LOOP='' CG='' CPU_CG='' MOUNTS=() SAVED_VM=() XVFB_PID='' DATA_LOOP=''
 # Every process left in the cgroup (a desktop session, an application).
 # (KILL is repeated: soffice's oosplash starts a new soffice.bin when its
 # child dies, so one round can leave a process that was forked meanwhile.)
@@ -244,9 +245,9 @@ chroot_kill() {
 }
 cgroup_runs() {
   local pid
-  for pid in $(cat "$CG/cgroup.procs"); do
+  while read -r pid; do
     [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = "$1" ] && return 0
-  done
+  done < "$CG/cgroup.procs"
   return 1
 }
 cleanup() {
@@ -288,14 +289,14 @@ fi
 q=/sys/block/${LOOP#/dev/}/queue
 # max_sectors_kb first: on recent kernels a change of the queue limits resets
 # read_ahead_kb (to twice the optimal I/O size: 1024 on a loop device).
-echo none > $q/scheduler
-echo 512 > $q/max_sectors_kb
-echo 128 > $q/read_ahead_kb
+echo none > "$q/scheduler"
+echo 512 > "$q/max_sectors_kb"
+echo 128 > "$q/read_ahead_kb"
 mkdir -p "$MNT"
 mount "$LOOP" "$MNT"; MOUNTS+=("$MNT")
-[ "$(cat $q/read_ahead_kb)" = 128 ] && [ "$(cat $q/max_sectors_kb)" = 512 ] ||
-  die "$LOOP: queue limits not as set (read_ahead_kb $(cat $q/read_ahead_kb), max_sectors_kb $(cat $q/max_sectors_kb))"
-echo "disk: $IMG (partition 1) on $LOOP: scheduler $(cat $q/scheduler), read_ahead_kb 128, max_sectors_kb 512"
+[ "$(cat "$q/read_ahead_kb")" = 128 ] && [ "$(cat "$q/max_sectors_kb")" = 512 ] ||
+  die "$LOOP: queue limits not as set (read_ahead_kb $(cat "$q/read_ahead_kb"), max_sectors_kb $(cat "$q/max_sectors_kb"))"
+echo "disk: $IMG (partition 1) on $LOOP: scheduler $(cat "$q/scheduler"), read_ahead_kb 128, max_sectors_kb 512"
 for d in proc sys dev dev/pts; do mount --bind "/$d" "$MNT/$d"; MOUNTS+=("$MNT/$d"); done
 
 if [ -d /sys/fs/cgroup/memory ]; then
@@ -343,7 +344,7 @@ native_capture() {
   echo "capture: $name"
   local load_before; load_before=$(uptime | sed 's/.*load average: //')
   if ! "$TRACEMARK" capture --device "$LOOP" -o "$out" --name "$name" --category "$category" \
-    --description "$description" "${untraced[@]}" -- "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
+    --description "$description" "${untraced[@]}" -- "$CAPTURE_DIR/native.sh" --traced "$cmd" ${how:+"$how"}; then
     rm -f "$out"
     die "$name: the capture or the workload failed; no trace kept"
   fi
@@ -363,7 +364,7 @@ native_time() {
   [ "$how" = no-settle ] || settle 3 600
   marks=$(mktemp)
   echo "time: $name"
-  if ! TM_MARKS=$marks "$CAPTURE_DIR/native.sh" --traced "$cmd" $how; then
+  if ! TM_MARKS=$marks "$CAPTURE_DIR/native.sh" --traced "$cmd" ${how:+"$how"}; then
     rm -f "$marks"
     die "$name: the workload failed"
   fi
@@ -467,9 +468,9 @@ session_cold() {
   sync
   echo 3 > /proc/sys/vm/drop_caches
   local pid f
-  for pid in $(cat "$CG/cgroup.procs"); do
+  while read -r pid; do
     awk '$6 ~ /^\// { print $6 }' "/proc/$pid/maps" 2>/dev/null
-  done | sort -u > "$WORK/native-mapped.txt"
+  done < "$CG/cgroup.procs" | sort -u > "$WORK/native-mapped.txt"
   { cat "$WORK/native-mapped.txt"; echo "$LAUNCH_HELPERS" | tr ' ' '\n';
     chroot "$MNT" ldd /run/tracemark/wait_window 2>/dev/null | awk '/=>/ { print $3 }'; } |
   while read -r f; do
@@ -564,6 +565,7 @@ LAUNCH_TAIL_S=${LAUNCH_TAIL_S:-10}
 # user turns it off (preference /options/boot enabled=0); a returning user
 # has. Inkscape merges the user's preferences.xml over its built-in defaults,
 # so a file with that one setting is enough where none exists yet.
+# shellcheck disable=SC2016 # expanded in the chroot
 INKSCAPE_RETURNING_USER='p=$HOME/.config/inkscape/preferences.xml
 if [ ! -f "$p" ]; then mkdir -p "${p%/*}" && printf "%s\n" "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>" "<inkscape version=\"1\">" "  <group id=\"options\">" "    <group id=\"boot\" enabled=\"0\" />" "  </group>" "</inkscape>" > "$p"
 elif ! grep -q "id=\"boot\" enabled=\"0\"" "$p"; then sed -i "s/id=\"boot\"/id=\"boot\" enabled=\"0\"/" "$p"; fi'
@@ -672,7 +674,7 @@ for job in "${jobs[@]}"; do
       data_disk
       APT='apt-get -o Dir::Etc::sourcelist=/dev/null -o Dir::Etc::sourceparts=/etc/apt/sources.list.d'
       as_root "cd /etc/apt/sources.list.d && cp local-repo.list.disabled local-repo.list && $APT update >/dev/null"
-      count=$(ls "$MNT"/mnt/data/repo/*.deb | wc -l); mb=$(du -cm "$MNT"/mnt/data/repo/*.deb | tail -1 | cut -f1)
+      count=$(printf '%s\n' "$MNT"/mnt/data/repo/*.deb | wc -l); mb=$(du -cm "$MNT"/mnt/data/repo/*.deb | tail -1 | cut -f1)
       sync; echo 3 > /proc/sys/vm/drop_caches
       native_capture install-krita install \
         "apt-get install krita at native speed on the guest's disk (chroot, 5 GiB memory cgroup) from a local repository on a second disk: $count packages ($mb MB of .deb) unpacked and configured by dpkg; page cache dropped before" \

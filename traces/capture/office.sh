@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the office-* and publishing-draw scripts: prepares the input
 # document once (untraced), restores it before each capture, and traces one
 # headless LibreOffice session (lo_office.py run-KIND).

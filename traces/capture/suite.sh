@@ -6,6 +6,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TRACEMARK=${TRACEMARK:-$REPO/target/release/tracemark}
 ORDER="boot launch-gimp launch-inkscape launch-libreoffice launch-firefox launch-darktable game-launch-0ad game-launch-supertuxkart install-krita game-0ad game-supertuxkart photo-light photo-heavy publishing-draw publishing-inkscape video-render office-writer office-calc office-impress copy-iso-into copy-iso-within copy-iso-out copy-photos-into copy-photos-within copy-photos-out"
+# shellcheck disable=SC2016 # backquotes of markdown, not of the shell
 {
   echo '# The full profile (`tracemark suite --profile full`): every reference trace,'
   echo '# captured with `tracemark capture` (see README.md here and capture/).'

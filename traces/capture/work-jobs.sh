@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034 # the variables are for the scripts that source this
 # The commands of the CPU-bound work traces, shared by work.sh (run in the
 # desktop guest) and native.sh (run at native speed in a chroot on the same
 # guest disk), so both capture exactly the same work. Source it; each
