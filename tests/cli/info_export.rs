@@ -1,5 +1,5 @@
 //! `tracemark info` and `tracemark export` on traces with known content: the
-//! JSON keys the README fixes, the CSV columns, and a fio iolog that fio replays.
+//! JSON keys docs/input-formats.md fixes, the CSV columns, and a fio iolog that fio replays.
 
 use crate::support;
 use std::path::Path;

@@ -18,6 +18,7 @@ mod convert_errors;
 mod convert_output;
 mod cpu_wait;
 mod datasets;
+mod doc_links;
 mod drive_serial;
 mod fleet;
 mod html_report;

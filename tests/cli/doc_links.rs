@@ -1,0 +1,158 @@
+//! The markdown files' relative links resolve: the file exists and, for a
+//! `#fragment` into a markdown file, a heading of that file has that anchor
+//! (GitHub's rule: lower case, punctuation dropped, spaces to hyphens).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            markdown_files(&path, out);
+        } else if name.ends_with(".md") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text outside fenced code blocks and inline code spans.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut in_code = false;
+        for c in line.chars() {
+            if c == '`' {
+                in_code = !in_code;
+            } else if !in_code {
+                out.push(c);
+            }
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// GitHub's anchor of a heading's text.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut seen = BTreeSet::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            let base = slug(line.trim_start_matches('#').replace('`', "").as_str());
+            // A repeated heading gets -1, -2, ...
+            let mut anchor = base.clone();
+            let mut n = 0;
+            while seen.contains(&anchor) {
+                n += 1;
+                anchor = format!("{base}-{n}");
+            }
+            seen.insert(anchor);
+        }
+    }
+    seen
+}
+
+/// Every `](target)` of the prose.
+fn links(text: &str) -> Vec<String> {
+    let prose = prose(text);
+    let mut out = Vec::new();
+    let mut rest = prose.as_str();
+    while let Some(i) = rest.find("](") {
+        rest = &rest[i + 2..];
+        if let Some(end) = rest.find(')') {
+            out.push(rest[..end].trim().to_string());
+        }
+    }
+    out
+}
+
+#[test]
+fn relative_links_in_the_markdown_files_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    markdown_files(root, &mut files);
+    assert!(
+        files.len() > 10,
+        "only {} markdown files found",
+        files.len()
+    );
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for link in links(&text) {
+            if link.contains("://") || link.starts_with("mailto:") || link.contains(' ') {
+                continue;
+            }
+            let (path, fragment) = match link.split_once('#') {
+                Some((p, f)) => (p, Some(f)),
+                None => (link.as_str(), None),
+            };
+            let target = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            checked += 1;
+            let shown = file.strip_prefix(root).unwrap().display();
+            if !target.exists() {
+                broken.push(format!("{shown}: {link}: no such file"));
+                continue;
+            }
+            if let Some(fragment) = fragment {
+                if target.extension().is_some_and(|e| e == "md") {
+                    let target_text = std::fs::read_to_string(&target).unwrap();
+                    if !anchors(&target_text).contains(fragment) {
+                        broken.push(format!("{shown}: {link}: no heading with that anchor"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} links checked");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+#[test]
+fn the_anchor_rule_is_githubs() {
+    assert_eq!(
+        slug("Fleet replay on one machine (issue 29)"),
+        "fleet-replay-on-one-machine-issue-29"
+    );
+    assert_eq!(
+        slug("Results: the table, the score"),
+        "results-the-table-the-score"
+    );
+    let text = "# A\n```\n# not a heading\n```\n## A\n";
+    let got: Vec<_> = anchors(text).into_iter().collect();
+    assert_eq!(got, ["a", "a-1"]);
+    assert_eq!(
+        links("[x](a.md) `[y](b.md)` [z](c.md#d)"),
+        ["a.md", "c.md#d"]
+    );
+}
