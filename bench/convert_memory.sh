@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Peak memory (max RSS from /usr/bin/time -v) of `tracemark convert` on 1M- and
 # 10M-record inputs, blktrace binary and blkparse text, to show it stays flat
-# (aim: under 100 MB) as the input grows (issue 2).
+# (aim: under 100 MB) as the input grows.
 #
 #   usage: bash bench/convert_memory.sh [SIZES...]     (default: 1000000 10000000)
 #

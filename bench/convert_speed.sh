@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Conversion speed of `tracemark convert` end to end (parse, normalise,
 # compress, write the .tmt) on one core, for blktrace binary and for blkparse
-# text input, against blkparse printing the same binary (issue 2).
+# text input, against blkparse printing the same binary.
 #
 #   usage: bash bench/convert_speed.sh [RECORDS] [RUNS]    (defaults 10000000 and 3)
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Several tracemark builds against fio's replay at one queue depth, round by
-# round: the A/B tool for an engine change (issue 12). Each round replays one
+# round: the A/B tool for an engine change. Each round replays one
 # fio-made trace with fio and with every build in turn (round r starting
 # with the r-th of them, so that none always runs first or last), each run
 # on a freshly made device state (or one per round, --fresh round); the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Several tracemark builds against fio at one paced rate, round by round: CPU
-# per I/O at the same achieved rate (issue 12), the A/B tool for a change to
+# per I/O at the same achieved rate, the A/B tool for a change to
 # realtime mode's waiting. Each round replays one evenly paced trace with
 # fio's timed iolog replay and with every build in realtime mode (round r
 # starting with build r), each run on a freshly made device state and under

@@ -17,7 +17,7 @@
 #   --after-dd K  (--zram) then fill the whole device with `dd if=/dev/urandom
 #                 oflag=direct` and run K more times: the suite score after the
 #                 fill over the median before (preconditioning should make the
-#                 fresh device score like the filled one, issue 14: within 5 %)
+#                 fresh device score like the filled one: within 5 %)
 #   --fresh-each  (--zram) reset the device before every run, not only the
 #                 first: every run starts from the same state (each run's
 #                 preconditioning writes the regions again), so a drift that

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Realtime fidelity measured from outside (issue 12), on a private zram device
+# Realtime fidelity measured from outside, on a private zram device
 # (io-wq path) and a private loop device over a file in /dev/shm (inline path).
 #
 #   usage: bash bench/replay_fidelity.sh [RUNS]          (root; RUNS defaults to 5)

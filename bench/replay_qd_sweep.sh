@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compressed replay against fio's replay at every queue depth (issue 12), on a
+# Compressed replay against fio's replay at every queue depth, on a
 # private zram device (io-wq path) and on a private loop device over a file in
 # /dev/shm (inline path), with the CPU each program spends per I/O.
 #
@@ -121,7 +121,7 @@ run_fio() {
 declare -A R   # R[key]="v1 v2 ..."
 add() { R[$1]="${R[$1]:-} $2"; }
 
-# Traces, one per queue depth, written by fio on the zram device as in issue 12.
+# Traces, one per queue depth, written by fio on the zram device.
 for qd in $QDS; do
     fresh zram
     fio --name=gen --filename="$DEV" --rw=randrw --rwmixread=70 --bs=4k --size=1g --direct=1 \

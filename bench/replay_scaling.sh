@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Replay on several rings (issue 12): one ring against two, on two private zram
+# Replay on several rings: one ring against two, on two private zram
 # devices, and one device's stream split over two rings.
 #
 #   usage: bash bench/replay_scaling.sh [RUNS]           (root; RUNS defaults to 5)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tracemark replay against fio on a private zram device (issue 3), same device, same run.
+# tracemark replay against fio on a private zram device, same device, same run.
 #
 #   usage: bash bench/replay_vs_fio.sh [RUNS]        (root; RUNS defaults to 5)
 #

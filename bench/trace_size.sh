@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Bytes per I/O of .tmt traces against the source, blktrace binary, a fio
-# iolog of the same I/O and zstd -19 of the text forms (issue 2).
+# iolog of the same I/O and zstd -19 of the text forms.
 #
 #   usage: bash bench/trace_size.sh [--no-capture]      (root for the capture)
 #

@@ -141,8 +141,8 @@ fn relative_links_in_the_markdown_files_resolve() {
 #[test]
 fn the_anchor_rule_is_githubs() {
     assert_eq!(
-        slug("Fleet replay on one machine (issue 29)"),
-        "fleet-replay-on-one-machine-issue-29"
+        slug("Fleet replay on one machine (8 volumes)"),
+        "fleet-replay-on-one-machine-8-volumes"
     );
     assert_eq!(
         slug("Results: the table, the score"),

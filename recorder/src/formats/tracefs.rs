@@ -470,7 +470,7 @@ mod tests {
         );
     }
 
-    /// The requeue case of issue 11 in tracefs lines: a read requeued, its
+    /// A requeue in tracefs lines: a read requeued, its
     /// re-issue missing, a 16 KiB write at the same sector: the write stays a
     /// write with its own latency, and the read's completion ends the requeue.
     #[test]

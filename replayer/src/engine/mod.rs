@@ -83,7 +83,7 @@ const FIFO_SPIN_NS: u64 = 10_000;
 /// Compressed mode: how long a wait for a completion polls the ring before
 /// it sleeps in the kernel (`Engine::wait_completion`). Realtime mode does
 /// not poll: tried at 100 µs, game-launch-0ad on zram scored 0.86x (4
-/// alternating pairs, lower in all 4; bench/README.md, issue 12).
+/// alternating pairs, lower in all 4; docs/measurements/replay-engine.md).
 const COMPLETION_SPIN_NS: u64 = 50_000;
 /// A wait for a completion polls only with at most this many I/Os in
 /// flight: deeper, the device's queue covers the issuer's wake-up, and
@@ -102,11 +102,11 @@ const COMPLETION_SPIN_MAX_INFLIGHT: u32 = 16;
 /// while it does not sleep, fed by the polling issuer: more workers only
 /// compete with the two for the CPUs. Deeper, the issuer sleeps and the
 /// workers use every CPU. Measured on zram, 2 CPUs, against fio's replay
-/// (bench/README.md, issue 12): full sweeps of 4 paired runs, always
+/// (docs/measurements/replay-engine.md): full sweeps of 4 paired runs, always
 /// concurrent -> ordinary below 16, QD4 0.79 -> 1.20, QD16 0.98 -> 1.27;
 /// alternating rounds with the fallback below, QD4 0.80 -> 1.36, QD8 0.94 ->
 /// 1.09. The fallback is for the runs where one worker went badly (a sweep
-/// on another day: QD2-4 at 18-23k IOPS against 150k+): completions then
+/// in some sweeps: QD2-4 at 18-23k IOPS against 150k+): completions then
 /// come later than the polling budget, and concurrent work brings back the
 /// workers that did not fail that way.
 const CONCURRENT_WORK_FROM_INFLIGHT: u32 = COMPLETION_SPIN_MAX_INFLIGHT;
@@ -542,7 +542,7 @@ impl<'t> Engine<'t> {
             // Otherwise it goes first, alone: merging every wait made
             // compressed replay on a loop device about 8 % slower at QD16-32,
             // merging only here kept QD1's gain (1.13x fio's replay against
-            // 0.90x; bench/README.md, issue 12).
+            // 0.90x; docs/measurements/replay-engine.md).
             if pass.inflight > pass.queued.len() as u32 {
                 self.submit(pass)?;
             }

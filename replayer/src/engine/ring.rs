@@ -104,7 +104,7 @@ impl CompletionWaits {
 ///
 /// `in_order` (realtime mode): one worker of either kind. Several workers
 /// race, so requests issued close together reach the device out of issue
-/// order (509 of 60,000 in a 20,000 IOPS replay on zram, issue 12; 0 with
+/// order (509 of 60,000 in a 20,000 IOPS replay on zram; 0 with
 /// one worker, bench/replay_fidelity.sh). The cost: the device gets one
 /// request at a time, which bounds a realtime replay on such a device to
 /// what one CPU copies (zram: a few hundred thousand 4 KiB I/Os per second),
@@ -137,7 +137,7 @@ impl Engine<'_> {
     /// (`perf stat -e syscalls:sys_enter_io_uring_enter`), and compressed
     /// replay went from 0.93x to 1.05x fio's replay there (6 of 6 rounds
     /// ahead; loop QD8 0.97x -> 1.08x, zram QD8 1.11x -> 1.20x;
-    /// bench/README.md, issue 12).
+    /// docs/measurements/replay-engine.md).
     pub(super) fn submit(&mut self, pass: &mut Pass) -> Result<(), ReplayError> {
         if pass.queued.is_empty() {
             return Ok(());
@@ -217,7 +217,7 @@ impl Engine<'_> {
     /// `CompletionWaits`; compressed mode only, which has nothing queued).
     /// A thread that sleeps is woken by the completing CPU, and on a virtual
     /// machine whose idle CPUs halt that wake-up took 25-40 µs while a
-    /// shallow queue left the device idle (bench/README.md, issue 12). Deeper
+    /// shallow queue left the device idle (docs/measurements/replay-engine.md). Deeper
     /// queues keep the device busy through the wake-up, so they sleep.
     pub(super) fn wait_completion(
         &mut self,
