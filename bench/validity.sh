@@ -21,8 +21,11 @@
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
 # --cpu-idle: the replays' `tracemark replay --cpu-idle` (default poll: the
 # CPUs kept out of idle states, the replayer's own default; os: the idle
-# policy the real runs had). Recorded in OUT/replay-settings.txt; a study
-# continued with another setting is refused.
+# policy the real runs had). The replays run at replay's defaults but for
+# the options a study needs (identity mapping onto the drive, no
+# preconditioning); every option and the default queue depth are recorded
+# in OUT/replay-settings.txt, and a study continued with other settings is
+# refused.
 # --capture-drive: the drive the tasks are captured on, and whose untraced
 # times the traces carry (default V, where the reference traces were
 # captured; V's speed drifted between runs in the study of
@@ -85,7 +88,20 @@ if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 
 [ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
 need_root "loop devices, chroot, cgroups, tracing"
-settings="cpu_idle=$CPU_IDLE"
+# The replays' options, all of them: the study validates these settings.
+# The queue depth is replay's default (the one a user gets), read from the
+# binary's help so the record says what ran.
+QUEUE_DEPTH=$("$TRACEMARK" replay --help |
+  awk '/--queue-depth/ { f = 1 } f && /\[default:/ { gsub(/.*\[default: |\].*/, ""); print; exit }')
+[ -n "$QUEUE_DEPTH" ] || die "could not read replay's default --queue-depth from $TRACEMARK replay --help"
+REPLAY_OPTS=(--allow-write --mapping identity --precondition skip --passes "$PASSES" --cpu-idle "$CPU_IDLE")
+settings="cpu_idle=$CPU_IDLE queue_depth=$QUEUE_DEPTH (default) options: ${REPLAY_OPTS[*]}"
+# A study begun before the options were recorded ran at an explicit
+# --queue-depth 128 with the same other options: its record is completed.
+if [ -f "$OUT/replay-settings.txt" ] && [ "$(cat "$OUT/replay-settings.txt")" = "cpu_idle=$CPU_IDLE" ] &&
+  [ "$QUEUE_DEPTH" = 128 ]; then
+  echo "$settings" > "$OUT/replay-settings.txt"
+fi
 if [ -f "$OUT/replay-settings.txt" ]; then
   [ "$(cat "$OUT/replay-settings.txt")" = "$settings" ] ||
     die "$OUT's replays were made with $(cat "$OUT/replay-settings.txt"), not $settings: use another --out"
@@ -226,8 +242,7 @@ replays() {
     for ((try = 1; try <= REPLAY_TRIES; try++)); do
       "$DRIVES_SH" restore "$drive"
       cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
-        "$TRACEMARK" replay "$trace" --target "$DEV" --allow-write --mapping identity \
-        --precondition skip --queue-depth 128 --passes "$PASSES" --cpu-idle "$CPU_IDLE" \
+        "$TRACEMARK" replay "$trace" --target "$DEV" "${REPLAY_OPTS[@]}" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
         { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
       wait_share=$(printf '%.4f' "$(tm_result "$OUT/try$try-$kind-$drive-$task.json" wait_share)")

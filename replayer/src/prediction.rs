@@ -21,6 +21,20 @@
 //! from the capture drive's replay: the same replayer on both sides, so what
 //! both replays share cancels.
 //!
+//! Writeback a task waits for: the kernel makes a task wait for writes it
+//! issued as buffered when it syncs (`sync`, `fsync`, `fdatasync`,
+//! `syncfs`, a close that syncs, a journal commit). A block trace shows the
+//! end of that wait as a durability point: a cache flush, or a write with
+//! the preflush flag (a journal commit block), issued only after the writes
+//! it covers have completed. So a flush or preflush write waits, in the
+//! blocking and stream models, for the plain writes that completed since the
+//! previous such point, and plain writes follow one another as the kernel's
+//! flusher does (each after the completions it saw). Integrity writeback
+//! (`WB_SYNC_ALL`: fsync, O_SYNC) and O_DIRECT writes carry the sync flag
+//! and are waited for by themselves. Plain writes with no durability point
+//! after them before the done mark (background writeback, and what follows
+//! the task) move nothing.
+//!
 //! Which earlier I/Os count as dependencies is the [`DependencyModel`]; all
 //! three are computed in one pass, so a study can compare them on the same
 //! replay. The computation streams: it keeps the I/Os that were in flight in
@@ -38,8 +52,9 @@ pub enum DependencyModel {
     /// Every I/O that completed before it (the replay's own closed loop).
     All,
     /// Only I/Os an application waits for: reads, flushes and writes the
-    /// application made synchronous (sync, FUA or preflush). Plain writes are
-    /// the kernel's writeback, which no application I/O waits for.
+    /// application made synchronous (sync, FUA or preflush), and the plain
+    /// writes (the kernel's writeback) a flush or preflush write covers.
+    /// Other plain writes no application I/O waits for.
     Blocking,
     /// Blocking I/Os of the same issuing process, and synchronous writes and
     /// flushes of any process (a journal commit holds up every writer).
@@ -120,12 +135,48 @@ fn calibrate(
     out
 }
 
+/// How a record takes part in the dependencies of the blocking and stream
+/// models.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Reads, sync and FUA writes: the issuer waits for them.
+    Blocking,
+    /// A plain write: writeback, waited for only through a durability point.
+    Writeback,
+    /// A flush or a preflush write: waited for, and issued after the plain
+    /// writes it makes durable completed.
+    Durability,
+    /// Discards and the rest: nobody waits for them.
+    Other,
+}
+
+impl Role {
+    fn of(rec: &IoRecord) -> Role {
+        let write = matches!(rec.op, Op::Write | Op::WriteZeroes);
+        if rec.op == Op::Flush || (write && rec.flags.contains(Flags::PREFLUSH)) {
+            Role::Durability
+        } else if rec.op == Op::Read
+            || (write && (rec.flags.contains(Flags::SYNC) || rec.flags.contains(Flags::FUA)))
+        {
+            Role::Blocking
+        } else if write {
+            Role::Writeback
+        } else {
+            Role::Other
+        }
+    }
+
+    fn blocking(self) -> bool {
+        matches!(self, Role::Blocking | Role::Durability)
+    }
+}
+
 /// A record admitted, waiting for its latency on the target.
 #[derive(Debug, Clone, Copy)]
 struct Admitted {
     time: u64,
     latency: u64,
-    blocking: bool,
+    role: Role,
     shared: bool,
     stream: Option<u32>,
     /// Latency on the target, once known.
@@ -138,7 +189,7 @@ struct InFlight {
     completion: u64,
     order: u64,
     deltas: [i64; 3],
-    blocking: bool,
+    role: Role,
     shared: bool,
     stream: Option<u32>,
 }
@@ -194,6 +245,33 @@ impl Window {
     }
 }
 
+/// Plain writes completed since the last durability point: the latest
+/// original completion, and the latest completion on the target.
+#[derive(Debug, Clone, Copy, Default)]
+struct Unflushed(Option<(u64, i64)>);
+
+impl Unflushed {
+    fn add(&mut self, completion: u64, delta: i64) {
+        let end = completion as i64 + delta;
+        self.0 = Some(
+            self.0
+                .map_or((completion, end), |(c, e)| (c.max(completion), e.max(end))),
+        );
+    }
+
+    /// The shift of a point that waited for all of them: its gap to the
+    /// last original completion is kept from the last completion on the
+    /// target. (The largest shift among them would be a write's early in
+    /// the burst, with the time the later ones took counted as a gap.)
+    fn take(&mut self) -> Option<i64> {
+        self.0.take().map(|(c, e)| e - c as i64)
+    }
+}
+
+/// The models that follow writeback only through durability points, in the
+/// order of [`Shifts::writeback`].
+const WRITEBACK_MODELS: [DependencyModel; 2] = [DependencyModel::Blocking, DependencyModel::Stream];
+
 /// The shifts of the three models; the stream model keeps one per stream
 /// (records without a stream share one).
 #[derive(Debug, Clone, Default)]
@@ -201,6 +279,12 @@ struct Shifts {
     all: Window,
     blocking: Window,
     per_stream: HashMap<u32, Window>,
+    /// Per model of [`WRITEBACK_MODELS`]: the shift of the next plain write
+    /// (it follows every completion before it, as the flusher's loop does).
+    writeback: [Window; 2],
+    /// Per model of [`WRITEBACK_MODELS`]: the plain writes completed since
+    /// the last durability point.
+    unflushed: [Unflushed; 2],
     /// The stream of the latest blocking I/O issued: the thread still at
     /// work when the task was done.
     last_blocking_stream: Option<u32>,
@@ -215,7 +299,14 @@ impl Shifts {
     /// An I/O completed (in the original) before the current one was issued.
     fn absorb(&mut self, done: &InFlight) {
         self.all.saw(done.deltas[DependencyModel::All.index()]);
-        if !done.blocking {
+        for (k, m) in WRITEBACK_MODELS.iter().enumerate() {
+            let d = done.deltas[m.index()];
+            self.writeback[k].saw(d);
+            if done.role == Role::Writeback {
+                self.unflushed[k].add(done.completion, d);
+            }
+        }
+        if !done.role.blocking() {
             return;
         }
         self.blocking
@@ -235,18 +326,37 @@ impl Shifts {
     /// The shift of an I/O of `stream` issued now, per model. A stream seen
     /// for the first time starts from the blocking model's shift (a thread
     /// is started by work that was itself held up).
-    fn issue(&mut self, stream: Option<u32>, blocking: bool) -> [i64; 3] {
-        if blocking {
+    fn issue(&mut self, stream: Option<u32>, role: Role) -> [i64; 3] {
+        if role.blocking() {
             self.last_blocking_stream = Some(stream.unwrap_or(NO_STREAM));
+        }
+        let stream = stream.unwrap_or(NO_STREAM);
+        if role == Role::Durability {
+            // The writes it covers completed just before it: they count as
+            // fresh completions.
+            if let Some(c) = self.unflushed[0].take() {
+                self.blocking.saw(c);
+            }
+            if let Some(c) = self.unflushed[1].take() {
+                let blocking = self.blocking.current;
+                self.per_stream
+                    .entry(stream)
+                    .or_insert(Window::starting_at(blocking))
+                    .saw(c);
+            }
         }
         let all = self.all.issue();
         let blocking = self.blocking.issue();
         let own = self
             .per_stream
-            .entry(stream.unwrap_or(NO_STREAM))
+            .entry(stream)
             .or_insert(Window::starting_at(blocking))
             .issue();
-        [all, blocking, own]
+        let writeback = [self.writeback[0].issue(), self.writeback[1].issue()];
+        match role {
+            Role::Writeback => [all, writeback[0], writeback[1]],
+            Role::Blocking | Role::Durability | Role::Other => [all, blocking, own],
+        }
     }
 
     /// The shift of the task's end at `end` (ns, the records' clock). In
@@ -322,16 +432,13 @@ impl TaskTimeModel {
             self.incomplete = true;
             return;
         }
-        let sync_write = matches!(rec.op, Op::Write | Op::WriteZeroes)
-            && (rec.flags.contains(Flags::SYNC)
-                || rec.flags.contains(Flags::FUA)
-                || rec.flags.contains(Flags::PREFLUSH));
-        let flush = rec.op == Op::Flush;
+        let role = Role::of(rec);
+        let shared = role == Role::Durability || (role == Role::Blocking && rec.op != Op::Read);
         self.admitted.push_back(Admitted {
             time: rec.time.0,
             latency,
-            blocking: rec.op == Op::Read || flush || sync_write,
-            shared: flush || sync_write,
+            role,
+            shared,
             stream: rec.stream,
             replayed: (!sent).then_some(latency),
         });
@@ -391,7 +498,7 @@ impl TaskTimeModel {
         self.first_time.get_or_insert(a.time);
         self.take_end_if_passed(a.time);
         self.absorb_until(a.time);
-        let shifts = self.shifts.issue(a.stream, a.blocking);
+        let shifts = self.shifts.issue(a.stream, a.role);
         let change = replayed as i64 - a.latency as i64;
         let deltas = shifts.map(|s| s + change);
         let completion = a.time.saturating_add(a.latency);
@@ -403,7 +510,7 @@ impl TaskTimeModel {
             completion,
             order: self.processed,
             deltas,
-            blocking: a.blocking,
+            role: a.role,
             shared: a.shared,
             stream: a.stream,
         }));
@@ -571,6 +678,133 @@ mod tests {
             p.predicted(DependencyModel::All) > 9_000_000 + 4 * 4_500_000,
             "the all model waits for each slow write: {:?}",
             p.predicted_ns
+        );
+    }
+
+    /// A plain 4 KiB write (the kernel's writeback).
+    fn write(time: u64, latency: u64, stream: u32) -> IoRecord {
+        rec(time, Op::Write, latency, stream)
+    }
+
+    fn flush(time: u64, latency: u64, stream: u32) -> IoRecord {
+        IoRecord {
+            len: Bytes(0),
+            ..rec(time, Op::Flush, latency, stream)
+        }
+    }
+
+    /// A task that reads, dirties pages, and syncs: the flusher (stream 99)
+    /// writes 8 blocks 100 µs each, one after the other, then the sync's
+    /// flush (stream 7) follows; the done mark is when the flush completed.
+    fn buffered_writes_then_sync() -> Vec<IoRecord> {
+        let mut recs = vec![rec(0, Op::Read, 100_000, 7)];
+        recs.extend((0..8u64).map(|i| write(1_000_000 + i * 150_000, 100_000, 99)));
+        recs.push(flush(2_300_000, 50_000, 7));
+        recs
+    }
+
+    #[test]
+    fn a_sync_waits_for_the_writes_its_flush_covers() {
+        let recs = buffered_writes_then_sync();
+        // On the target every write takes 1 ms (900 µs longer); the read
+        // and the flush take what they took.
+        let slow_writes = |_: usize, r: &IoRecord| {
+            if r.op == Op::Write {
+                1_000_000
+            } else {
+                r.latency.map_or(0, |l| l.0)
+            }
+        };
+        let p = predict(&recs, done_at(2_400_000), slow_writes, 3);
+        // Each write starts after the previous one completed, so the flush
+        // is issued 8 x 900 µs later, and the task is done that much later.
+        for m in [DependencyModel::Blocking, DependencyModel::Stream] {
+            assert_eq!(
+                p.predicted(m),
+                2_400_000 + 8 * 900_000,
+                "{} model: {:?}",
+                m.name(),
+                p.predicted_ns
+            );
+        }
+        // The same on a faster drive: the sync ends sooner.
+        let fast_writes = |_: usize, r: &IoRecord| {
+            if r.op == Op::Write {
+                20_000
+            } else {
+                r.latency.map_or(0, |l| l.0)
+            }
+        };
+        let p = predict(&recs, done_at(2_400_000), fast_writes, 1);
+        assert_eq!(
+            p.predicted(DependencyModel::Blocking),
+            2_400_000 - 8 * 80_000
+        );
+    }
+
+    #[test]
+    fn a_preflush_journal_commit_waits_for_the_writes_before_it() {
+        // Writes in flight together (one burst of the flusher), then the
+        // journal's commit block with preflush and FUA from another thread.
+        let mut recs: Vec<IoRecord> = (0..4u64).map(|i| write(i * 1_000, 200_000, 99)).collect();
+        let mut commit = write(400_000, 100_000, 42);
+        commit.flags = Flags::PREFLUSH | Flags::FUA;
+        recs.push(commit);
+        // The burst queues on the target: the i-th write completes after
+        // (i+1) ms.
+        let queued = |i: usize, r: &IoRecord| {
+            if i < 4 {
+                (i as u64 + 1) * 1_000_000 - r.time.0
+            } else {
+                100_000
+            }
+        };
+        let p = predict(&recs, done_at(500_000), queued, 5);
+        // The commit waits for the last write, done at 4 ms instead of at
+        // 203 µs.
+        assert_eq!(
+            p.predicted(DependencyModel::Blocking),
+            500_000 + (4_000_000 - 203_000)
+        );
+    }
+
+    #[test]
+    fn writeback_the_task_did_not_wait_for_moves_nothing() {
+        // Plain writes with no flush after them before the done mark, and a
+        // flush after the mark (background writeback and a journal commit
+        // once the task was over): a slow drive changes nothing.
+        let mut recs = vec![rec(0, Op::Read, 100_000, 7)];
+        recs.extend((0..4u64).map(|i| write(200_000 + i * 150_000, 100_000, 99)));
+        recs.push(rec(1_000_000, Op::Read, 100_000, 7));
+        recs.extend((0..4u64).map(|i| write(3_000_000 + i * 150_000, 100_000, 99)));
+        recs.push(flush(4_000_000, 50_000, 99));
+        let slow_writes = |_: usize, r: &IoRecord| {
+            if r.op == Op::Write {
+                5_000_000
+            } else {
+                r.latency.map_or(0, |l| l.0)
+            }
+        };
+        let p = predict(&recs, done_at(1_200_000), slow_writes, 2);
+        assert_eq!(p.predicted(DependencyModel::Blocking), 1_200_000);
+        assert_eq!(p.predicted(DependencyModel::Stream), 1_200_000);
+    }
+
+    #[test]
+    fn an_o_direct_write_is_waited_for_by_its_issuer() {
+        // O_DIRECT (and O_SYNC) writes carry the sync flag: the task's next
+        // read waits for each.
+        let recs: Vec<IoRecord> = (0..5u64)
+            .map(|i| {
+                let mut w = rec(i * 300_000, Op::Write, 100_000, 7);
+                w.flags = Flags::SYNC;
+                w
+            })
+            .collect();
+        let p = predict(&recs, done_at(1_400_000), |_, _| 600_000, 1);
+        assert_eq!(
+            p.predicted(DependencyModel::Blocking),
+            1_400_000 + 5 * 500_000
         );
     }
 

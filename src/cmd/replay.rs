@@ -85,8 +85,12 @@ pub struct RunArgs {
     /// Realtime: issue on the original absolute schedule, regardless of completions.
     #[arg(long)]
     pub open_loop: bool,
-    /// Most I/Os in flight at once (in every mode).
-    #[arg(long, default_value_t = 32)]
+    /// Most I/Os in flight at once (in every mode). The default is the
+    /// depth the validity study's predictions were checked at: a trace's
+    /// writeback bursts reach well past 32 in flight, and an I/O held back
+    /// for a slot is not timed while it waits, so a shallower cap hides the
+    /// queueing a task's flush waits behind.
+    #[arg(long, default_value_t = 128)]
     pub queue_depth: u32,
     /// Issuing rings, one thread each. 0: one per target the trace's devices
     /// go to when there are two CPUs per ring, else one. 1: one ring for all. N > 1: one per target, and in compressed
