@@ -62,6 +62,10 @@ pub enum DbError {
     },
     #[error("no run {0} in the results database (`tracemark results list` shows the ids)")]
     NoSuchRun(i64),
+    /// Refused by the result reader (not a result, a key given twice, a
+    /// newer schema version).
+    #[error(transparent)]
+    Refused(#[from] results::parse::ParseError),
     #[error("{origin}: not a tracemark result: {reason}")]
     NotAResult { origin: String, reason: String },
 }

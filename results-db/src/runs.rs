@@ -2,8 +2,6 @@
 //! listing with filters, reading one back, labels, removal.
 
 use crate::{DbError, ResultsDb};
-use results::consistency::ConsistencyResult;
-use results::SuiteResult;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 
@@ -33,37 +31,13 @@ impl RunKind {
     }
 }
 
-/// A result as it is parsed: a suite or replay run, or a consistency test.
-#[derive(Debug, Clone)]
-pub enum AnyResult {
-    Suite(Box<SuiteResult>),
-    Consistency(Box<ConsistencyResult>),
-}
+pub use results::parse::AnyResult;
 
-impl AnyResult {
-    /// Parses a result file's text: a consistency test has `rounds`, any
-    /// other result is a suite or replay run. `origin` names the text in
-    /// the error.
-    pub fn parse(json: &str, origin: &str) -> Result<AnyResult, DbError> {
-        let bad = |reason: String| DbError::NotAResult {
-            origin: origin.to_string(),
-            reason,
-        };
-        let value: serde_json::Value =
-            serde_json::from_str(json).map_err(|e| bad(format!("not JSON: {e}")))?;
-        if !value.is_object() {
-            return Err(bad("not a JSON object".into()));
-        }
-        if value.get("rounds").is_some() {
-            serde_json::from_value(value)
-                .map(|r| AnyResult::Consistency(Box::new(r)))
-                .map_err(|e| bad(format!("not a consistency result: {e}")))
-        } else {
-            serde_json::from_value(value)
-                .map(|r| AnyResult::Suite(Box::new(r)))
-                .map_err(|e| bad(format!("not a replay or suite result: {e}")))
-        }
-    }
+/// Parses a result's text with [`results::parse::any`], the reader every
+/// command shares: what `compare` refuses is never stored or ranked, and a
+/// run's validity is judged from its data. `origin` names the text.
+pub fn parse(json: &str, origin: &str) -> Result<AnyResult, DbError> {
+    Ok(results::parse::any(json, origin)?)
 }
 
 /// The indexed columns of a run, from its result.
@@ -109,7 +83,9 @@ impl Columns {
                 score: r.suite.map(|s| s.score),
                 score_low: r.suite.and_then(|s| s.score_ci).map(|c| c.low),
                 score_high: r.suite.and_then(|s| s.score_ci).map(|c| c.high),
-                valid: r.valid,
+                // The one judge, from the data: an imported file's own
+                // `valid` key is not taken on trust.
+                valid: results::validity::judge(r).valid,
                 tool_version: r.tool.version.clone(),
             },
             AnyResult::Consistency(r) => Columns {
@@ -142,7 +118,7 @@ impl Columns {
     }
 
     pub fn of_json(json: &str, origin: &str) -> Result<Columns, DbError> {
-        Ok(Columns::of(&AnyResult::parse(json, origin)?))
+        Ok(Columns::of(&parse(json, origin)?))
     }
 }
 
@@ -343,7 +319,7 @@ impl ResultsDb {
 
     /// Parses and stores a result file's text (`tracemark results import`).
     pub fn import(&self, json: &str, origin: &str) -> Result<Stored, DbError> {
-        let parsed = AnyResult::parse(json, origin)?;
+        let parsed = parse(json, origin)?;
         self.store(&parsed, json, origin)
     }
 

@@ -150,9 +150,9 @@ fn remove_and_label_name_a_missing_run() {
 fn text_that_is_not_a_result_is_refused_naming_it() {
     let (_d, db) = open();
     for (text, what) in [
-        ("{", "not JSON"),
+        ("{", "not a tracemark result file"),
         ("[1,2]", "not a JSON object"),
-        ("{\"a\":1}", "not a replay or suite result"),
+        ("{\"a\":1}", "missing field `tool`"),
     ] {
         let err = db.import(text, "bad.json").err().unwrap().to_string();
         assert!(err.contains("bad.json") && err.contains(what), "{err}");

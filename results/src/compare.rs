@@ -25,6 +25,10 @@ pub enum CompareError {
         column: usize,
         reason: String,
     },
+    /// Read, but refused by [`crate::parse`] (a key given twice, a newer
+    /// schema version, a consistency test).
+    #[error(transparent)]
+    Refused(crate::parse::ParseError),
     #[error("no result files to compare")]
     NoResults,
     /// More `--label`s than result files.
@@ -32,28 +36,27 @@ pub enum CompareError {
     TooManyLabels { labels: usize, results: usize },
 }
 
-/// Reads one result file (`tracemark replay/suite --json`), judged from its
-/// data ([`crate::validity`]) whatever version wrote it.
+/// Reads one result file (`tracemark replay/suite --json`) with
+/// [`crate::parse`], judged from its data whatever version wrote it.
 pub fn load_result(path: &Path) -> Result<SuiteResult, CompareError> {
     let text = std::fs::read_to_string(path).map_err(|source| CompareError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    let mut result: SuiteResult = serde_json::from_str(&text).map_err(|e| {
-        let position = format!(" at line {} column {}", e.line(), e.column());
-        let reason = e.to_string();
-        CompareError::Parse {
+    crate::parse::suite(&text, &path.display().to_string()).map_err(|e| match e {
+        crate::parse::ParseError::Syntax {
+            line,
+            column,
+            reason,
+            ..
+        } => CompareError::Parse {
             path: path.to_path_buf(),
-            line: e.line(),
-            column: e.column(),
-            reason: reason
-                .strip_suffix(&position)
-                .unwrap_or(&reason)
-                .to_string(),
-        }
-    })?;
-    crate::validity::apply(&mut result);
-    Ok(result)
+            line,
+            column,
+            reason,
+        },
+        other => CompareError::Refused(other),
+    })
 }
 
 /// One result in the comparison: a column.

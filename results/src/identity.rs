@@ -3,14 +3,11 @@
 //! and which set of traces was run. Everything here is optional in the file:
 //! results written before schema version 2 have none of it and still read.
 
+pub use crate::schema::{
+    first_schema_version, is_first_schema_version, DriveIdentity, FilesystemInfo, SCHEMA_VERSION,
+};
 use crate::schema::{SuiteResult, TargetInfo, TargetKind};
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-
-/// The result file's schema version: 1 is every file without the field
-/// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
-/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
-pub const SCHEMA_VERSION: u32 = 2;
 
 /// The form a drive's serial number is stored in unless `--keep-serial`:
 /// `sha256:` and the first 16 hex digits of the serial's SHA-256. The same
@@ -26,68 +23,6 @@ pub fn is_hashed_serial(stored: &str) -> bool {
     stored
         .strip_prefix("sha256:")
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
-}
-
-/// The schema version of a file that does not say (written before the field).
-pub fn first_schema_version() -> u32 {
-    1
-}
-
-/// Version 1 is written as it was: without the field, so such a file read
-/// and written back is the same file.
-pub fn is_first_schema_version(v: &u32) -> bool {
-    *v == 1
-}
-
-/// A block device as sysfs describes it (a partition: its whole disk).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DriveIdentity {
-    /// The kernel's name (`nvme0n1`, `sda`, `zram0`).
-    pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub firmware: Option<String>,
-    /// The serial number, or `sha256:` and the first 16 hex digits of its
-    /// SHA-256 unless `--keep-serial`: enough to tell two drives of one
-    /// model apart without publishing which drive it was.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub serial: Option<String>,
-    pub capacity_bytes: u64,
-    pub logical_block_size: u64,
-    pub physical_block_size: u64,
-    pub rotational: bool,
-    /// `queue/max_sectors_kb`, `queue/max_hw_sectors_kb`, `queue/nr_requests`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_sectors_kb: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_hw_sectors_kb: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nr_requests: Option<u64>,
-    /// The I/O scheduler in use (`none`, `mq-deadline`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scheduler: Option<String>,
-    /// `nvme`, `sata`, `scsi`, `usb`, `virtio`, `mmc`, `loop`, `zram`,
-    /// `device-mapper`, or what the device path says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<String>,
-}
-
-/// The filesystem a file target lives on.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FilesystemInfo {
-    /// The target file's absolute path (the result's `path` is as given).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub file: String,
-    /// `ext4`, `xfs`, `tmpfs`, ...
-    pub fs_type: String,
-    pub mount_point: String,
-    pub mount_options: String,
-    /// The mount's source (`/dev/vda1`, `overlay`).
-    pub source: String,
-    /// The block device under it, when there is one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drive: Option<DriveIdentity>,
 }
 
 impl TargetInfo {

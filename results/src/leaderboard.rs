@@ -88,16 +88,19 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
     let mut by_drive: Vec<(String, String, Vec<Entry>)> = Vec::new();
     for e in entries {
         let why = if !e.result.valid {
-            Some("marked not valid")
+            Some(format!(
+                "not valid: {}",
+                e.result.invalid_reasons.join("; ")
+            ))
         } else if e.result.interrupted {
-            Some("interrupted")
+            Some("interrupted".to_string())
         } else if e.result.suite.is_none() {
-            Some("no suite score")
+            Some("no suite score".to_string())
         } else {
             None
         };
         if let Some(why) = why {
-            left_out.push((e.id, why.to_string()));
+            left_out.push((e.id, why));
             continue;
         }
         if mode.is_empty() {

@@ -6,6 +6,8 @@
 //!   target and host; [`options`]: the replay options it records;
 //!   [`consistency`]: the consistency test's result; [`identity`]: the
 //!   drive, filesystem and trace set a result was measured on.
+//! - [`parse`]: the one reader of result files (duplicate keys and newer
+//!   schema versions refused, validity judged from the data).
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`validity`]: whether a result's figures can be trusted, judged from
 //!   its data whatever version wrote it.
@@ -24,6 +26,7 @@ pub mod identity;
 pub mod leaderboard;
 pub mod merge;
 pub mod options;
+pub mod parse;
 pub mod schema;
 pub mod stats;
 pub mod text;

@@ -7,6 +7,73 @@ use crate::options::{ReplayOptions, TimingMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The result file's schema version: 1 is every file without the field
+/// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
+/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The schema version of a file that does not say (written before the field).
+pub fn first_schema_version() -> u32 {
+    1
+}
+
+/// Version 1 is written as it was: without the field, so such a file read
+/// and written back is the same file.
+pub fn is_first_schema_version(v: &u32) -> bool {
+    *v == 1
+}
+
+/// A block device as sysfs describes it (a partition: its whole disk).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DriveIdentity {
+    /// The kernel's name (`nvme0n1`, `sda`, `zram0`).
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firmware: Option<String>,
+    /// The serial number, or `sha256:` and the first 16 hex digits of its
+    /// SHA-256 unless `--keep-serial`: enough to tell two drives of one
+    /// model apart without publishing which drive it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<String>,
+    pub capacity_bytes: u64,
+    pub logical_block_size: u64,
+    pub physical_block_size: u64,
+    pub rotational: bool,
+    /// `queue/max_sectors_kb`, `queue/max_hw_sectors_kb`, `queue/nr_requests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_hw_sectors_kb: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u64>,
+    /// The I/O scheduler in use (`none`, `mq-deadline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// `nvme`, `sata`, `scsi`, `usb`, `virtio`, `mmc`, `loop`, `zram`,
+    /// `device-mapper`, or what the device path says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<String>,
+}
+
+/// The filesystem a file target lives on.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FilesystemInfo {
+    /// The target file's absolute path (the result's `path` is as given).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// `ext4`, `xfs`, `tmpfs`, ...
+    pub fs_type: String,
+    pub mount_point: String,
+    pub mount_options: String,
+    /// The mount's source (`/dev/vda1`, `overlay`).
+    pub source: String,
+    /// The block device under it, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drive: Option<DriveIdentity>,
+}
+
 /// I/Os of the trace that were not sent to the target, by reason.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
@@ -378,21 +445,21 @@ pub struct TargetInfo {
     /// A block device's identity from sysfs (absent for a file target and
     /// before schema version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub drive: Option<crate::identity::DriveIdentity>,
+    pub drive: Option<DriveIdentity>,
     /// A file target's filesystem and the device under it (absent for a
     /// block device and before schema version 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filesystem: Option<crate::identity::FilesystemInfo>,
+    pub filesystem: Option<FilesystemInfo>,
 }
 
 /// The result file (`--json`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteResult {
-    /// [`crate::identity::SCHEMA_VERSION`] when written; 1 in files older
+    /// [`SCHEMA_VERSION`] when written; 1 in files older
     /// than the field.
     #[serde(
-        default = "crate::identity::first_schema_version",
-        skip_serializing_if = "crate::identity::is_first_schema_version"
+        default = "first_schema_version",
+        skip_serializing_if = "is_first_schema_version"
     )]
     pub schema_version: u32,
     /// The suite's name (`tracemark suite`), absent for `replay`.
@@ -428,40 +495,6 @@ pub struct SuiteResult {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<crate::fleet::FleetRank>,
-}
-
-impl SuiteResult {
-    /// Marks traces whose figures cannot be trusted (device errors, I/Os
-    /// left out unasked: [`crate::validity`]), and the result with them,
-    /// each with its reason. A replay whose I/Os fail measures the failures,
-    /// not the drive: its score must never pass for a real one.
-    /// Interruption is the caller's to mark, with its cause; issue lateness
-    /// is judged by readers only, so a loaded machine's replay still ends
-    /// with its ordinary exit status.
-    pub fn mark_validity(&mut self) {
-        self.invalid_reasons.clear();
-        for t in &mut self.traces {
-            let problems: Vec<String> =
-                crate::validity::trace_problems(t, self.mode, &self.options)
-                    .into_iter()
-                    .filter(|p| {
-                        !matches!(
-                            p,
-                            crate::validity::Problem::Interrupted
-                                | crate::validity::Problem::LateIssue { .. }
-                        )
-                    })
-                    .map(|p| p.to_string())
-                    .collect();
-            if !problems.is_empty() {
-                let reason = problems.join("; ");
-                t.valid = false;
-                self.invalid_reasons.push(format!("{}: {reason}", t.name));
-                t.invalid_reason = Some(reason);
-            }
-        }
-        self.valid = self.traces.iter().all(|t| t.valid);
-    }
 }
 
 /// What preconditioning did, over all targets.

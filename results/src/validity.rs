@@ -131,6 +131,34 @@ pub fn trace_problems(t: &TraceResult, mode: TimingMode, options: &ReplayOptions
     problems
 }
 
+// The writer's marking lives beside the judge, so the schema holds types only.
+impl SuiteResult {
+    /// Marks traces whose figures cannot be trusted (device errors, I/Os
+    /// left out unasked: [`crate::validity`]), and the result with them,
+    /// each with its reason. A replay whose I/Os fail measures the failures,
+    /// not the drive: its score must never pass for a real one.
+    /// Interruption is the caller's to mark, with its cause; issue lateness
+    /// is judged by readers only, so a loaded machine's replay still ends
+    /// with its ordinary exit status.
+    pub fn mark_validity(&mut self) {
+        self.invalid_reasons.clear();
+        for t in &mut self.traces {
+            let problems: Vec<String> = trace_problems(t, self.mode, &self.options)
+                .into_iter()
+                .filter(|p| !matches!(p, Problem::Interrupted | Problem::LateIssue { .. }))
+                .map(|p| p.to_string())
+                .collect();
+            if !problems.is_empty() {
+                let reason = problems.join("; ");
+                t.valid = false;
+                self.invalid_reasons.push(format!("{}: {reason}", t.name));
+                t.invalid_reason = Some(reason);
+            }
+        }
+        self.valid = self.traces.iter().all(|t| t.valid);
+    }
+}
+
 /// The judgement of a whole result: valid or not, and why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verdict {

@@ -31,5 +31,6 @@ mod replay_metrics;
 mod replay_timing;
 mod results_db;
 mod results_export;
+mod results_judged;
 mod results_leaderboard;
 mod snapshots;

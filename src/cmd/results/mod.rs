@@ -234,7 +234,7 @@ fn list(db: &ResultsDb, a: ListArgs) -> Result<i32> {
 fn load(db: &ResultsDb, id: i64) -> Result<(RunRow, AnyResult, String)> {
     let row = db.get(id)?;
     let json = row.result_json.clone().unwrap_or_default();
-    let parsed = AnyResult::parse(&json, &format!("run {id}"))?;
+    let parsed = results_db::runs::parse(&json, &format!("run {id}"))?;
     Ok((row, parsed, json))
 }
 
