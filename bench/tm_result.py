@@ -185,9 +185,12 @@ TABLES = {"pairs": pairs_table, "caps": caps_table, "runs": runs_table}
 
 
 def main(argv):
-    if len(argv) < 2 or argv[0] in ("-h", "--help"):
-        print(__doc__.strip(), file=sys.stderr if len(argv) < 2 else sys.stdout)
-        return 0 if argv and argv[0] in ("-h", "--help") else 2
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    if len(argv) < 2:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
     if argv[0] in TABLES:
         TABLES[argv[0]](*argv[1:])
         return 0

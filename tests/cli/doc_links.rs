@@ -156,3 +156,91 @@ fn the_anchor_rule_is_githubs() {
         ["a.md", "c.md#d"]
     );
 }
+
+/// Where `text` names a tracker issue ("issue 12", "Issues #3"): the
+/// repository has no tracker, so comments and documents say what was meant.
+/// A verb followed by a figure ("ranks issue 1.37x") is not one.
+fn issue_references(text: &str) -> Vec<String> {
+    let lower = text.to_lowercase();
+    let bytes = lower.as_bytes();
+    let mut found = Vec::new();
+    let mut from = 0;
+    while let Some(i) = lower[from..].find("issue") {
+        let start = from + i;
+        from = start + 5;
+        if start > 0 && bytes[start - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let mut j = start + 5;
+        if bytes.get(j) == Some(&b's') {
+            j += 1;
+        }
+        if bytes.get(j) != Some(&b' ') {
+            continue;
+        }
+        j += 1;
+        if bytes.get(j) == Some(&b'#') {
+            j += 1;
+        }
+        let digits = j;
+        while bytes.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        let figure = matches!(bytes.get(j), Some(b'x'))
+            || (bytes.get(j) == Some(&b'.') && bytes.get(j + 1).is_some_and(u8::is_ascii_digit));
+        if j > digits && !figure {
+            found.push(text[start..j].to_string());
+        }
+    }
+    found
+}
+
+fn tree_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        if path.is_dir() {
+            tree_files(&path, out);
+        } else if ["rs", "md", "sh", "py", "toml", "c"]
+            .iter()
+            .any(|ext| path.extension().is_some_and(|e| e == *ext))
+        {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_file_refers_to_a_tracker_issue() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    tree_files(root, &mut files);
+    let this = Path::new(file!()).file_name().unwrap();
+    let mut hits = Vec::new();
+    for file in files.iter().filter(|f| f.file_name() != Some(this)) {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        for (n, line) in text.lines().enumerate() {
+            for r in issue_references(line) {
+                let shown = file.strip_prefix(root).unwrap().display();
+                hits.push(format!("{shown}:{}: {r}", n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "issue numbers:\n{}", hits.join("\n"));
+}
+
+#[test]
+fn issue_references_are_told_from_the_verb() {
+    assert_eq!(
+        issue_references("see issue 12, and Issues #3"),
+        ["issue 12", "Issues #3"]
+    );
+    assert!(issue_references("4 ranks issue 1.37x and 1.50x").is_empty());
+    assert!(issue_references("the issue lateness p99 18 µs").is_empty());
+    assert!(issue_references("reissue 5 times").is_empty());
+}
