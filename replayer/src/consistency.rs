@@ -559,7 +559,7 @@ pub fn write_json(result: &ConsistencyResult, path: &Path) -> Result<(), ReplayE
     };
     let text =
         serde_json::to_string_pretty(result).map_err(|e| out_err(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n").map_err(out_err)
+    Ok(outfile::write(path, (text + "\n").as_bytes())?)
 }
 
 #[cfg(test)]
