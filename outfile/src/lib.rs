@@ -38,8 +38,13 @@ use std::path::{Path, PathBuf};
 /// Why an output was not written.
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
-    #[error("{} is {kind}; an output must be a regular file or a new path (refusing to replace it; `-` writes to standard output)", path.display())]
-    Special { path: PathBuf, kind: &'static str },
+    #[error("{} is {kind}{via}; an output must be a regular file or a new path (refusing to replace it; `-` writes to standard output)", path.display())]
+    Special {
+        path: PathBuf,
+        kind: &'static str,
+        /// " (the target of the link L)" when the output was a link.
+        via: String,
+    },
     #[error("{} is not a file name", path.display())]
     NotAFileName { path: PathBuf },
     #[error("{}: the file name is {len} bytes, longer than the {max} its filesystem allows", path.display())]
@@ -201,6 +206,7 @@ impl AtomicFile {
                 return Err(OutputError::Special {
                     path: self.requested.clone(),
                     kind,
+                    via: String::new(),
                 });
             }
         }

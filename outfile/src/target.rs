@@ -71,10 +71,13 @@ pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
     match fs::metadata(output) {
         Ok(meta) => {
             if let Some(kind) = refused_kind(&meta) {
-                return Err(OutputError::Special {
-                    path: output.to_path_buf(),
-                    kind,
-                });
+                let path = follow_links(output).unwrap_or_else(|_| output.to_path_buf());
+                let via = if path == output {
+                    String::new()
+                } else {
+                    format!(" (the target of the link {})", output.display())
+                };
+                return Err(OutputError::Special { path, kind, via });
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
