@@ -153,7 +153,7 @@ impl AtomicFile {
                     .create_new(true)
                     .mode(0o666)
                     .open(&path)
-                    .map_err(|e| io_err(&path, e))?;
+                    .map_err(|e| io_err(output, e))?;
                 (
                     file,
                     Temp::Named {
@@ -162,7 +162,7 @@ impl AtomicFile {
                     },
                 )
             }
-            Err(e) => return Err(io_err(&dir, e)),
+            Err(e) => return Err(io_err(output, e)),
         };
         if let Some(old) = existing {
             keep_mode_and_owner(&file, &old).map_err(|e| io_err(&target, e))?;
