@@ -111,6 +111,12 @@ fn io_err(path: &Path, source: io::Error) -> OutputError {
 impl AtomicFile {
     /// Checks `output` and opens the temporary its bytes go to.
     pub fn create(output: &Path) -> Result<AtomicFile, OutputError> {
+        AtomicFile::create_with(output, true)
+    }
+
+    /// [`AtomicFile::create`], with `O_TMPFILE` tried or not (tests use the
+    /// named temporary of filesystems without it).
+    fn create_with(output: &Path, unnamed: bool) -> Result<AtomicFile, OutputError> {
         let (target, dir, existing) = match resolve(output)? {
             Resolved::Stdout => {
                 let fd = io::stdout()
@@ -132,12 +138,16 @@ impl AtomicFile {
             } => (target, dir, existing),
         };
         temp::sweep(&dir);
-        let (file, temp) = match OpenOptions::new()
-            .write(true)
-            .mode(0o666)
-            .custom_flags(libc::O_TMPFILE)
-            .open(&dir)
-        {
+        let tried = if unnamed {
+            OpenOptions::new()
+                .write(true)
+                .mode(0o666)
+                .custom_flags(libc::O_TMPFILE)
+                .open(&dir)
+        } else {
+            Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+        };
+        let (file, temp) = match tried {
             Ok(file) => (file, Temp::Unnamed { dir: dir.clone() }),
             // No O_TMPFILE on this filesystem (or kernel): a named file.
             Err(e)

@@ -141,3 +141,69 @@ fn a_new_file_follows_the_umask_and_an_old_one_keeps_its_mode() {
     write(&out, b"b").unwrap();
     assert_eq!(fs::metadata(&out).unwrap().mode() & 0o7777, 0o640);
 }
+
+/// Where the filesystem has no `O_TMPFILE` the temporary has a name: a
+/// stop signal (default action) removes it before the process ends, and
+/// the old file stays. Run in a child process of this test binary.
+#[test]
+fn a_stop_signal_removes_a_named_temporary() {
+    if let Some(out) = std::env::var_os("OUTFILE_SIGNAL_CHILD") {
+        let sig: i32 = std::env::var("OUTFILE_SIGNAL").unwrap().parse().unwrap();
+        let mut f = AtomicFile::create_with(Path::new(&out), false).unwrap();
+        f.write_all(b"half of the new").unwrap();
+        // SAFETY: signals this process.
+        unsafe { libc::kill(libc::getpid(), sig) };
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        unreachable!("the signal ends the process");
+    }
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        fs::write(&out, b"old").unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        // No core file from SIGQUIT, and none in the source tree.
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut child, || {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &none);
+                Ok(())
+            });
+        }
+        let status = child
+            .current_dir(dir.path().parent().unwrap())
+            .args(["--exact", "tests::a_stop_signal_removes_a_named_temporary"])
+            .env("OUTFILE_SIGNAL_CHILD", &out)
+            .env("OUTFILE_SIGNAL", sig.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(fs::read(&out).unwrap(), b"old");
+        assert_eq!(entries(dir.path()), ["r.json"], "signal {sig}");
+    }
+}
+
+/// A named temporary is removed when the write is dropped, and renamed
+/// over the output on commit.
+#[test]
+fn a_named_temporary_is_whole_or_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    fs::write(&out, b"old").unwrap();
+    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    f.write_all(b"new").unwrap();
+    assert_eq!(entries(dir.path()).len(), 2);
+    drop(f);
+    assert_eq!(entries(dir.path()), ["r.json"]);
+    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    f.write_all(b"new").unwrap();
+    f.commit().unwrap();
+    assert_eq!(fs::read(&out).unwrap(), b"new");
+    assert_eq!(entries(dir.path()), ["r.json"]);
+}
