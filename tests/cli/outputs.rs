@@ -235,6 +235,18 @@ fn a_kill_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
     let d = dir.path();
     let t = trace(d, "big.tmt", 400_000);
     let csv = msr_csv(d, 200_000);
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tests/fixtures/replay-file.json");
+    // In its own folder: a killed reader may leave SQLite's -wal and -shm.
+    let db = d.join("db").join("results.db");
+    let o = tracemark()
+        .args(["results", "import"])
+        .arg(&fixture)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let jobs: Vec<(&str, Vec<String>)> = vec![
         (
             "out.csv",
@@ -264,6 +276,26 @@ fn a_kill_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
                 "--format".into(),
                 "msr".into(),
                 "-q".into(),
+                "-o".into(),
+            ],
+        ),
+        (
+            "report.html",
+            vec![
+                "compare".into(),
+                fixture.display().to_string(),
+                fixture.display().to_string(),
+                "--html".into(),
+            ],
+        ),
+        (
+            "all.json",
+            vec![
+                "results".into(),
+                "export".into(),
+                "--all".into(),
+                "--db".into(),
+                db.display().to_string(),
                 "-o".into(),
             ],
         ),
