@@ -6,7 +6,6 @@
 //! `cargo install`, or with the checkout gone.
 
 use anyhow::{bail, Context, Result};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 mod embedded {
@@ -40,13 +39,7 @@ fn write_if_different(path: &Path, bytes: &[u8]) -> Result<()> {
     if std::fs::read(path).is_ok_and(|have| have == bytes) {
         return Ok(());
     }
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    let mut f = std::fs::File::create(&tmp).with_context(|| format!("{}", tmp.display()))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .with_context(|| format!("{}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("{}", path.display()))?;
-    Ok(())
+    Ok(outfile::write(path, bytes)?)
 }
 
 /// The suite file of profile `name`, with its traces beside it, written out

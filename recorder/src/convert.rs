@@ -429,14 +429,8 @@ pub fn convert(
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
-    for input in inputs {
-        if !is_stdin(input) && same_file(input, output) {
-            return Err(ConvertError::usage(
-                UsageKind::BadOutput,
-                format!("the output {} is also an input", output.display()),
-            ));
-        }
-    }
+    let files = inputs.iter().filter(|i| !is_stdin(i));
+    outfile::refuse_inputs(output, files, None).map_err(crate::tmt_output::output_error)?;
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();
@@ -466,11 +460,4 @@ pub fn convert(
         messages: outcome.messages,
         warnings: outcome.warnings,
     })
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(x), Ok(y)) => x == y,
-        _ => false,
-    }
 }

@@ -14,6 +14,7 @@ use crate::convert::{check_options, normalise_options, parse_inputs, ConvertOpti
 use crate::error::{ConvertError, UsageKind};
 use crate::formats::Format;
 use crate::normalize::{Normaliser, RecordSink};
+use crate::tmt_output::OutputFile;
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -59,7 +60,7 @@ pub fn volume_file_name(base: &str, device: DeviceId) -> String {
 
 struct VolumeOut {
     device: DeviceId,
-    temp: PathBuf,
+    temp: OutputFile,
     output: PathBuf,
     first_time: Nanos,
     writer: TraceWriter<BufWriter<File>>,
@@ -74,8 +75,6 @@ struct Router<'a> {
     writer: WriterOptions,
     devices: Vec<DeviceId>,
     outs: Vec<Option<VolumeOut>>,
-    /// Every temporary file created, removed on failure.
-    temps: Vec<PathBuf>,
 }
 
 impl Router<'_> {
@@ -88,12 +87,7 @@ impl Router<'_> {
         })?;
         let name = volume_file_name(&self.base, device);
         let output = self.dir.join(&name);
-        let temp = self.dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let file = File::create(&temp).map_err(|source| ConvertError::Io {
-            path: temp.clone(),
-            source,
-        })?;
-        self.temps.push(temp.clone());
+        let (temp, file) = OutputFile::create(&output)?;
         let mut header = self.template.clone();
         header.name = name.trim_end_matches(".tmt").to_string();
         if let Some(f) = self.format.get() {
@@ -209,15 +203,9 @@ pub fn convert_split(
         },
         devices: Vec::new(),
         outs: Vec::new(),
-        temps: Vec::new(),
     };
-    let result = split_into(inputs, opts, &mut router, &detected);
-    if result.is_err() {
-        for temp in &router.temps {
-            let _ = std::fs::remove_file(temp);
-        }
-    }
-    result
+    // On failure every temporary is dropped, leaving no file.
+    split_into(inputs, opts, &mut router, &detected)
 }
 
 fn split_into(
@@ -257,9 +245,9 @@ fn split_into(
             capture_start_unix_ns: outcome.tail.capture_start_unix_ns,
         };
         let (buffered, summary) = out.writer.finish(&tail)?;
-        let temp = out.temp;
+        let output = out.output.clone();
         let io_error = |source| ConvertError::Io {
-            path: temp.clone(),
+            path: output.clone(),
             source,
         };
         let mut file = buffered
@@ -268,7 +256,7 @@ fn split_into(
         file.flush().map_err(io_error)?;
         file.sync_all().map_err(io_error)?;
         done.push((
-            temp,
+            (out.temp, file),
             SplitTrace {
                 device: out.device,
                 output: out.output,
@@ -278,12 +266,8 @@ fn split_into(
     }
     // Renamed only once every trace is complete.
     let mut traces = Vec::with_capacity(done.len());
-    for (temp, trace) in done {
-        std::fs::rename(&temp, &trace.output).map_err(|source| ConvertError::Io {
-            path: trace.output.clone(),
-            source,
-        })?;
-        router.temps.retain(|t| t != &temp);
+    for ((temp, file), trace) in done {
+        temp.commit(file)?;
         traces.push(trace);
     }
     traces.sort_by_key(|t| t.device);

@@ -2,25 +2,14 @@
 //! starts (an output that cannot be written stops it early), filled with
 //! normalised records, then committed into place in one step or discarded.
 //!
-//! The trace is written to an unnamed temporary file (`O_TMPFILE`) in the
-//! output's folder and linked into place only on commit, so a failed, killed
-//! or interrupted run leaves nothing behind, not even a temporary file. Where
-//! the filesystem has no `O_TMPFILE`, a hidden `.NAME.tmp-PID` beside the
-//! output is used instead (removed on failure; only a `kill -9` can leave it).
-//! Either way the output appears complete or not at all (a rename).
-//!
-//! The output must be a regular file or not exist yet: a device node, FIFO,
-//! socket or directory is refused, never replaced. A symbolic link is
-//! followed (as a shell's `>` does): its target is written, the link stays.
+//! The file itself is written by [`outfile::AtomicFile`], the workspace's one
+//! writer: whole or absent, special files refused, a symbolic link followed.
 
 use crate::error::{ConvertError, UsageKind};
 use crate::normalize::RecordSink;
-use std::ffi::CString;
-use std::fs::{self, File, OpenOptions};
+use outfile::{AtomicFile, OutputError};
+use std::fs::File;
 use std::io::{self, BufWriter};
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use trace_format::{
     IoRecord, IssueEvent, Summary, TraceHeader, TraceTail, TraceWriter, WriterOptions,
@@ -33,203 +22,41 @@ fn io_error(path: &Path, source: io::Error) -> ConvertError {
     }
 }
 
-/// Where the bytes go until commit.
-enum Temp {
-    /// An `O_TMPFILE` file in this folder: no name until it is linked.
-    Unnamed { dir: PathBuf },
-    /// A hidden file beside the output, removed unless committed.
-    Named(PathBuf),
+/// An output the writer refused or failed to write, as a conversion error.
+pub fn output_error(e: OutputError) -> ConvertError {
+    match e {
+        OutputError::Io { path, source } => ConvertError::Io { path, source },
+        refused => ConvertError::usage(UsageKind::BadOutput, refused.to_string()),
+    }
 }
 
-/// The file a trace is written to before it is committed to its output path.
+/// The file a trace is written to before it is committed to its output path
+/// (the workspace's one writer, [`outfile::AtomicFile`]).
 pub struct OutputFile {
     /// The path the trace will have (a symlink's target, resolved).
     target: PathBuf,
-    temp: Temp,
-    committed: bool,
-}
-
-/// What is at `path` now, when it is something `-o` must not replace.
-fn refused_kind(meta: &fs::Metadata) -> Option<&'static str> {
-    let t = meta.file_type();
-    if t.is_dir() {
-        Some("a directory")
-    } else if t.is_block_device() {
-        Some("a block device")
-    } else if t.is_char_device() {
-        Some("a character device")
-    } else if t.is_fifo() {
-        Some("a FIFO")
-    } else if t.is_socket() {
-        Some("a socket")
-    } else {
-        None
-    }
-}
-
-/// The path the trace is written to: `output`, or the file its symbolic
-/// link(s) lead to. `Err` when that is not a regular file (or nothing).
-fn resolve_target(output: &Path) -> Result<PathBuf, ConvertError> {
-    let mut path = output.to_path_buf();
-    for _ in 0..40 {
-        let meta = match fs::symlink_metadata(&path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(path),
-            Err(e) => return Err(io_error(&path, e)),
-        };
-        if meta.file_type().is_symlink() {
-            let link = fs::read_link(&path).map_err(|e| io_error(&path, e))?;
-            path = match path.parent() {
-                Some(dir) if link.is_relative() => dir.join(link),
-                _ => link,
-            };
-            continue;
-        }
-        if let Some(kind) = refused_kind(&meta) {
-            let via = if path == output {
-                String::new()
-            } else {
-                format!(" (the target of the link {})", output.display())
-            };
-            return Err(ConvertError::usage(
-                UsageKind::BadOutput,
-                format!(
-                    "{} is {kind}{via}; the output must be a regular file or a new path \
-                     (refusing to replace it)",
-                    path.display()
-                ),
-            ));
-        }
-        return Ok(path);
-    }
-    Err(ConvertError::usage(
-        UsageKind::BadOutput,
-        format!("{}: too many levels of symbolic links", output.display()),
-    ))
+    file: AtomicFile,
 }
 
 impl OutputFile {
     /// Checks `output` and opens the temporary file the trace is written to.
     pub fn create(output: &Path) -> Result<(OutputFile, File), ConvertError> {
-        let target = resolve_target(output)?;
-        let name = target
-            .file_name()
-            .ok_or_else(|| {
-                ConvertError::usage(
-                    UsageKind::BadOutput,
-                    format!("{} is not a file name", output.display()),
-                )
-            })?
-            .to_os_string();
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        match OpenOptions::new()
-            .write(true)
-            .mode(0o666)
-            .custom_flags(libc::O_TMPFILE)
-            .open(&dir)
-        {
-            Ok(file) => {
-                return Ok((
-                    OutputFile {
-                        target,
-                        temp: Temp::Unnamed { dir },
-                        committed: false,
-                    },
-                    file,
-                ))
-            }
-            // No O_TMPFILE on this filesystem (or kernel): a named file.
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL | libc::ENOSYS)
-                ) => {}
-            Err(e) => return Err(io_error(&dir, e)),
-        }
-        let temp = dir.join(format!(
-            ".{}.tmp-{}",
-            name.to_string_lossy(),
-            std::process::id()
-        ));
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&temp)
-            .map_err(|e| io_error(&temp, e))?;
+        let file = AtomicFile::create(output).map_err(output_error)?;
+        let handle = file.file().try_clone().map_err(|e| io_error(output, e))?;
         Ok((
             OutputFile {
-                target,
-                temp: Temp::Named(temp),
-                committed: false,
+                target: file.target().to_path_buf(),
+                file,
             },
-            file,
+            handle,
         ))
     }
 
     /// Flushes `file` (the one [`OutputFile::create`] returned) to disk and
     /// puts it at the output path, replacing what was there.
-    pub fn commit(mut self, file: File) -> Result<(), ConvertError> {
-        file.sync_all().map_err(|e| io_error(&self.target, e))?;
-        let named = match &self.temp {
-            Temp::Named(path) => path.clone(),
-            Temp::Unnamed { dir } => {
-                // linkat cannot replace a file: link under a hidden name,
-                // then rename over the output.
-                let hidden = dir.join(format!(
-                    ".{}.tmp-{}",
-                    self.target
-                        .file_name()
-                        .map(|n| n.to_string_lossy().to_string())
-                        .unwrap_or_default(),
-                    std::process::id()
-                ));
-                let _ = fs::remove_file(&hidden);
-                link_unnamed(&file, &hidden).map_err(|e| io_error(&hidden, e))?;
-                self.temp = Temp::Named(hidden.clone());
-                hidden
-            }
-        };
+    pub fn commit(self, file: File) -> Result<(), ConvertError> {
         drop(file);
-        fs::rename(&named, &self.target).map_err(|e| io_error(&self.target, e))?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-/// Gives an `O_TMPFILE` file the name `path`.
-fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
-    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let to = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    // SAFETY: both are valid NUL-terminated paths.
-    let rc = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-impl Drop for OutputFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            if let Temp::Named(path) = &self.temp {
-                let _ = fs::remove_file(path);
-            }
-        }
+        self.file.commit().map_err(output_error)
     }
 }
 
@@ -331,6 +158,10 @@ impl RecordSink for TmtOutput<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ffi::CString;
+    use std::fs;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)
@@ -347,9 +178,7 @@ mod tests {
         let out = dir.path().join("t.tmt");
         let (output, mut file) = OutputFile::create(&out).unwrap();
         io::Write::write_all(&mut file, b"partial").unwrap();
-        if matches!(output.temp, Temp::Unnamed { .. }) {
-            assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
-        }
+        assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
         drop(output);
         drop(file);
         assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
@@ -400,8 +229,8 @@ mod tests {
         // The message says what the path is and that it is kept.
         assert_eq!(
             err.to_string(),
-            "/dev/null is a character device; the output must be a regular file or a new \
-             path (refusing to replace it)"
+            "/dev/null is a character device; an output must be a regular file or a new \
+             path (refusing to replace it; `-` writes to standard output)"
         );
         let fifo = dir.path().join("fifo");
         let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
@@ -413,7 +242,7 @@ mod tests {
         assert_eq!(err.usage_kind(), Some(UsageKind::BadOutput), "{err}");
         let err = err.to_string();
         assert!(
-            err.contains("is a FIFO") && err.contains("(the target of the link"),
+            err.contains("is a FIFO") && err.contains("to-fifo.tmt"),
             "{err}"
         );
         assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());

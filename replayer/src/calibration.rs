@@ -8,6 +8,7 @@
 use crate::metrics::RecordChecksum;
 use crate::prediction::DependencyModel;
 use results::schema::{SuiteResult, TraceResult};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use trace_format::{task_note, CaptureDrivePrediction, TaskMarks, TraceFile, TraceWriter};
 
@@ -45,6 +46,8 @@ pub enum CalibrationError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Output(#[from] outfile::OutputError),
 }
 
 impl CalibrationError {
@@ -153,6 +156,10 @@ pub fn calibrate(
         trace: trace.to_path_buf(),
         source,
     };
+    // The output may be the trace itself (calibrated in place), never the
+    // result it is calibrated from; checked before any work.
+    outfile::refuse_inputs(out, [result_path], None)?;
+    outfile::check(out)?;
     let file = TraceFile::open(trace).map_err(format_error)?;
     let mut sum = RecordChecksum::default();
     for r in file.records() {
@@ -180,34 +187,20 @@ pub fn calibrate(
         path: out.to_path_buf(),
         source,
     };
-    let dir = match out.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = out
-        .file_name()
-        .map_or_else(|| "trace".to_string(), |n| n.to_string_lossy().to_string());
-    let tmp = dir.join(format!(".{name}.calibrating-{}", std::process::id()));
-    let written = (|| -> Result<(), CalibrationError> {
-        let f = std::fs::File::create(&tmp).map_err(write_error)?;
-        let mut w =
-            TraceWriter::new(std::io::BufWriter::new(f), file.header()).map_err(format_error)?;
-        for r in file.records() {
-            w.push(&r.map_err(format_error)?).map_err(format_error)?;
-        }
-        let (buf, _) = w.finish(&tail).map_err(format_error)?;
-        let f = buf.into_inner().map_err(|e| write_error(e.into_error()))?;
-        f.sync_all().map_err(write_error)?;
-        // The copy is read back whole before it replaces anything.
-        TraceFile::open(&tmp)
-            .and_then(|t| t.verify())
-            .map_err(format_error)?;
-        std::fs::rename(&tmp, out).map_err(write_error)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+    let mut output = outfile::AtomicFile::create(out)?;
+    let mut w = TraceWriter::new(std::io::BufWriter::new(&mut output), file.header())
+        .map_err(format_error)?;
+    for r in file.records() {
+        w.push(&r.map_err(format_error)?).map_err(format_error)?;
     }
-    written?;
+    let (buf, _) = w.finish(&tail).map_err(format_error)?;
+    buf.into_inner().map_err(|e| write_error(e.into_error()))?;
+    // The copy is read back whole before it replaces anything.
+    let written = PathBuf::from(format!("/proc/self/fd/{}", output.file().as_raw_fd()));
+    TraceFile::open(&written)
+        .and_then(|t| t.verify())
+        .map_err(format_error)?;
+    output.commit()?;
     Ok(Calibration {
         name: t.name.clone(),
         capture_drive,

@@ -295,6 +295,7 @@ pub fn run_consistency(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     crate::clock::use_fine_timer_slack();
+    check_file_fits(traces, target, opts)?;
     let (info, size) = probe_target(target, opts)?;
     let drive = Drive {
         path: target,
@@ -364,6 +365,41 @@ fn check_options(
         return Err(ReplayError::Options(
             "--write-queue-depth must be between 1 and 4096".into(),
         ));
+    }
+    Ok(())
+}
+
+/// A file target is the size asked (`--size`, or larger when it already is):
+/// the suite passes replay into it, never beyond. A suite that needs more
+/// of it (with its mapping) is refused before anything is written, instead
+/// of growing the file past the size the result records.
+fn check_file_fits(
+    traces: &[&dyn TraceSource],
+    target: &Path,
+    opts: &ConsistencyOptions,
+) -> Result<(), ReplayError> {
+    let existing = match std::fs::metadata(target) {
+        Ok(m) if !m.is_file() => return Ok(()),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    };
+    let have = existing.max(opts.file_size) / 4096 * 4096;
+    let mut need = 0;
+    for t in traces {
+        let scan = TraceScan::scan(t.name(), t.records())?;
+        need = need.max(scan.required_bytes_for(opts.suite.mapping, |_| true));
+    }
+    let need = need.saturating_add(opts.suite.target_offset);
+    if need > have {
+        return Err(ReplayError::Options(format!(
+            "{}: the suite's traces need {} MiB of the target (mapping {:?}), the file is {} MiB: \
+             give --size {}M or more (the file is never grown past the size the result records)",
+            target.display(),
+            need.div_ceil(MIB),
+            format!("{:?}", opts.suite.mapping).to_lowercase(),
+            have / MIB,
+            need.div_ceil(MIB)
+        )));
     }
     Ok(())
 }
@@ -559,7 +595,7 @@ pub fn write_json(result: &ConsistencyResult, path: &Path) -> Result<(), ReplayE
     };
     let text =
         serde_json::to_string_pretty(result).map_err(|e| out_err(std::io::Error::other(e)))?;
-    std::fs::write(path, text + "\n").map_err(out_err)
+    Ok(outfile::write(path, (text + "\n").as_bytes())?)
 }
 
 #[cfg(test)]

@@ -53,6 +53,8 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Written(#[from] outfile::OutputError),
 }
 
 /// Why a target was refused, for a caller (or a test) to act on without

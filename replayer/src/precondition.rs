@@ -292,10 +292,7 @@ fn save_marker(target: &Target, set: &RegionSet) {
         let _ = std::fs::create_dir_all(dir);
     }
     if let Ok(text) = serde_json::to_string(&m) {
-        let tmp = path.with_extension("json.tmp");
-        if std::fs::write(&tmp, text).is_ok() {
-            let _ = std::fs::rename(&tmp, &path);
-        }
+        let _ = outfile::write(&path, text.as_bytes());
     }
 }
 

@@ -426,43 +426,11 @@ pub fn host_info() -> HostInfo {
 
 /// Writes the result file (pretty JSON).
 pub fn write_json(result: &SuiteResult, path: &Path) -> Result<(), ReplayError> {
-    let output = |source| ReplayError::Output {
+    let text = serde_json::to_string_pretty(result).map_err(|e| ReplayError::Output {
         path: path.to_path_buf(),
-        source,
-    };
-    let text =
-        serde_json::to_string_pretty(result).map_err(|e| output(std::io::Error::other(e)))?;
-    write_atomically(path, (text + "\n").as_bytes()).map_err(output)
-}
-
-/// Writes `bytes` to `path` so that a reader sees the old file or the whole
-/// new one, never a part: a temporary file beside it, synced, then renamed
-/// over it (a full disk leaves the old file as it was and no temporary
-/// behind). A path that exists and is not a regular file (`/dev/stdout`, a
-/// FIFO) is written directly, never replaced.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-        return std::fs::write(path, bytes);
-    }
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .map_or_else(|| "result".to_string(), |n| n.to_string_lossy().to_string());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+        source: std::io::Error::other(e),
+    })?;
+    Ok(outfile::write(path, (text + "\n").as_bytes())?)
 }
 
 #[cfg(test)]

@@ -45,6 +45,13 @@ pub enum DbError {
         found: i64,
         known: i64,
     },
+    #[error("{}: the results database must be a regular file, or a new path in a writable folder; this is {kind} (give another file with --db or TRACEMARK_DB)", path.display())]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("{}: the folder of the results database is not writable ({source}); SQLite keeps its journal beside the database (give another file with --db or TRACEMARK_DB)", path.display())]
+    FolderNotWritable {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{}: cannot create the directory: {source}", path.display())]
     Directory {
         path: PathBuf,
@@ -68,6 +75,64 @@ pub enum DbError {
     Refused(#[from] results::parse::ParseError),
     #[error("{origin}: not a tracemark result: {reason}")]
     NotAResult { origin: String, reason: String },
+}
+
+/// The database must be a regular file (or nothing yet) in a folder this
+/// process can write (SQLite makes its journal and WAL files beside it):
+/// anything else is one clear error before SQLite touches it, so a device
+/// node or FIFO is never opened and no journal is left beside one.
+fn check_path(path: &Path) -> Result<(), DbError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::FileTypeExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        let t = meta.file_type();
+        let kind = if t.is_file() {
+            None
+        } else if t.is_dir() {
+            Some("a directory")
+        } else if t.is_block_device() {
+            Some("a block device")
+        } else if t.is_char_device() {
+            Some("a character device")
+        } else if t.is_fifo() {
+            Some("a FIFO")
+        } else if t.is_socket() {
+            Some("a socket")
+        } else {
+            Some("not a regular file")
+        };
+        if let Some(kind) = kind {
+            return Err(DbError::NotAFile {
+                path: path.to_path_buf(),
+                kind,
+            });
+        }
+    }
+    let dir = match std::fs::canonicalize(path)
+        .ok()
+        .as_deref()
+        .and_then(Path::parent)
+    {
+        Some(d) => d.to_path_buf(),
+        None => match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        },
+    };
+    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        DbError::FolderNotWritable {
+            path: path.to_path_buf(),
+            source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        }
+    })?;
+    // SAFETY: a valid NUL-terminated path.
+    if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        return Err(DbError::FolderNotWritable {
+            path: path.to_path_buf(),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    Ok(())
 }
 
 /// An open results database.
@@ -99,6 +164,7 @@ impl ResultsDb {
                 source,
             })?;
         }
+        check_path(path)?;
         check_magic(path)?;
         // SQLite's own locks do not order a first open: two programs that
         // both hold a read lock and both ask to switch a new file to WAL get

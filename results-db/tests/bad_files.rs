@@ -88,3 +88,43 @@ fn refused(path: &std::path::Path) -> results_db::DbError {
         Err(e) => e,
     }
 }
+
+/// A database path that is a directory, a FIFO or (through a symbolic link)
+/// a character device is one clear error before SQLite opens anything: no
+/// journal, WAL or lock file appears beside it, and a FIFO does not hang.
+#[test]
+fn a_special_file_as_database_is_refused_before_any_work() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("a-folder");
+    std::fs::create_dir(&sub).unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let null = dir.path().join("results.db");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let listing = || {
+        let mut v: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        v.sort();
+        v
+    };
+    let before = listing();
+    for (path, kind) in [
+        (&sub, "a directory"),
+        (&fifo, "a FIFO"),
+        (&null, "a character device"),
+    ] {
+        let err = refused(path);
+        assert!(matches!(err, DbError::NotAFile { .. }), "{err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains(kind) && text.contains("regular file"),
+            "{text}"
+        );
+    }
+    assert_eq!(listing(), before);
+}

@@ -34,6 +34,9 @@ pub struct CalibrateArgs {
 }
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
+    let out = args.output.as_ref().unwrap_or(&args.trace);
+    let db = super::store::DbArgs::from_env().path().ok();
+    outfile::refuse_inputs(out, [&args.from], db.as_deref())?;
     let result = results::compare::load_result(&args.from)?;
     let out = args.output.as_ref().unwrap_or(&args.trace);
     let c = replayer::calibration::calibrate(&args.trace, &result, &args.from, out)

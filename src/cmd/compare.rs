@@ -31,6 +31,12 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs) -> Result<i32> {
+    let inputs: Vec<&std::path::Path> = args.results.iter().map(PathBuf::as_path).collect();
+    super::store::check_outputs(
+        args.html.as_deref(),
+        &inputs,
+        &super::store::DbArgs::from_env(),
+    )?;
     let mut results = Vec::with_capacity(args.results.len());
     for path in &args.results {
         results.push((path.clone(), load_result(path)?));
@@ -42,11 +48,8 @@ pub fn run(args: CompareArgs) -> Result<i32> {
     print!("{}", compare_tables(&comparison));
     if let Some(path) = &args.html {
         // Whole or not at all: a full disk keeps the previous report.
-        replayer::suite::write_atomically(
-            path,
-            results::html::compare_report(&comparison).as_bytes(),
-        )
-        .with_context(|| format!("{}: cannot write the report", path.display()))?;
+        outfile::write(path, results::html::compare_report(&comparison).as_bytes())
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
         println!("\nreport written to {}", path.display());
     }
     Ok(0)

@@ -90,6 +90,10 @@ impl ConsistencyObserver for Steps {
 }
 
 pub fn run(args: ConsistencyArgs) -> Result<i32> {
+    let outputs = args.json.iter().chain(&args.html).map(PathBuf::as_path);
+    let mut inputs: Vec<&std::path::Path> = args.traces.iter().map(PathBuf::as_path).collect();
+    inputs.push(args.target.as_path());
+    super::store::check_outputs(outputs, &inputs, &args.store.db)?;
     let db = args.store.open()?;
     let paths = if args.traces.is_empty() {
         let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
@@ -137,7 +141,7 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         replayer::consistency::write_json(&result, path)?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, results::html::consistency_report(&result))
+        outfile::write(path, results::html::consistency_report(&result).as_bytes())
             .with_context(|| format!("{}: cannot write the report", path.display()))?;
     }
     let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";

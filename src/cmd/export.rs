@@ -3,7 +3,6 @@
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use recorder::formats::{fio, tmt_csv};
-use recorder::tmt_output::OutputFile;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use trace_format::TraceFile;
@@ -41,6 +40,11 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs) -> Result<i32> {
     let path = &args.trace;
+    // `-` or no -o: standard output. An output over the trace is refused
+    // before anything is read.
+    let output = args.output.clone().unwrap_or_else(|| PathBuf::from("-"));
+    let db = super::store::DbArgs::from_env().path().ok();
+    outfile::refuse_inputs(&output, [path], db.as_deref())?;
     let file = TraceFile::open(path).with_context(|| format!("{}", path.display()))?;
     if let ExportFormat::Parquet = args.format {
         let output = args
@@ -50,29 +54,9 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         export_parquet(&file, output)?;
         return Ok(0);
     }
-    // A file output is written under no name (or a hidden one) and put in
-    // place only when whole: an error, a full disk or a signal leaves the
-    // old file as it was and no half file. A path that exists and is not a
-    // regular file (`/dev/stdout`, a FIFO) is written directly.
-    let mut pending = None;
-    let sink: Box<dyn Write> = match &args.output {
-        Some(o) if std::fs::metadata(o).is_ok_and(|m| !m.is_file()) => Box::new(
-            std::fs::OpenOptions::new()
-                .write(true)
-                .open(o)
-                .with_context(|| format!("cannot open {}", o.display()))?,
-        ),
-        Some(o) => {
-            let (output, file) = OutputFile::create(o)?;
-            let copy = file
-                .try_clone()
-                .with_context(|| format!("{}", o.display()))?;
-            pending = Some((output, file));
-            Box::new(copy)
-        }
-        None => Box::new(std::io::stdout().lock()),
-    };
-    let mut out = BufWriter::with_capacity(1 << 20, sink);
+    // Written whole or not at all (the old file kept on any failure).
+    let mut sink = outfile::AtomicFile::create(&output)?;
+    let mut out = BufWriter::with_capacity(1 << 20, &mut sink);
     let records = file
         .records()
         .map(|r| r.with_context(|| format!("{}", path.display())));
@@ -97,17 +81,19 @@ pub fn run(args: ExportArgs) -> Result<i32> {
         .and_then(|()| out.flush().map_err(anyhow::Error::from))
         .with_context(|| format!("writing {target}"))?;
     drop(out);
-    if let Some((output, file)) = pending {
-        output.commit(file)?;
-    }
+    sink.commit()?;
     Ok(0)
 }
 
 #[cfg(feature = "parquet")]
 fn export_parquet(file: &TraceFile, output: &std::path::Path) -> Result<()> {
-    let out = std::fs::File::create(output)
-        .with_context(|| format!("cannot create {}", output.display()))?;
-    recorder::formats::parquet::write(file.records(), &file.footer().tail.devices, out, output)?;
+    let sink = outfile::AtomicFile::create(output)?;
+    let handle = sink
+        .file()
+        .try_clone()
+        .with_context(|| format!("{}", output.display()))?;
+    recorder::formats::parquet::write(file.records(), &file.footer().tail.devices, handle, output)?;
+    sink.commit()?;
     Ok(())
 }
 

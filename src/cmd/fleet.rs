@@ -133,7 +133,9 @@ fn write_failure(path: &Path, placement: &Placement, error: &anyhow::Error) {
     };
     let written = serde_json::to_string_pretty(&file)
         .map_err(std::io::Error::other)
-        .and_then(|text| std::fs::write(path, text + "\n"));
+        .and_then(|text| {
+            outfile::write(path, (text + "\n").as_bytes()).map_err(std::io::Error::other)
+        });
     if let Err(e) = written {
         eprintln!(
             "tracemark: cannot write the failure record {}: {e}",

@@ -26,6 +26,9 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs) -> Result<i32> {
+    let files: Vec<&std::path::Path> = args.results.iter().map(PathBuf::as_path).collect();
+    let db = super::store::DbArgs::from_env();
+    super::store::check_outputs(args.output.as_deref(), &files, &db)?;
     let inputs: Vec<(String, RankInput)> = args
         .results
         .iter()
@@ -42,7 +45,7 @@ pub fn run(args: MergeArgs) -> Result<i32> {
     print!("{}", fleet_table(&fleet));
     if let Some(path) = &args.output {
         let text = serde_json::to_string_pretty(&fleet)? + "\n";
-        replayer::suite::write_atomically(path, text.as_bytes())
+        outfile::write(path, text.as_bytes())
             .with_context(|| format!("{}: cannot write the fleet result", path.display()))?;
     }
     Ok(if fleet.valid { 0 } else { 2 })

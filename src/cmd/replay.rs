@@ -185,6 +185,10 @@ pub fn replay_paths(
     let mut opts = args.options();
     opts.idle_policy = idle_policy;
     let opts = checked(opts)?;
+    let mut inputs: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
+    inputs.extend(args.target.iter().map(PathBuf::as_path));
+    inputs.extend(args.device_map.iter().map(|r| r.target.as_path()));
+    super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)?;
     let mut sources = Vec::with_capacity(traces.len());
     for path in traces {
         sources.push(TmtSource::open(path)?);

@@ -17,6 +17,14 @@ pub struct DbArgs {
 }
 
 impl DbArgs {
+    /// The database of a command without `--db` (`TRACEMARK_DB`, else the
+    /// default): the file its outputs must never replace.
+    pub fn from_env() -> DbArgs {
+        DbArgs {
+            db: std::env::var_os("TRACEMARK_DB").map(PathBuf::from),
+        }
+    }
+
     /// The database file this command uses.
     pub fn path(&self) -> Result<PathBuf> {
         match &self.db {
@@ -76,5 +84,21 @@ pub fn store(db: Option<&ResultsDb>, result: &AnyResult, json: &str) -> Result<(
         results::text::escape_control(&db.path().display().to_string()),
         stored.id()
     );
+    Ok(())
+}
+
+/// Before any work: each output can be written (see [`outfile::check`]) and
+/// is none of `inputs` nor the results database (by device and inode, so
+/// another name for the same file is caught too).
+pub fn check_outputs<'a>(
+    outputs: impl IntoIterator<Item = &'a std::path::Path>,
+    inputs: &[&std::path::Path],
+    db: &DbArgs,
+) -> Result<()> {
+    let db = db.path().ok();
+    for out in outputs {
+        outfile::refuse_inputs(out, inputs.iter().copied(), db.as_deref())?;
+        outfile::check(out)?;
+    }
     Ok(())
 }

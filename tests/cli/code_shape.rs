@@ -308,3 +308,138 @@ fn test_module_files_are_found() {
         "{files:?}"
     );
 }
+
+/// The calls that create, replace or truncate a file. Outside the writer
+/// crate (`outfile/`) only [`WRITER_EXCEPTIONS`] may use them.
+const FILE_WRITING_CALLS: &[&str] = &[
+    "File::create(",
+    "fs::write(",
+    "OpenOptions::new(",
+    "File::options(",
+    "fs::rename(",
+    "fs::copy(",
+    "O_TRUNC",
+];
+
+/// (file, call, why it is not an output): each entry must still match, so
+/// the list cannot go stale.
+const WRITER_EXCEPTIONS: &[(&str, &str, &str)] = &[
+    ("replayer/src/target.rs", "OpenOptions::new(", "the replay target: a device or scratch file the user names for I/O, written in place by design"),
+    ("replayer/src/in_use.rs", "OpenOptions::new(", "opens a device or file only to ask whether it is in use"),
+    ("replayer/src/cpu_idle.rs", "OpenOptions::new(", "the kernel's /dev/cpu_dma_latency request, held open"),
+    ("recorder/src/capture/ring.rs", "OpenOptions::new(", "reads the kernel's tracefs ring buffers"),
+    ("recorder/src/capture/text_pipe.rs", "OpenOptions::new(", "reads the kernel's tracefs trace pipe"),
+    ("recorder/src/capture/session.rs", "OpenOptions::new(", "writes tracefs control files (kernel settings, not files)"),
+    ("trace-format/src/reader.rs", "OpenOptions::new(", "opens a trace for reading"),
+];
+
+/// Whether `line` has `call` not as the tail of a longer name
+/// (`AtomicFile::create(` is not `File::create(`).
+fn contains_call(line: &str, call: &str) -> bool {
+    line.match_indices(call).any(|(at, _)| {
+        !line[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+/// Lines of `source` outside `#[cfg(test)]` items, with their numbers.
+fn non_test_lines(source: &str) -> Vec<(usize, &str)> {
+    let lines: Vec<&str> = source.lines().collect();
+    let mut kept = Vec::new();
+    let mut cfg_test = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let trimmed = line.trim_start();
+        let indent = &line[..line.len() - trimmed.len()];
+        if trimmed.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+        } else if std::mem::take(&mut cfg_test)
+            && !(trimmed.starts_with("#[") || trimmed.starts_with("//") || trimmed.is_empty())
+        {
+            i = item_end(&lines, i, indent) + 1;
+            continue;
+        } else if trimmed.starts_with("#[") || trimmed.is_empty() {
+            cfg_test = cfg_test && trimmed.starts_with("#[");
+        } else if !trimmed.starts_with("//") {
+            kept.push((i + 1, line));
+        }
+        i += 1;
+    }
+    kept
+}
+
+/// Every file tracemark writes goes through the one writer (`outfile`):
+/// no product code outside it creates, truncates or renames a file.
+/// Left out: tests, test modules, `fuzz/` and `bench/` (developer tools
+/// that write their own scratch files), examples and `build.rs`.
+#[test]
+fn every_output_goes_through_the_one_writer() {
+    let mut files = Vec::new();
+    rust_files(root(), true, &mut files);
+    let test_files: HashSet<PathBuf> = files
+        .iter()
+        .flat_map(|f| test_module_files(f, &std::fs::read_to_string(f).unwrap()))
+        .collect();
+    let mut found = Vec::new();
+    let mut used = HashSet::new();
+    for f in &files {
+        let rel = relative(f);
+        let skipped = ["outfile/", "fuzz/", "bench/"]
+            .iter()
+            .any(|p| rel.starts_with(p))
+            || rel.contains("/examples/")
+            || rel == "build.rs"
+            || test_files.contains(f);
+        if skipped {
+            continue;
+        }
+        let source = std::fs::read_to_string(f).unwrap();
+        for (number, line) in non_test_lines(&source) {
+            for call in FILE_WRITING_CALLS {
+                if !contains_call(line, call) {
+                    continue;
+                }
+                match WRITER_EXCEPTIONS
+                    .iter()
+                    .position(|(file, c, _)| *file == rel && c == call)
+                {
+                    Some(i) => {
+                        used.insert(i);
+                    }
+                    None => found.push(format!("{rel}:{number}: {}", line.trim())),
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "files written outside the writer crate (use outfile::write or outfile::AtomicFile):\n{}",
+        found.join("\n")
+    );
+    let stale: Vec<_> = (0..WRITER_EXCEPTIONS.len())
+        .filter(|i| !used.contains(i))
+        .map(|i| WRITER_EXCEPTIONS[i].0)
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "exceptions that no longer match: {stale:?}"
+    );
+}
+
+#[test]
+fn the_writer_scan_skips_test_items_only() {
+    let source = "fn a() {\n    std::fs::write(p, b);\n}\n#[cfg(test)]\nmod tests {\n    fn b() {\n        File::create(x);\n    }\n}\nfn c() {}\n";
+    let lines: Vec<usize> = non_test_lines(source).iter().map(|(n, _)| *n).collect();
+    assert_eq!(lines, [1, 2, 3, 10]);
+    assert!(contains_call(
+        "let f = std::fs::File::create(p)?;",
+        "File::create("
+    ));
+    assert!(!contains_call(
+        "let f = AtomicFile::create(p)?;",
+        "File::create("
+    ));
+}

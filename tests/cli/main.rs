@@ -24,6 +24,7 @@ mod fleet;
 mod html_report;
 mod info_export;
 mod installed_binary;
+mod outputs;
 mod parsers_never_panic;
 mod reference_traces;
 mod replay_mapping;

@@ -264,7 +264,7 @@ fn a_full_disk_while_writing_the_result_keeps_the_old_one_whole() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.contains(".tmp-"))
+        .filter(|n| n.contains(".tmp-") || n.starts_with(".tmk-"))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }
@@ -344,7 +344,7 @@ fn a_full_disk_while_writing_the_html_report_keeps_the_old_one() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.contains(".tmp-"))
+        .filter(|n| n.contains(".tmp-") || n.starts_with(".tmk-"))
         .collect();
     assert!(left.is_empty(), "temporary files left: {left:?}");
 }

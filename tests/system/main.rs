@@ -19,6 +19,7 @@ mod fault_injection;
 mod fleet;
 mod io_worker_cpu;
 mod io_wq_work;
+mod outputs_full_disk;
 mod precondition;
 mod replay_cli;
 mod replay_exact;

@@ -15,6 +15,12 @@ use trace_format::{Bytes, Nanos, Sectors};
 /// reported as bad, so one runaway line cannot exhaust memory.
 pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 
+/// Most bytes a line may run without a line end before the input is given
+/// up as not line text (`/dev/zero`, a binary file, a pipe that never ends
+/// a line): the limit is applied while reading, so such an input is one
+/// error within a fraction of a second, not a read that never ends.
+pub(crate) const MAX_RUNAWAY_BYTES: u64 = 16 * 1024 * 1024;
+
 /// Largest time or latency a source may give: 2^62 ns, about 146 years. Source
 /// clocks are relative or Unix-based after conversion, so anything larger is
 /// garbage, and staying below it keeps every later sum far from overflow.
@@ -53,6 +59,9 @@ pub(crate) struct LineReader<'a> {
     pub saw_content: bool,
     /// Whether lines starting with `#` are skipped (and counted as comments).
     skip_comments: bool,
+    /// The rest of the over-long line just returned is still to be skipped
+    /// (after it was reported, so a sink that stops stops before the skip).
+    skip_pending: bool,
 }
 
 /// The note comment lines are counted under.
@@ -120,6 +129,7 @@ impl<'a> LineReader<'a> {
             number: 0,
             saw_content: false,
             skip_comments: true,
+            skip_pending: false,
         }
     }
 
@@ -166,13 +176,26 @@ impl<'a> LineReader<'a> {
         }
     }
 
-    /// Skips the rest of an over-long line (through its `\n`).
+    /// Skips the rest of an over-long line (through its `\n`); an error
+    /// once the line has run [`MAX_RUNAWAY_BYTES`] without one.
     fn skip_rest_of_line(&mut self) -> Result<(), ConvertError> {
+        let mut skipped = MAX_LINE_BYTES as u64;
         loop {
             let unread = self.block.get(self.start..self.end).unwrap_or(&[]);
             if let Some(i) = find_newline(unread) {
                 self.start += i + 1;
                 return Ok(());
+            }
+            skipped += unread.len() as u64;
+            if skipped > MAX_RUNAWAY_BYTES {
+                return Err(ConvertError::Invalid {
+                    location: Location::line(self.file, self.number.max(1)).to_string(),
+                    reason: format!(
+                        "no line end in the first {} MiB of this line: the input is not \
+                         line text (a binary file, a device, or a stream that never ends a line)",
+                        MAX_RUNAWAY_BYTES >> 20
+                    ),
+                });
             }
             self.start = self.end;
             if !self.refill()? {
@@ -207,7 +230,7 @@ impl<'a> LineReader<'a> {
         self.long
             .extend_from_slice(unread.get(..MAX_LINE_BYTES).unwrap_or(unread));
         self.start += self.long.len();
-        self.skip_rest_of_line()?;
+        self.skip_pending = true;
         Ok(Found::Long)
     }
 
@@ -238,6 +261,9 @@ impl<'a> LineReader<'a> {
     /// bytes are in the block, `None` for an over-long line (its start is in
     /// `long`).
     fn advance(&mut self) -> Result<Option<Option<Range<usize>>>, ConvertError> {
+        if std::mem::take(&mut self.skip_pending) {
+            self.skip_rest_of_line()?;
+        }
         let range = match self.find()? {
             Found::End => return Ok(None),
             Found::Line(len) => {
@@ -741,6 +767,48 @@ mod tests {
         let mut sink = testing::Collect::default();
         assert!(r.next_line(&mut sink).unwrap().is_some());
         assert!(r.next_line(&mut sink).is_err());
+    }
+
+    /// An input that never ends a line (`/dev/zero`, a pipe): it panics
+    /// once far more than the limit has been read, so a reader that waits
+    /// for the line end fails here instead of running forever.
+    struct Endless {
+        read: u64,
+    }
+
+    impl std::io::Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.read += buf.len() as u64;
+            assert!(
+                self.read < 4 * MAX_RUNAWAY_BYTES,
+                "read on past the line limit"
+            );
+            buf.fill(0);
+            Ok(buf.len())
+        }
+    }
+
+    /// A line that never ends is one error while reading: at the line
+    /// limit when the sink stops at bad input, at [`MAX_RUNAWAY_BYTES`]
+    /// (naming the line) when it skips bad lines.
+    #[test]
+    fn an_endless_line_is_an_error_not_a_read_forever() {
+        let mut input = Endless { read: 0 };
+        let mut r = LineReader::new(&mut input, "/dev/zero");
+        let mut sink = testing::Collect::default();
+        assert!(r.next_line(&mut sink).is_err());
+        assert!(input.read <= 2 * BLOCK_BYTES as u64, "{}", input.read);
+
+        let mut input = Endless { read: 0 };
+        let mut r = LineReader::new(&mut input, "/dev/zero");
+        let mut sink = testing::Collect::skipping();
+        let err = r.next_line(&mut sink).err().expect("an error");
+        let text = err.to_string();
+        assert!(
+            text.contains("/dev/zero") && text.contains("no line end"),
+            "{text}"
+        );
+        assert_eq!(sink.bad.len(), 1);
     }
 
     /// Hands out at most a few bytes per read, to exercise refills at every

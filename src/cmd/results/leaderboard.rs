@@ -112,10 +112,10 @@ fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
 }
 
 /// The leaderboard page at `path` and, beside it, each ranked run's report
-/// under the name the page links to.
+/// under the name the page links to. The reports are published first and the
+/// page last, each whole: a page never links to a report not yet written.
 fn write_pages(path: &Path, board: &Leaderboard, entries: Vec<Entry>) -> Result<()> {
-    replayer::suite::write_atomically(path, results::html::leaderboard_report(board).as_bytes())
-        .with_context(|| format!("{}: cannot write the page", path.display()))?;
+    outfile::check(path).with_context(|| format!("{}: cannot write the page", path.display()))?;
     for e in entries {
         let Some(href) = &e.report_href else { continue };
         let target = path.with_file_name(href);
@@ -128,9 +128,11 @@ fn write_pages(path: &Path, board: &Leaderboard, entries: Vec<Entry>) -> Result<
             vec![(PathBuf::from(format!("run {}", e.id)), e.result)],
             &[format!("#{} {label} ({started} UTC)", e.id)],
         )?;
-        replayer::suite::write_atomically(&target, results::html::compare_report(&c).as_bytes())
+        outfile::write(&target, results::html::compare_report(&c).as_bytes())
             .with_context(|| format!("{}: cannot write the report", target.display()))?;
     }
+    outfile::write(path, results::html::leaderboard_report(board).as_bytes())
+        .with_context(|| format!("{}: cannot write the page", path.display()))?;
     Ok(())
 }
 

@@ -132,6 +132,13 @@ pub enum ExportFormat {
 }
 
 pub fn run(args: ResultsArgs) -> Result<i32> {
+    let output = match &args.command {
+        ResultsCommand::Compare { html, .. } => html.as_deref(),
+        ResultsCommand::Export { output, .. } => output.as_deref(),
+        ResultsCommand::Leaderboard(a) => a.html.as_deref(),
+        _ => None,
+    };
+    super::store::check_outputs(output, &[], &args.db)?;
     let db = args.db.open()?;
     match args.command {
         ResultsCommand::List(a) => list(&db, a),
@@ -292,11 +299,8 @@ fn compare(
     }
     print!("{}", results::text::compare_tables(&comparison));
     if let Some(path) = &html {
-        replayer::suite::write_atomically(
-            path,
-            results::html::compare_report(&comparison).as_bytes(),
-        )
-        .with_context(|| format!("{}: cannot write the report", path.display()))?;
+        outfile::write(path, results::html::compare_report(&comparison).as_bytes())
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
         println!("\nreport written to {}", path.display());
     }
     Ok(0)
@@ -341,7 +345,7 @@ fn export(
         ExportFormat::Parquet => results_db::export::parquet_bytes(&rows)?,
     };
     match output {
-        Some(path) => replayer::suite::write_atomically(&path, &bytes)
+        Some(path) => outfile::write(&path, &bytes)
             .with_context(|| format!("{}: cannot write", path.display()))?,
         None => std::io::stdout().lock().write_all(&bytes)?,
     }

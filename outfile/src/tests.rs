@@ -1,0 +1,209 @@
+use super::*;
+use std::os::unix::fs::{symlink, FileTypeExt};
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn writes_whole_and_leaves_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    write(&out, b"old").unwrap();
+    write(&out, b"new").unwrap();
+    assert_eq!(fs::read(&out).unwrap(), b"new");
+    assert_eq!(entries(dir.path()), ["r.json"]);
+}
+
+#[test]
+fn dropped_without_commit_keeps_the_old_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    fs::write(&out, b"old").unwrap();
+    let mut f = AtomicFile::create(&out).unwrap();
+    f.write_all(b"half").unwrap();
+    drop(f);
+    let r = write_with(&out, |w| {
+        w.write_all(b"half")?;
+        Err(io::Error::other("stopped"))
+    });
+    assert!(r.is_err());
+    assert_eq!(fs::read(&out).unwrap(), b"old");
+    assert_eq!(entries(dir.path()), ["r.json"]);
+}
+
+#[test]
+fn a_symlink_is_followed_and_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.tmt");
+    fs::write(&real, b"old").unwrap();
+    fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
+    let link = dir.path().join("link.tmt");
+    symlink("real.tmt", &link).unwrap();
+    write(&link, b"new").unwrap();
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(fs::read(&real).unwrap(), b"new");
+    assert_eq!(fs::metadata(&real).unwrap().mode() & 0o7777, 0o600);
+    // A dangling link: its target is created.
+    let dangling = dir.path().join("d");
+    symlink("made.json", &dangling).unwrap();
+    write(&dangling, b"x").unwrap();
+    assert_eq!(fs::read(dir.path().join("made.json")).unwrap(), b"x");
+}
+
+#[test]
+fn special_files_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let c = CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let link = dir.path().join("to-null");
+    symlink("/dev/null", &link).unwrap();
+    for p in [
+        dir.path().to_path_buf(),
+        fifo.clone(),
+        PathBuf::from("/dev/null"),
+        link.clone(),
+    ] {
+        let e = write(&p, b"x").unwrap_err();
+        assert!(matches!(e, OutputError::Special { .. }), "{p:?}: {e}");
+        assert!(e.to_string().contains("refusing"), "{e}");
+    }
+    assert!(fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+}
+
+#[test]
+fn a_long_name_works_and_a_too_long_one_is_refused_early() {
+    let dir = tempfile::tempdir().unwrap();
+    let long = dir.path().join(format!("{}.json", "r".repeat(250)));
+    write(&long, b"x").unwrap();
+    assert_eq!(fs::read(&long).unwrap(), b"x");
+    let too = dir.path().join("r".repeat(256));
+    assert!(matches!(check(&too), Err(OutputError::NameTooLong { .. })));
+    let missing = dir.path().join("no/such/dir/r.json");
+    assert!(check(&missing).is_err());
+}
+
+#[test]
+fn the_same_file_by_any_path_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.tmt");
+    fs::write(&input, b"trace").unwrap();
+    let hard = dir.path().join("hard");
+    fs::hard_link(&input, &hard).unwrap();
+    let soft = dir.path().join("soft");
+    symlink(&input, &soft).unwrap();
+    let held = File::open(&input).unwrap();
+    let proc_fd = PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()));
+    for out in [&input, &hard, &soft, &proc_fd] {
+        let e = refuse_inputs(out, [&input], None).unwrap_err();
+        assert!(matches!(e, OutputError::IsInput { .. }), "{out:?}");
+        let e = refuse_inputs(out, [Path::new("/nonexistent")], Some(&input)).unwrap_err();
+        assert!(matches!(e, OutputError::IsDatabase { .. }), "{out:?}");
+    }
+    let other = dir.path().join("other");
+    refuse_inputs(&other, [&input], Some(&input)).unwrap();
+    fs::write(&other, b"x").unwrap();
+    refuse_inputs(&other, [&input], Some(&input)).unwrap();
+    refuse_inputs(Path::new("-"), [&input], None).unwrap();
+}
+
+#[test]
+fn a_killed_runs_temporary_is_swept_by_the_next_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let left = dir.path().join(".tmk-4194305-7-0.tmp");
+    fs::write(&left, b"partial").unwrap();
+    write(&dir.path().join("r.json"), b"x").unwrap();
+    assert_eq!(entries(dir.path()), ["r.json"]);
+}
+
+#[test]
+fn a_new_file_follows_the_umask_and_an_old_one_keeps_its_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.html");
+    write(&out, b"a").unwrap();
+    let mode = fs::metadata(&out).unwrap().mode() & 0o777;
+    assert_eq!(mode & 0o022 & !0o644, 0, "{mode:o}");
+    fs::set_permissions(&out, fs::Permissions::from_mode(0o640)).unwrap();
+    write(&out, b"b").unwrap();
+    assert_eq!(fs::metadata(&out).unwrap().mode() & 0o7777, 0o640);
+}
+
+/// Where the filesystem has no `O_TMPFILE` the temporary has a name: a
+/// stop signal (default action) removes it before the process ends, and
+/// the old file stays. Run in a child process of this test binary.
+#[test]
+fn a_stop_signal_removes_a_named_temporary() {
+    if let Some(out) = std::env::var_os("OUTFILE_SIGNAL_CHILD") {
+        let sig: i32 = std::env::var("OUTFILE_SIGNAL").unwrap().parse().unwrap();
+        let mut f = AtomicFile::create_with(Path::new(&out), false).unwrap();
+        f.write_all(b"half of the new").unwrap();
+        // SAFETY: signals this process.
+        unsafe { libc::kill(libc::getpid(), sig) };
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        unreachable!("the signal ends the process");
+    }
+    for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("r.json");
+        fs::write(&out, b"old").unwrap();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        // No core file from SIGQUIT, and none in the source tree.
+        // SAFETY: setrlimit is async-signal-safe.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut child, || {
+                let none = libc::rlimit {
+                    rlim_cur: 0,
+                    rlim_max: 0,
+                };
+                libc::setrlimit(libc::RLIMIT_CORE, &none);
+                Ok(())
+            });
+        }
+        let status = child
+            .current_dir(dir.path().parent().unwrap())
+            .args(["--exact", "tests::a_stop_signal_removes_a_named_temporary"])
+            .env("OUTFILE_SIGNAL_CHILD", &out)
+            .env("OUTFILE_SIGNAL", sig.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(sig), "{status:?}");
+        assert_eq!(fs::read(&out).unwrap(), b"old");
+        assert_eq!(entries(dir.path()), ["r.json"], "signal {sig}");
+    }
+}
+
+/// A named temporary is removed when the write is dropped, and renamed
+/// over the output on commit.
+#[test]
+fn a_named_temporary_is_whole_or_gone() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("r.json");
+    fs::write(&out, b"old").unwrap();
+    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    f.write_all(b"new").unwrap();
+    assert_eq!(entries(dir.path()).len(), 2);
+    drop(f);
+    assert_eq!(entries(dir.path()), ["r.json"]);
+    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    f.write_all(b"new").unwrap();
+    f.commit().unwrap();
+    assert_eq!(fs::read(&out).unwrap(), b"new");
+    assert_eq!(entries(dir.path()), ["r.json"]);
+}

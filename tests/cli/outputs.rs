@@ -1,0 +1,477 @@
+//! Every output is written by one writer (`outfile`): an output that is an
+//! input or the results database is refused by any path to it, a kill at
+//! any moment leaves the old file or the new one whole and no temporary,
+//! the output's name may be as long as the filesystem allows, a line that
+//! never ends is an error, and `consistency --size` keeps the file's size.
+
+use crate::support::replay::{rec, write_trace};
+use crate::support::{result_fixture, tracemark};
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+use trace_format::Op;
+
+fn trace(dir: &Path, name: &str, n: u64) -> PathBuf {
+    let records: Vec<_> = (0..n)
+        .map(|i| {
+            let op = if i % 3 == 0 { Op::Write } else { Op::Read };
+            rec(i * 20, op, (i * 7919 % 512) * 8192, 4096 * (1 + i % 4))
+        })
+        .collect();
+    let path = dir.join(name);
+    write_trace(&path, name, &records);
+    path
+}
+
+fn msr_csv(dir: &Path, n: u64) -> PathBuf {
+    let mut text = String::new();
+    for i in 0..n {
+        let op = if i % 4 == 0 { "Write" } else { "Read" };
+        text.push_str(&format!(
+            "{},host,0,{op},{},{},100\n",
+            128_166_372_003_061_629u64 + i * 5000,
+            (i * 7919 % 64) * 131_072,
+            4096 * (1 + i % 8)
+        ));
+    }
+    let path = dir.join("in.csv");
+    fs::write(&path, text).unwrap();
+    path
+}
+
+/// The ways a second path reaches the same file.
+#[derive(Debug, Clone, Copy)]
+enum Alias {
+    Name,
+    Symlink,
+    HardLink,
+    ProcFd,
+}
+
+/// Runs `tracemark ARGS` with the output (where `{}` stands) replaced by a
+/// path of kind `alias` to `file`.
+fn run_with_alias(dir: &Path, file: &Path, alias: Alias, args: &[&str], db: &Path) -> Output {
+    let out: PathBuf = match alias {
+        Alias::Name => file.to_path_buf(),
+        Alias::Symlink => {
+            let p = dir.join(format!("link-{}", unique()));
+            symlink(file, &p).unwrap();
+            p
+        }
+        Alias::HardLink => {
+            let p = dir.join(format!("hard-{}", unique()));
+            fs::hard_link(file, &p).unwrap();
+            p
+        }
+        Alias::ProcFd => PathBuf::from("/proc/self/fd/9"),
+    };
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{}", &out.display().to_string()))
+        .collect();
+    let mut c = if let Alias::ProcFd = alias {
+        // The command itself holds the file open as descriptor 9.
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg("exec 9<\"$1\"; shift; exec \"$@\"")
+            .arg("sh")
+            .arg(file)
+            .arg(env!("CARGO_BIN_EXE_tracemark"));
+        crate::support::private_data(&mut c);
+        c
+    } else {
+        tracemark()
+    };
+    c.current_dir(dir)
+        .args(&args)
+        .env("TRACEMARK_DB", db)
+        .output()
+        .unwrap()
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Every command that writes a file refuses, before any work, an output
+/// that is one of its inputs or the results database: by its name, a
+/// symbolic link, a hard link and `/proc/self/fd/N`. The file is unchanged.
+#[test]
+fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d, "t.tmt", 200);
+    let csv = msr_csv(d, 50);
+    let fig = [result_fixture::Figures::new("t", 100.0, 200.0, 80.0)];
+    let r = result_fixture::write(
+        d,
+        "r.json",
+        &result_fixture::result("realtime", "/dev/sdx", None, &fig),
+    );
+    let r2 = result_fixture::write(
+        d,
+        "r2.json",
+        &result_fixture::result("realtime", "/dev/sdy", None, &fig),
+    );
+    let db = d.join("results.db");
+    let o = tracemark()
+        .args(["results", "import"])
+        .arg(&r)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scratch = d.join("scratch.bin");
+    let (ts, rs, r2s, cs, ss) = (
+        t.to_str().unwrap(),
+        r.to_str().unwrap(),
+        r2.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        scratch.to_str().unwrap(),
+    );
+    // (the file that must not be replaced, the command with `{}` as output)
+    let cases: Vec<(&Path, Vec<&str>)> = vec![
+        (&t, vec!["export", ts, "--to", "csv", "-o", "{}"]),
+        (&t, vec!["export", ts, "--to", "fio", "-o", "{}"]),
+        (
+            &csv,
+            vec!["convert", cs, "--format", "msr", "-q", "-o", "{}"],
+        ),
+        (&r, vec!["calibrate", ts, "--from", rs, "-o", "{}"]),
+        (&r, vec!["compare", rs, r2s, "--html", "{}"]),
+        (&r, vec!["merge", rs, r2s, "-o", "{}"]),
+        (&db, vec!["results", "export", "--all", "-o", "{}"]),
+        (&db, vec!["results", "compare", "1", "1", "--html", "{}"]),
+        (&db, vec!["results", "leaderboard", "--html", "{}"]),
+        (&db, vec!["export", ts, "--to", "csv", "-o", "{}"]),
+        (&db, vec!["compare", rs, r2s, "--html", "{}"]),
+        (
+            &t,
+            vec!["replay", ts, "--target", ss, "--no-db", "--json", "{}"],
+        ),
+        (&db, vec!["replay", ts, "--target", ss, "--json", "{}"]),
+        (
+            &t,
+            vec![
+                "consistency",
+                ts,
+                "--target",
+                ss,
+                "--allow-write",
+                "--json",
+                "{}",
+            ],
+        ),
+        (
+            &t,
+            vec![
+                "consistency",
+                ts,
+                "--target",
+                ss,
+                "--allow-write",
+                "--html",
+                "{}",
+            ],
+        ),
+    ];
+    for (file, args) in &cases {
+        for alias in [Alias::Name, Alias::Symlink, Alias::HardLink, Alias::ProcFd] {
+            let before = fs::read(file).unwrap();
+            let started = Instant::now();
+            let o = run_with_alias(d, file, alias, args, &db);
+            let err = String::from_utf8_lossy(&o.stderr);
+            let what = format!("{args:?} by {alias:?}: {err}");
+            assert_eq!(o.status.code(), Some(1), "{what}");
+            assert!(
+                err.contains("same file as the input") || err.contains("is the results database"),
+                "{what}"
+            );
+            assert_eq!(fs::read(file).unwrap(), before, "{what}");
+            // Refused before the work: no scratch file was made.
+            assert!(!scratch.exists(), "{what}");
+            assert!(started.elapsed() < Duration::from_secs(20), "{what}");
+        }
+    }
+}
+
+/// Lists `dir` (names), sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// Runs `args` (output `out`) and kills it with `signal` after `delay`.
+fn run_and_kill(dir: &Path, args: &[String], signal: libc::c_int, delay: Duration) {
+    let mut child = tracemark()
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    // SAFETY: our own child's PID.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    child.wait().unwrap();
+}
+
+/// For each command that writes a large file: SIGKILL and SIGTERM at many
+/// moments of the write leave the previous file or the whole new one, never
+/// a mix; SIGTERM leaves no temporary, and after SIGKILL the next run's
+/// sweep leaves none.
+#[test]
+fn a_kill_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d, "big.tmt", 400_000);
+    let csv = msr_csv(d, 200_000);
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tests/fixtures/replay-file.json");
+    // In its own folder: a killed reader may leave SQLite's -wal and -shm.
+    let db = d.join("db").join("results.db");
+    let o = tracemark()
+        .args(["results", "import"])
+        .arg(&fixture)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let jobs: Vec<(&str, Vec<String>)> = vec![
+        (
+            "out.csv",
+            vec![
+                "export".into(),
+                t.display().to_string(),
+                "--to".into(),
+                "csv".into(),
+                "-o".into(),
+            ],
+        ),
+        (
+            "out.fio",
+            vec![
+                "export".into(),
+                t.display().to_string(),
+                "--to".into(),
+                "fio".into(),
+                "-o".into(),
+            ],
+        ),
+        (
+            "out.tmt",
+            vec![
+                "convert".into(),
+                csv.display().to_string(),
+                "--format".into(),
+                "msr".into(),
+                "-q".into(),
+                "-o".into(),
+            ],
+        ),
+        (
+            "report.html",
+            vec![
+                "compare".into(),
+                fixture.display().to_string(),
+                fixture.display().to_string(),
+                "--html".into(),
+            ],
+        ),
+        (
+            "all.json",
+            vec![
+                "results".into(),
+                "export".into(),
+                "--all".into(),
+                "--db".into(),
+                db.display().to_string(),
+                "-o".into(),
+            ],
+        ),
+    ];
+    for (name, base) in &jobs {
+        let out = d.join(name);
+        let mut args = base.clone();
+        args.push(out.display().to_string());
+        // The whole new file, and how long writing it takes.
+        let started = Instant::now();
+        let o = tracemark().current_dir(d).args(&args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let full = started.elapsed();
+        let new = fs::read(&out).unwrap();
+        let old = b"the previous file\n".to_vec();
+        let before = listing(d);
+        for signal in [libc::SIGKILL, libc::SIGTERM] {
+            for step in 0..10u32 {
+                fs::write(&out, &old).unwrap();
+                run_and_kill(d, &args, signal, full * step / 9);
+                let now = fs::read(&out).unwrap();
+                assert!(
+                    now == old || now == new,
+                    "{name}: signal {signal} at step {step}: a mix ({} bytes)",
+                    now.len()
+                );
+                if signal == libc::SIGTERM {
+                    assert_eq!(listing(d), before, "{name}: SIGTERM at step {step}");
+                }
+            }
+        }
+        // The next run sweeps what a SIGKILL left.
+        let o = tracemark().current_dir(d).args(&args).output().unwrap();
+        assert!(o.status.success());
+        assert_eq!(fs::read(&out).unwrap(), new);
+        assert_eq!(listing(d), before, "{name}: after the next run");
+    }
+}
+
+/// An output name as long as the filesystem allows works (the temporary's
+/// name does not grow with it); a longer one is refused before the replay.
+#[test]
+fn a_long_output_name_works_and_a_too_long_one_is_refused_before_the_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d, "t.tmt", 500);
+    let long = d.join(format!("{}.csv", "n".repeat(251)));
+    let o = tracemark()
+        .arg("export")
+        .arg(&t)
+        .args(["--to", "csv", "-o"])
+        .arg(&long)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(fs::metadata(&long).unwrap().len() > 1000);
+    let json = d.join(format!("{}.json", "n".repeat(252)));
+    let scratch = d.join("scratch.bin");
+    let o = tracemark()
+        .current_dir(d)
+        .arg("replay")
+        .arg(&t)
+        .arg("--target")
+        .arg(&scratch)
+        .arg("--no-db")
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("longer than the 255"), "{err}");
+    assert!(!scratch.exists(), "the replay ran: {err}");
+}
+
+/// A line that never ends (`/dev/zero`, a pipe) is one clear error within
+/// seconds, not a read that runs until killed.
+#[test]
+fn an_endless_line_is_an_error_within_seconds() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.tmt");
+    for skip_bad in [false, true] {
+        let started = Instant::now();
+        let mut c = tracemark();
+        c.args(["convert", "/dev/zero", "--format", "blkparse", "-q", "-o"])
+            .arg(&out);
+        if skip_bad {
+            c.arg("--skip-bad");
+        }
+        let mut child = c.stderr(Stdio::piped()).spawn().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("still reading /dev/zero after 30 s (skip_bad: {skip_bad})");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{err}");
+        assert!(err.contains("/dev/zero") && err.contains("line"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(30));
+        assert!(!out.exists());
+    }
+    // A pipe that never ends a line (and never ends).
+    let mut child = tracemark()
+        .args(["convert", "-", "--format", "blkparse", "-q", "-o"])
+        .arg(&out)
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let block = vec![b'8'; 1 << 16];
+        while stdin.write_all(&block).is_ok() {}
+    });
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("still reading the pipe after 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    assert!(!o.status.success());
+    assert!(!out.exists());
+}
+
+/// `consistency --size` on a file: the file stays the size the result
+/// records; a suite that needs more of it is refused before anything is
+/// written.
+#[test]
+fn consistency_keeps_a_file_target_at_the_size_it_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Reads and writes over 8 MiB.
+    let records: Vec<_> = (0..400u64)
+        .map(|i| {
+            let op = if i % 4 == 0 { Op::Write } else { Op::Read };
+            rec(i * 50, op, (i * 7919 % 64) * 128 * 1024, 4096 * (1 + i % 8))
+        })
+        .collect();
+    let t = d.join("t.tmt");
+    write_trace(&t, "t", &records);
+    let target = d.join("target.bin");
+    let json = d.join("c.json");
+    let run = |size: &str| {
+        tracemark()
+            .arg("consistency")
+            .arg(&t)
+            .arg("--target")
+            .arg(&target)
+            .args(["--size", size, "--allow-write", "--no-db"])
+            .args(["--rounds-degrade", "1", "--rounds-steady", "0"])
+            .args(["--rounds-recovery", "0", "--degrade-start", "200ms"])
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap()
+    };
+    let o = run("4M");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--size 8M"), "{err}");
+    assert!(!target.exists() && !json.exists());
+    let o = run("8M");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = crate::support::read_json(&json);
+    let recorded = r["target"]["size_bytes"].as_u64().unwrap();
+    assert_eq!(fs::metadata(&target).unwrap().len(), recorded);
+    assert_eq!(recorded, 8 << 20);
+}

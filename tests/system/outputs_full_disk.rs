@@ -1,0 +1,200 @@
+//! A full disk under every output: each command that writes a file, with
+//! its output on a private, full 64 KiB tmpfs, fails naming the file and
+//! the cause, and leaves the previous file whole and nothing else.
+
+use crate::support::replay::{rec, write_trace, KIB};
+use crate::support::{require_root, require_tools, tracemark};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use trace_format::Op;
+
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
+    if !require_root() || !require_tools(&["mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let recs: Vec<_> = (0..20_000u64)
+        .map(|i| {
+            let op = if i % 4 == 0 { Op::Write } else { Op::Read };
+            rec(i * 10, op, (i % 512) * 16 * KIB, 4 * KIB)
+        })
+        .collect();
+    let t = d.join("t.tmt");
+    write_trace(&t, "t", &recs);
+    let csv = d.join("in.csv");
+    let lines: String = (0..20_000u64)
+        .map(|i| {
+            format!(
+                "{},h,0,Read,{},4096,100\n",
+                128_166_372_003_061_629u64 + i * 5000,
+                i * 4096
+            )
+        })
+        .collect();
+    std::fs::write(&csv, lines).unwrap();
+    let db = d.join("results.db");
+    let scratch = d.join("scratch.bin");
+    let ctarget = d.join("consistency.bin");
+    // Two stored runs, and their result files.
+    let mut results = Vec::new();
+    for i in 0..2 {
+        let json = d.join(format!("r{i}.json"));
+        let o = tracemark()
+            .arg("replay")
+            .arg(&t)
+            .arg("--target")
+            .arg(&scratch)
+            .args(["--mode", "compressed", "--passes", "1", "--db"])
+            .arg(&db)
+            .arg("--json")
+            .arg(&json)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        results.push(json);
+    }
+    let s = |p: &Path| p.display().to_string();
+    let commands: Vec<Vec<String>> = vec![
+        vec![
+            "export".into(),
+            s(&t),
+            "--to".into(),
+            "csv".into(),
+            "-o".into(),
+        ],
+        vec![
+            "export".into(),
+            s(&t),
+            "--to".into(),
+            "fio".into(),
+            "-o".into(),
+        ],
+        vec![
+            "convert".into(),
+            s(&csv),
+            "--format".into(),
+            "msr".into(),
+            "-q".into(),
+            "-o".into(),
+        ],
+        vec![
+            "compare".into(),
+            s(&results[0]),
+            s(&results[1]),
+            "--html".into(),
+        ],
+        vec![
+            "results".into(),
+            "export".into(),
+            "--all".into(),
+            "--db".into(),
+            s(&db),
+            "-o".into(),
+        ],
+        vec![
+            "results".into(),
+            "compare".into(),
+            "1".into(),
+            "2".into(),
+            "--db".into(),
+            s(&db),
+            "--html".into(),
+        ],
+        vec![
+            "results".into(),
+            "leaderboard".into(),
+            "--db".into(),
+            s(&db),
+            "--html".into(),
+        ],
+        vec![
+            "replay".into(),
+            s(&t),
+            "--target".into(),
+            s(&scratch),
+            "--mode".into(),
+            "compressed".into(),
+            "--passes".into(),
+            "1".into(),
+            "--no-db".into(),
+            "--json".into(),
+        ],
+        vec![
+            "consistency".into(),
+            s(&t),
+            "--target".into(),
+            s(&ctarget),
+            "--size".into(),
+            "16M".into(),
+            "--allow-write".into(),
+            "--no-db".into(),
+            "--rounds-degrade".into(),
+            "1".into(),
+            "--rounds-steady".into(),
+            "0".into(),
+            "--rounds-recovery".into(),
+            "0".into(),
+            "--degrade-start".into(),
+            "200ms".into(),
+            "--json".into(),
+        ],
+    ];
+    for (i, args) in commands.iter().enumerate() {
+        // It works where there is room.
+        let roomy = d.join(format!("roomy-{i}.out"));
+        let o = tracemark().args(args).arg(&roomy).output().unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(std::fs::metadata(&roomy).unwrap().len() > 0);
+        // A private 64 KiB tmpfs holding the previous output, then filled.
+        let at = d.join(format!("full-{i}"));
+        std::fs::create_dir(&at).unwrap();
+        assert!(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+            .arg(&at)
+            .status()
+            .unwrap()
+            .success());
+        let _fs = Tmpfs(at.clone());
+        let out = at.join("out.file");
+        std::fs::write(&out, "the previous output\n").unwrap();
+        let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
+        let before = listing(&at);
+        let o = tracemark().args(args).arg(&out).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?}: {err}");
+        assert!(
+            // (the leaderboard names the run page it was writing, out.run-N.html)
+            err.contains(&format!("full-{i}/out.")) && err.contains("No space left"),
+            "{args:?}: the message names the file and the cause: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "the previous output\n",
+            "{args:?}"
+        );
+        assert_eq!(listing(&at), before, "{args:?}: left behind");
+    }
+}
