@@ -1,5 +1,7 @@
 use super::*;
+use crate::event::Action;
 use crate::sink::Collector;
+use trace_format::{Bytes, DeviceId, Flags, Op};
 
 
 fn v7(time: u64, sector: u64, bytes: u32, action: u32, pdu: &[u8], big: bool) -> Vec<u8> {
