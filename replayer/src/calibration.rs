@@ -5,11 +5,11 @@
 //! run; a replay measures the same drive's latencies its own way, and only a
 //! replay set against a replay leaves the drives' difference alone.
 
-use crate::metrics::RecordChecksum;
 use crate::prediction::DependencyModel;
 use results::schema::{SuiteResult, TraceResult};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
+use trace_format::RecordChecksum;
 use trace_format::{task_note, CaptureDrivePrediction, TaskMarks, TraceFile, TraceWriter};
 
 /// What went wrong, for callers that act on it.

@@ -235,28 +235,6 @@ pub fn lateness(h: &Histogram<u64>) -> Lateness {
     }
 }
 
-/// FNV-1a 64 over records, fed one record at a time.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RecordChecksum(trace_format::fnv::Fnv1a);
-
-impl RecordChecksum {
-    fn bytes(&mut self, b: &[u8]) {
-        self.0.write(b);
-    }
-
-    pub fn add(&mut self, r: &trace_format::IoRecord) {
-        self.bytes(&r.time.0.to_le_bytes());
-        self.bytes(&[r.op.code()]);
-        self.bytes(&r.offset.0.to_le_bytes());
-        self.bytes(&r.len.0.to_le_bytes());
-        self.bytes(&r.device.to_le_bytes());
-    }
-
-    pub fn hex(&self) -> String {
-        format!("{:016x}", self.0.finish())
-    }
-}
-
 /// The quantiles of the latency CDF in the result file: every 2% up to 90%,
 /// then finer towards the tail.
 pub const CDF_QUANTILES: [f64; 60] = {

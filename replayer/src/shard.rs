@@ -14,7 +14,6 @@
 //! Ranks do not wait for each other's I/Os: the volumes of a datacenter
 //! trace are separate clients.
 
-use crate::metrics::RecordChecksum;
 use crate::source::{RecordIter, TraceSource};
 use crate::ReplayError;
 use results::fleet::FleetRank;
@@ -23,6 +22,7 @@ use results::SuiteResult;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use trace_format::DeviceId;
+use trace_format::RecordChecksum;
 
 /// What is wrong with a shard request; each names what to fix.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

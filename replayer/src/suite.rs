@@ -4,7 +4,7 @@
 use crate::cpu_idle::CpuIdleHold;
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
-use crate::metrics::{trace_result, PassOutcome, RecordChecksum, TimelineBuilder};
+use crate::metrics::{trace_result, PassOutcome, TimelineBuilder};
 use crate::options::{PreconditionPolicy, ReplayOptions};
 use crate::source::TraceSource;
 use crate::ReplayError;
@@ -12,6 +12,7 @@ use results::schema::{
     Dependencies, HostInfo, PassMetrics, SuiteResult, SuiteSummary, ToolInfo, TraceIdentity,
 };
 use std::path::Path;
+use trace_format::RecordChecksum;
 
 /// An observer that does nothing (stops on SIGINT).
 pub struct NoObserver;

@@ -7,9 +7,9 @@
 //! skipped when absent) convert identically compressed and plain, and the
 //! CloudPhysics and MQSim samples match an independent count.
 
-use replayer::metrics::RecordChecksum;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use trace_format::RecordChecksum;
 use trace_format::{Op, TraceFile};
 
 /// Records of a trace and their checksum (what a result's `trace_id` holds).

@@ -16,6 +16,7 @@ mod frame;
 mod meta;
 mod reader;
 mod record;
+mod record_checksum;
 pub mod rng;
 pub mod stats;
 mod units;
@@ -28,6 +29,7 @@ pub use meta::{
 };
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};
+pub use record_checksum::RecordChecksum;
 pub use units::{Bytes, Nanos, Sectors};
 pub use writer::{TraceWriter, WriterOptions};
 
