@@ -43,7 +43,9 @@ impl AlignedBuf {
         self.len == 0
     }
 
-    pub fn as_mut_ptr(&self) -> *mut u8 {
+    /// The start of the mapping, for the kernel to write into: taken from a
+    /// unique borrow, so no shared slice of the same bytes can be alive.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr
     }
 

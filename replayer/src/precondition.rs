@@ -254,7 +254,7 @@ fn holds_data(target: &Target, set: &RegionSet) -> bool {
         return true;
     }
     let block = target.logical_block_size.max(512) as usize;
-    let Ok(buf) = AlignedBuf::new(block) else {
+    let Ok(mut buf) = AlignedBuf::new(block) else {
         return false;
     };
     let regions: Vec<u64> = set.0.iter().copied().collect();
