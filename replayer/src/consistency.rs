@@ -294,7 +294,7 @@ pub fn run_consistency(
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    crate::clock::use_fine_timer_slack();
+    crate::host_time::use_fine_timer_slack();
     check_file_fits(traces, target, opts)?;
     let (info, size) = probe_target(target, opts)?;
     let drive = Drive {

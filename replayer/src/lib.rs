@@ -29,12 +29,12 @@
 
 pub mod buffer;
 pub mod calibration;
-pub mod clock;
 pub mod consistency;
 pub mod cpu_idle;
 pub mod engine;
 pub mod error;
-pub mod identity;
+pub mod host_time;
+pub mod identity_probe;
 pub mod in_use;
 pub mod interrupt;
 pub mod mapping;

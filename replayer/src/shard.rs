@@ -446,7 +446,7 @@ pub fn record_rank(
         trace_checksum: volumes.checksum.clone(),
         start_at_unix_ns: start_at,
         start_error_ns,
-        clock: crate::clock::wall_clock_source(),
+        clock: crate::host_time::wall_clock_source(),
     });
 }
 

@@ -54,7 +54,7 @@ pub fn run_suite(
     if traces.is_empty() {
         return Err(ReplayError::Options("no traces to replay".into()));
     }
-    crate::clock::use_fine_timer_slack();
+    crate::host_time::use_fine_timer_slack();
     // Refused (no root): the OS's idle policy, and the result says so (the
     // command line warns before the run).
     let idle_hold = CpuIdleHold::acquire(opts.cpu_idle).unwrap_or_else(|_| CpuIdleHold::none());
@@ -422,7 +422,7 @@ impl Observer for TimelineObserver<'_> {
 
 /// The machine the result comes from.
 pub fn host_info() -> HostInfo {
-    crate::identity::host_info()
+    crate::identity_probe::host_info()
 }
 
 /// Writes the result file (pretty JSON).

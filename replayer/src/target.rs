@@ -77,7 +77,7 @@ impl Target {
             drive: None,
             filesystem: None,
         };
-        crate::identity::describe(&mut info);
+        crate::identity_probe::describe(&mut info);
         info.others = self.further.iter().map(Target::info).collect();
         info
     }

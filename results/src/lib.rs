@@ -20,11 +20,11 @@
 pub mod compare;
 pub mod consistency;
 pub mod fleet;
+pub mod fleet_merge;
 pub mod hdr;
 pub mod html;
 pub mod identity;
 pub mod leaderboard;
-pub mod merge;
 pub mod options;
 pub mod parse;
 pub mod schema;

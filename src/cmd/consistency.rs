@@ -134,7 +134,7 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     let mut result =
         replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
     if args.store.keep_serial {
-        replayer::identity::keep_serial(&mut result.target);
+        replayer::identity_probe::keep_serial(&mut result.target);
     }
     print!("{}", results::text::consistency_table(&result));
     if let Some(path) = &args.json {

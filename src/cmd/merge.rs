@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use results::merge::{fleet_table, merge, RankInput};
+use results::fleet_merge::{fleet_table, merge, RankInput};
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]

@@ -241,7 +241,7 @@ pub fn replay_sources(
     let mut result = result?;
     finish(&mut result);
     if args.store.keep_serial {
-        replayer::identity::keep_serial(&mut result.target);
+        replayer::identity_probe::keep_serial(&mut result.target);
     }
     print!("{}", results::text::suite_table(&result));
     if let Some(path) = &args.json {

@@ -80,15 +80,15 @@
 
 pub mod ftrace_raw;
 
-mod clock;
+mod cpu_merge;
 mod device;
-mod merge;
 mod ring;
 mod session;
 mod signals;
 mod stream;
 mod text_pipe;
 mod view;
+mod wall_offset;
 
 pub use device::{
     choose_events, event_filter, kernel_dev_t, resolve_device, EventSet, TracedDevice,
@@ -110,13 +110,13 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use trace_format::{IssueEvent, Summary, TraceHeader, WriterOptions};
 
-use clock::ClockOffset;
 use device::no_completions;
 use session::Tracing;
 use signals::{StopSignals, STOP_REQUESTED};
 use stream::EventStream;
 use text_pipe::PipeRead;
 use view::CaptureView;
+use wall_offset::ClockOffset;
 
 /// Where the system mounts tracefs (a capture that finds none there mounts
 /// its own on a private directory).
@@ -625,7 +625,7 @@ impl RunningCommand {
             });
         };
         let name = program.to_string_lossy().to_string();
-        let spawned_mono = Some(clock::mono_now_ns());
+        let spawned_mono = Some(wall_offset::mono_now_ns());
         let child = Command::new(program)
             .args(args)
             .env(TASK_MARK_PID_ENV, std::process::id().to_string())
@@ -651,7 +651,7 @@ impl RunningCommand {
         match child.try_wait() {
             Ok(Some(status)) => {
                 self.status = Some(exit_code(status));
-                self.exited_mono = Some(clock::mono_now_ns());
+                self.exited_mono = Some(wall_offset::mono_now_ns());
                 self.child = None;
                 Ok(true)
             }

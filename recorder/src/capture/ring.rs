@@ -2,11 +2,11 @@
 //! time, decoded by [`super::ftrace_raw`], the CPUs merged in time order by
 //! [`super::merge`].
 
-use super::clock::mono_now_ns;
+use super::cpu_merge::{CpuMerge, HeldEvent};
 use super::device::sysfs_u64;
 use super::ftrace_raw;
-use super::merge::{CpuMerge, HeldEvent};
 use super::text_pipe::PipeRead;
+use super::wall_offset::mono_now_ns;
 use super::{tracefs_error, CaptureError};
 use crate::error::{BadInputKind, BadReason, ConvertError};
 use crate::event::Location;

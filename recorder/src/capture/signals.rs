@@ -14,7 +14,7 @@ static TASK_DONE_MONO: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn mark_task(signal: libc::c_int) {
     // clock_gettime is async-signal-safe; 0 means "no mark", hence max(1).
-    let now = super::clock::mono_now_ns().max(1);
+    let now = super::wall_offset::mono_now_ns().max(1);
     let slot = if signal == libc::SIGUSR2 {
         &TASK_START_MONO
     } else {

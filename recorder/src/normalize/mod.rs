@@ -4,7 +4,7 @@
 //! What it does, in order:
 //! - filters by device (`--device`), assigns device-table indexes otherwise;
 //! - judges each input's time against the inputs before and after it (a
-//!   look-ahead queue, `clock.rs`), so one bad timestamp is that input's error,
+//!   look-ahead queue, `time_check.rs`), so one bad timestamp is that input's error,
 //!   not the error of every good one after it; makes times relative to the
 //!   first event, and refuses time running backwards by more than
 //!   [`NormaliseOptions::reorder_tolerance`];
@@ -19,7 +19,7 @@
 //!   count), then emits them in issue-time order;
 //! - applies `--from/--to`, counts skipped input and unused events.
 //!
-//! Where each job lives: time judging in `clock.rs` and `arrival.rs`, record
+//! Where each job lives: time judging in `time_check.rs` and `arrival.rs`, record
 //! creation and the device table in `records.rs`, request pairing in
 //! `pairing.rs`, emission in issue-time order here (`drain`), device counting
 //! under a filter in `census.rs`, skipped-input examples in `examples.rs`.
@@ -38,19 +38,19 @@ use trace_format::{
 
 mod arrival;
 mod census;
-mod clock;
 mod examples;
 mod hasher;
 mod interface;
 mod pairing;
 mod records;
-use clock::{Arrival, Item, TimeCheck, Verdict};
+mod time_check;
 use examples::{describe_event, describe_io, shorten};
 use hasher::FastMap;
 pub use interface::{
     note, DeviceSeen, EventChoice, NormaliseOptions, NormaliseOutcome, RecordSink,
 };
 use pairing::{take_request, Pending, RequestTable, Slot, FLUSH_SLOT};
+use time_check::{Arrival, Item, TimeCheck, Verdict};
 
 /// Largest byte offset + length a record may have: 2^63 (the largest `off_t`).
 pub const MAX_END: u64 = 1 << 63;

@@ -10,7 +10,7 @@
 //! flight the fixed spin stays: the spin also reaps completions as they
 //! come, and the access times are measured by that reaping.
 
-use crate::clock::{now_ns, sleep_ns};
+use crate::host_time::{now_ns, sleep_ns};
 
 /// Width of one histogram bucket.
 const BUCKET_NS: u64 = 1_000;

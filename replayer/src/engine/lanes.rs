@@ -24,7 +24,7 @@
 //! events (when wanted) and the stop request through the board.
 
 use super::{Engine, IoEvent, Observer, PassPlan};
-use crate::clock::now_ns;
+use crate::host_time::now_ns;
 use crate::metrics::PassOutcome;
 use crate::ReplayError;
 use std::cmp::Reverse;

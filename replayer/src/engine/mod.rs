@@ -51,7 +51,7 @@ mod write_data;
 pub use priority::realtime_priority_available;
 
 use crate::buffer::AlignedBuf;
-use crate::clock::now_ns;
+use crate::host_time::now_ns;
 use crate::mapping::{AddressMap, TraceScan};
 use crate::metrics::PassOutcome;
 use crate::options::{IoWorkerCpu, ReplayOptions, TimingMode};
@@ -714,7 +714,7 @@ impl<'t> Engine<'t> {
 /// pass's schedule to start there.
 fn agreed_start_ns(opts: &ReplayOptions) -> Option<u64> {
     opts.start_at_unix_ns
-        .map(|unix| crate::clock::WallClock::read().to_monotonic(unix))
+        .map(|unix| crate::host_time::WallClock::read().to_monotonic(unix))
 }
 
 /// Whether a request to io-wq goes as concurrent work (IOSQE_ASYNC), given

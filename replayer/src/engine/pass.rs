@@ -2,7 +2,7 @@
 
 use super::lanes::{LaneBoard, Predecessors};
 use super::{IoEvent, Observer, PROGRESS_EVERY};
-use crate::clock::now_ns;
+use crate::host_time::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
 use crate::prediction::TaskTimeModel;
 use crate::schedule::{DependencyGate, IssueSchedule};
@@ -386,7 +386,7 @@ impl<'b> Pass<'b> {
     }
 
     pub fn finish(self) -> PassOutcome {
-        let wall = crate::clock::WallClock::read();
+        let wall = crate::host_time::WallClock::read();
         let clock = PassClock {
             ready_unix_ns: wall.to_unix(self.ready_ns),
             first_due_unix_ns: self.first_sched_ns.map(|t| wall.to_unix(t)),

@@ -2,7 +2,7 @@
 
 use super::pass::Pass;
 use super::{Engine, Observer};
-use crate::clock::{now_ns, sleep_ns};
+use crate::host_time::{now_ns, sleep_ns};
 use crate::ReplayError;
 use io_uring::{types, IoUring};
 use trace_format::Op;
