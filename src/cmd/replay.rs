@@ -185,10 +185,8 @@ pub fn replay_paths(
     let mut opts = args.options();
     opts.idle_policy = idle_policy;
     let opts = checked(opts)?;
-    let mut inputs: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
-    inputs.extend(args.target.iter().map(PathBuf::as_path));
-    inputs.extend(args.device_map.iter().map(|r| r.target.as_path()));
-    super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)?;
+    let named: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
+    check_output(&named, args)?;
     let mut sources = Vec::with_capacity(traces.len());
     for path in traces {
         sources.push(TmtSource::open(path)?);
@@ -197,6 +195,15 @@ pub fn replay_paths(
     replay_sources(&refs, args, &opts, &mut |result| {
         result.suite_name = suite_name.clone()
     })
+}
+
+/// Before the replay: `--json` can be written and is none of the traces,
+/// the targets or the results database.
+fn check_output(traces: &[&std::path::Path], args: &RunArgs) -> Result<()> {
+    let mut inputs = traces.to_vec();
+    inputs.extend(args.target.iter().map(PathBuf::as_path));
+    inputs.extend(args.device_map.iter().map(|r| r.target.as_path()));
+    super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)
 }
 
 /// `opts` validated, with `--priority high` and `--cpu-idle poll` turned
@@ -231,6 +238,8 @@ pub fn replay_sources(
     opts: &ReplayOptions,
     finish: &mut dyn FnMut(&mut replayer::SuiteResult),
 ) -> Result<i32> {
+    let named: Vec<&std::path::Path> = refs.iter().filter_map(|s| s.path()).collect();
+    check_output(&named, args)?;
     // Opened first: a database that cannot take the result fails now, not
     // after the run.
     let db = args.store.open()?;

@@ -226,3 +226,46 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
         "{err}"
     );
 }
+
+/// Calibrated in place through a symbolic link: the real trace is
+/// calibrated, the link stays a link, the trace keeps its mode (600); a
+/// device node or FIFO as `-o` is refused and left as it was.
+#[test]
+fn in_place_through_a_link_calibrates_the_target_and_keeps_its_mode() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_marked_trace(&d.join("real.tmt"), 20);
+    replay_json(d, "real.tmt", "first.json");
+    fs::set_permissions(d.join("real.tmt"), fs::Permissions::from_mode(0o600)).unwrap();
+    std::os::unix::fs::symlink("real.tmt", d.join("link.tmt")).unwrap();
+    let out = calibrate_cli(d, &["link.tmt", "--from", "first.json"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fs::symlink_metadata(d.join("link.tmt"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    let real = d.join("real.tmt");
+    let marks = TaskMarks::from_notes(&TraceFile::open(&real).unwrap().footer().tail.notes);
+    assert!(marks.capture_drive.is_set(), "the real trace is calibrated");
+    assert_eq!(
+        fs::metadata(&real).unwrap().permissions().mode() & 0o7777,
+        0o600
+    );
+    for special in ["/dev/null", "/dev/stdout"] {
+        let before = fs::metadata(special).ok().map(|m| m.file_type());
+        let out = calibrate_cli(d, &["real.tmt", "--from", "first.json", "-o", special]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{special}: {err}");
+        assert!(err.contains("refusing to replace it"), "{special}: {err}");
+        let after = fs::metadata(special).ok().map(|m| m.file_type());
+        assert_eq!(
+            before.map(|t| t.is_char_device() || t.is_fifo()),
+            after.map(|t| t.is_char_device() || t.is_fifo())
+        );
+    }
+}

@@ -186,7 +186,10 @@ fn failing_command_exit_status_is_passed_on_and_settings_restored() {
         fs::read_dir(t.dir())
             .unwrap()
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().into_owned();
+                n.contains(".tmp-") || n.starts_with(".tmk-")
+            })
             .count(),
         0,
         "temporary output left behind"
