@@ -31,6 +31,7 @@ macro_rules! formats {
 formats! {
     parquet,
     blktrace,
+    etl,
     vscsi_bin,
     fio,
     tracefs,
