@@ -5,7 +5,9 @@
 //! Public datasets ship compressed (Alibaba `.tar.gz`, MSR `.csv.gz`, Tencent
 //! `.tgz`, SNIA `.bz2`/`.xz`). Multi-member gzip and bzip2 files (`pigz`,
 //! `pbzip2`) and multi-frame zstd files are read to their end. A tar archive
-//! inside is refused with a clear message: it holds several files.
+//! inside is refused with a clear message: it holds several files. A zip
+//! archive is read as the first `.etl` file in it (how ETW logs are kept:
+//! `.etl.zip`); other zip archives are refused the same way.
 
 use crate::error::{ConvertError, UsageKind};
 use std::fmt;
@@ -20,6 +22,8 @@ pub enum Compression {
     Xz,
     Zstd,
     Bzip2,
+    /// A zip archive, read as the first `.etl` file in it (`.etl.zip`).
+    Zip,
 }
 
 impl Compression {
@@ -29,6 +33,7 @@ impl Compression {
             Compression::Xz => "xz",
             Compression::Zstd => "zstd",
             Compression::Bzip2 => "bzip2",
+            Compression::Zip => "zip",
         }
     }
 
@@ -40,6 +45,8 @@ impl Compression {
             Some(Compression::Xz)
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Some(Compression::Zstd)
+        } else if crate::formats::etl::zip::is_zip(head) {
+            Some(Compression::Zip)
         } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
             Some(Compression::Bzip2)
         } else {
@@ -85,6 +92,7 @@ pub fn decompressing(mut raw: Box<dyn Read>) -> io::Result<(Option<Compression>,
                 }
                 Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
                 Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
+                Compression::Zip => crate::formats::etl::zip::first_etl(Box::new(buffered))?,
             }
         }
     };
@@ -174,6 +182,7 @@ mod tests {
                 e.finish().unwrap()
             }
             Compression::Zstd => zstd::encode_all(data, 1).unwrap(),
+            Compression::Zip => crate::formats::etl::zip::write_zip(&[("t.etl", data)], false),
             Compression::Bzip2 => {
                 let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
                 e.write_all(data).unwrap();
@@ -203,6 +212,13 @@ mod tests {
             assert_eq!(found, Some(c));
             assert_eq!(out, TEXT, "{c}");
         }
+    }
+
+    #[test]
+    fn a_zip_archive_reads_as_its_etl_file() {
+        let (found, out) = read_all(compress(Compression::Zip, TEXT));
+        assert_eq!(found, Some(Compression::Zip));
+        assert_eq!(out, TEXT);
     }
 
     #[test]

@@ -88,6 +88,7 @@ impl<T> Merger<T> {
         self.queues[cpu].pop_front()
     }
 
+    #[cfg(test)]
     pub fn held(&self) -> usize {
         self.held
     }

@@ -27,6 +27,7 @@ mod header;
 mod kernel;
 mod merge;
 pub mod xca;
+pub mod zip;
 
 pub mod synth;
 

@@ -149,7 +149,7 @@ pub fn compress(data: &[u8]) -> Vec<u8> {
     let hash = |d: &[u8]| {
         (usize::from(d[0]) << 4 ^ usize::from(d[1]) << 2 ^ usize::from(d[2])) & 0xfff
     };
-    let mut push_flag = |out: &mut Vec<u8>, bit: u32, flags: &mut u32, count: &mut u32, flag_pos: &mut usize| {
+    let push_flag = |out: &mut Vec<u8>, bit: u32, flags: &mut u32, count: &mut u32, flag_pos: &mut usize| {
         *flags |= bit << (31 - *count);
         *count += 1;
         if *count == 32 {
