@@ -348,3 +348,38 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     }
     Ok(got)
 }
+
+/// Writes the log read from `input` to `out` with every buffer stored
+/// expanded (size = saved offset, compressed mode cleared in the log file
+/// header): the form tools that do not decompress read, and the fuzzer's
+/// seeds. Returns the number of buffers.
+pub fn expand(input: &mut dyn Read, out: &mut dyn std::io::Write) -> Result<u64, ContainerError> {
+    let mut reader = BufferReader::new(input);
+    let mut buffer = Buffer::empty();
+    let mut count = 0u64;
+    while reader.next_buffer(&mut buffer)? {
+        let pos = buffer.pos;
+        let io_err = |e: std::io::Error| ContainerError {
+            pos,
+            byte: 0,
+            message: e.to_string(),
+        };
+        let saved = buffer.header.saved;
+        buffer.bytes[0..4].copy_from_slice(&saved.to_le_bytes());
+        if count == 0 {
+            let log = buffer.log_header()?;
+            reader.set_compressed_mode(log.log_file_mode & COMPRESSED_MODE != 0);
+            let data_at = match read_event(&buffer.bytes, BUFFER_HEADER, buffer.bytes.len()) {
+                Ok(Found::Event { event, .. }) => {
+                    event.data.as_ptr() as usize - buffer.bytes.as_ptr() as usize
+                }
+                _ => BUFFER_HEADER,
+            };
+            let mode = log.log_file_mode & !COMPRESSED_MODE;
+            buffer.bytes[data_at + 32..data_at + 36].copy_from_slice(&mode.to_le_bytes());
+        }
+        out.write_all(&buffer.bytes).map_err(io_err)?;
+        count += 1;
+    }
+    Ok(count)
+}

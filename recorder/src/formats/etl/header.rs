@@ -81,7 +81,7 @@ pub fn kind_of(type_byte: u8) -> Option<(HeaderKind, PointerSize)> {
         4 => (Compact, Eight),
         10 => (Full, Four),
         20 => (Full, Eight),
-        11 | 12 | 13 | 14 | 15 => (Other, Four),
+        11..=15 => (Other, Four),
         21 => (Other, Eight),
         16 => (PerfInfo, Four),
         17 => (PerfInfo, Eight),

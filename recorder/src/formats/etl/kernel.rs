@@ -110,8 +110,12 @@ pub struct Completion {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kernel {
     Complete(Completion),
-    /// A request issued (its IRP) by `process`.
-    Init { irp: u64, process: Option<u32> },
+    /// A request issued (its IRP) by `process`; `name` is its note key.
+    Init {
+        irp: u64,
+        process: Option<u32>,
+        name: &'static str,
+    },
     /// A physical disk's configuration, as a note.
     Disk(String),
     /// A lost-event record (its kind).
@@ -227,6 +231,11 @@ pub fn decode(event: &EventView<'_>) -> Result<Kernel, DecodeError> {
                 Ok(Kernel::Init {
                     irp: d.ptr(0),
                     process: process_of(event.process),
+                    name: match event.opcode {
+                        READ_INIT => "etl DiskIo ReadInit event",
+                        WRITE_INIT => "etl DiskIo WriteInit event",
+                        _ => "etl DiskIo FlushInit event",
+                    },
                 })
             }
             _ => Ok(Kernel::Other("etl DiskIo other event")),

@@ -39,6 +39,7 @@ use container::{
     Buffer, BufferReader, ContainerError, LogFileHeader, BUFFER_HEADER, COMPRESSED_MODE,
     FLAG_BUFFER_LOST, FLAG_EVENTS_LOST,
 };
+pub use container::expand;
 use header::{read_event, Found, HeaderKind};
 use kernel::{decode, Kernel, Pairing};
 use merge::Merger;
@@ -215,7 +216,10 @@ impl Reading<'_> {
     fn release(&mut self, sink: &mut dyn Sink, drain: bool) -> Result<(), ConvertError> {
         while let Some((time, (pos, k))) = self.merger.pop(drain) {
             match k {
-                Kernel::Init { irp, process } => self.pairing.init(irp, time, process),
+                Kernel::Init { irp, process, name } => {
+                    sink.note(name);
+                    self.pairing.init(irp, time, process);
+                }
                 Kernel::Complete(c) => {
                     let r = self.pairing.complete(c, time);
                     let flags = c.irp_flags;
@@ -256,5 +260,7 @@ impl Reading<'_> {
     }
 }
 
+#[cfg(test)]
+mod conformance;
 #[cfg(test)]
 mod tests;

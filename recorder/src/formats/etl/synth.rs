@@ -241,7 +241,8 @@ impl Options {
         for x in extras {
             let (cpu, time, bytes) = match x {
                 Extra::Lost { cpu, time } => {
-                    let s = if style == Style::Full { Style::Full } else { Style::Full };
+                    // Lost-event records always carry their provider's GUID.
+                    let s = Style::Full;
                     (*cpu, *time, self.event(s, 0, LOST_EVENT_GUID, 32, 2, 0, 0, *time, &[]))
                 }
                 Extra::PhyDisk { cpu, time, disk, sector, model } => {

@@ -28,7 +28,7 @@ fn request(i: u64) -> Request {
         offset: if op == Op::Flush { 0 } else { 4096 * (1000 + i * 7) },
         size: if op == Op::Flush { 0 } else { 512 * (1 + (i % 16) as u32) },
         irp: 0xffff_fa80_0000_0000 + 0x100 * i,
-        irp_flags: if i % 4 == 0 { 0x43 } else { 0x1 | 0x4 * (i % 2) as u32 },
+        irp_flags: if i.is_multiple_of(4) { 0x43 } else { 0x1 | (0x4 * (i % 2) as u32) },
         issued: 1_000_000 + 1000 * i,
         completed: 1_000_000 + 1000 * i + 300 + 13 * i,
         issue_cpu: (i % 4) as u16,
