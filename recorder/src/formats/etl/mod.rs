@@ -48,8 +48,8 @@ use trace_format::{Bytes, DeviceId, Flags, Nanos};
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
-    name: "etl",
-    aliases: &["etw-etl", "wpr"],
+    name: "etw-etl",
+    aliases: &["etl", "wpr"],
     about: "Windows ETW log files (.etl from wpr, xperf, PerfView; compressed or not): DiskIo events",
     looks_like,
     reader: Reader::Text(parse),
