@@ -180,7 +180,18 @@ pub fn read_event(buffer: &[u8], at: usize, end: usize) -> Result<Found<'_>, Hea
     }
     let e = &buffer[at..at + size];
     let next = (at + size).div_ceil(ALIGN) * ALIGN;
-    let view = match kind {
+    let event = view(e, kind, pointer, header_len)?;
+    Ok(Found::Event { event, next })
+}
+
+/// The fields of the event `e` (its whole bytes) of header `kind`.
+fn view(
+    e: &[u8],
+    kind: HeaderKind,
+    pointer: PointerSize,
+    header_len: usize,
+) -> Result<EventView<'_>, HeaderError> {
+    Ok(match kind {
         HeaderKind::System | HeaderKind::Compact => {
             let hook = u16_at(e, 6);
             EventView {
@@ -251,8 +262,7 @@ pub fn read_event(buffer: &[u8], at: usize, end: usize) -> Result<Found<'_>, Hea
             time: 0,
             data: &[],
         },
-    };
-    Ok(Found::Event { event: view, next })
+    })
 }
 
 /// `EVENT_HEADER_FLAG_EXTENDED_INFO`: extended data items follow the header.

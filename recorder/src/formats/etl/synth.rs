@@ -201,42 +201,49 @@ impl Options {
         h
     }
 
+    /// The Init (when asked for) and completion events of one request.
+    fn request_events(&self, r: &Request) -> Vec<Event> {
+        let style = self.style;
+        let mut out = Vec::new();
+        let (opcode, init_op) = match r.op {
+            Op::Read => (kernel::READ, kernel::READ_INIT),
+            Op::Write => (kernel::WRITE, kernel::WRITE_INIT),
+            _ => (kernel::FLUSH, kernel::FLUSH_INIT),
+        };
+        if r.with_init {
+            let mut d = Vec::new();
+            self.ptr(&mut d, r.irp);
+            d.extend_from_slice(&r.thread.to_le_bytes());
+            let bytes = self.event(style, 0x01, DISK_IO_GUID, init_op, 3, r.thread, r.process, r.issued, &d);
+            out.push(Event { cpu: r.issue_cpu, time: r.issued, bytes });
+        }
+        let elapsed = r.completed - r.issued;
+        let mut d = Vec::new();
+        d.extend_from_slice(&r.disk.to_le_bytes());
+        d.extend_from_slice(&r.irp_flags.to_le_bytes());
+        if opcode == kernel::FLUSH {
+            d.extend_from_slice(&elapsed.to_le_bytes());
+            self.ptr(&mut d, r.irp);
+        } else {
+            d.extend_from_slice(&r.size.to_le_bytes());
+            d.extend_from_slice(&0u32.to_le_bytes());
+            d.extend_from_slice(&r.offset.to_le_bytes());
+            self.ptr(&mut d, 0x1e11);
+            self.ptr(&mut d, r.irp);
+            d.extend_from_slice(&elapsed.to_le_bytes());
+        }
+        d.extend_from_slice(&r.thread.to_le_bytes());
+        let bytes = self.event(style, 0x01, DISK_IO_GUID, opcode, 3, r.thread, r.process, r.completed, &d);
+        out.push(Event { cpu: r.complete_cpu, time: r.completed, bytes });
+        out
+    }
+
     /// The whole log file.
     pub fn write(&self, requests: &[Request], extras: &[Extra]) -> Vec<u8> {
         let style = self.style;
         let mut events = Vec::new();
-        let p = self.pointer();
         for r in requests {
-            let (opcode, init_op) = match r.op {
-                Op::Read => (kernel::READ, kernel::READ_INIT),
-                Op::Write => (kernel::WRITE, kernel::WRITE_INIT),
-                _ => (kernel::FLUSH, kernel::FLUSH_INIT),
-            };
-            if r.with_init {
-                let mut d = Vec::new();
-                self.ptr(&mut d, r.irp);
-                d.extend_from_slice(&r.thread.to_le_bytes());
-                let bytes = self.event(style, 0x01, DISK_IO_GUID, init_op, 3, r.thread, r.process, r.issued, &d);
-                events.push(Event { cpu: r.issue_cpu, time: r.issued, bytes });
-            }
-            let elapsed = r.completed - r.issued;
-            let mut d = Vec::new();
-            d.extend_from_slice(&r.disk.to_le_bytes());
-            d.extend_from_slice(&r.irp_flags.to_le_bytes());
-            if opcode == kernel::FLUSH {
-                d.extend_from_slice(&elapsed.to_le_bytes());
-                self.ptr(&mut d, r.irp);
-            } else {
-                d.extend_from_slice(&r.size.to_le_bytes());
-                d.extend_from_slice(&0u32.to_le_bytes());
-                d.extend_from_slice(&r.offset.to_le_bytes());
-                self.ptr(&mut d, 0x1e11);
-                self.ptr(&mut d, r.irp);
-                d.extend_from_slice(&elapsed.to_le_bytes());
-            }
-            d.extend_from_slice(&r.thread.to_le_bytes());
-            let bytes = self.event(style, 0x01, DISK_IO_GUID, opcode, 3, r.thread, r.process, r.completed, &d);
-            events.push(Event { cpu: r.complete_cpu, time: r.completed, bytes });
+            events.extend(self.request_events(r));
         }
         for x in extras {
             let (cpu, time, bytes) = match x {
@@ -267,7 +274,6 @@ impl Options {
             };
             events.push(Event { cpu, time, bytes });
         }
-        let _ = p;
         events.sort_by_key(|e| (e.cpu, e.time));
         // The first buffer: the log file header alone.
         let head_style = if style == Style::Full { Style::Full } else { Style::System };
