@@ -80,6 +80,7 @@ fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
 pub fn decompressing(mut raw: Box<dyn Read>) -> io::Result<(Option<Compression>, Box<dyn Read>)> {
     let prefix = read_prefix(&mut raw, MAGIC_BYTES)?;
     let found = Compression::sniff(&prefix);
+    let prefix_copy = prefix.clone();
     let whole: Box<dyn Read> = Box::new(Cursor::new(prefix).chain(raw));
     let reader: Box<dyn Read> = match found {
         None => whole,
@@ -92,7 +93,15 @@ pub fn decompressing(mut raw: Box<dyn Read>) -> io::Result<(Option<Compression>,
                 }
                 Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
                 Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
-                Compression::Zip => crate::formats::etl::zip::first_etl(Box::new(buffered))?,
+                Compression::Zip => match crate::formats::etl::zip::first_etl(Box::new(buffered)) {
+                    Ok(etl) => etl,
+                    // Another zip: its magic alone goes on, so that the
+                    // caller refuses it as a foreign archive.
+                    Err(e) if crate::formats::etl::zip::is_not_an_etl_archive(&e) => {
+                        return Ok((None, Box::new(Cursor::new(prefix_copy))));
+                    }
+                    Err(e) => return Err(e),
+                },
             }
         }
     };
@@ -136,9 +145,9 @@ pub fn refuse_foreign(head: &[u8], path: &Path) -> Result<(), ConvertError> {
             return Err(ConvertError::usage(
                 UsageKind::UnreadableContainer,
                 format!(
-                    "{}: is a {what}, which tracemark does not read (it reads plain text \
-                     and gzip, xz, zstd or bzip2 streams); unpack it first: `{unpack} | \
-                     tracemark convert - -o TRACE.tmt`",
+                    "{}: is a {what}, which tracemark does not read (it reads plain text, \
+                     gzip, xz, zstd or bzip2 streams, and the .etl log in a zip archive); \
+                     unpack it first: `{unpack} | tracemark convert - -o TRACE.tmt`",
                     path.display()
                 ),
             ));
@@ -219,6 +228,15 @@ mod tests {
         let (found, out) = read_all(compress(Compression::Zip, TEXT));
         assert_eq!(found, Some(Compression::Zip));
         assert_eq!(out, TEXT);
+        // A zip without an .etl file reads as its magic alone, which
+        // `refuse_foreign` then refuses as a zip archive.
+        let other = crate::formats::etl::zip::write_zip(&[("a.csv", TEXT)], false);
+        let (found, head) = read_all(other);
+        assert_eq!(found, None);
+        let err = refuse_foreign(&head, Path::new("o.zip"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("o.zip: is a zip archive"), "{err}");
     }
 
     #[test]

@@ -191,19 +191,31 @@ impl Read for EtlEntry {
     }
 }
 
-/// Wraps a zip archive so it reads as its first `.etl` entry.
+/// Whether an error from [`first_etl`] means the archive holds no readable
+/// `.etl` entry (so it is some other zip, refused as such).
+pub fn is_not_an_etl_archive(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::Unsupported
+}
+
+fn not_etl(e: io::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, e.to_string())
+}
+
+/// Wraps a zip archive so it reads as its first `.etl` entry. Errors met
+/// before that entry is found are of kind `Unsupported`
+/// ([`is_not_an_etl_archive`]).
 pub fn first_etl(mut input: Box<dyn BufRead>) -> io::Result<Box<dyn Read>> {
     let mut offset = 0u64;
     loop {
-        let Some(entry) = next_entry(&mut *input, offset)? else {
-            return Err(invalid(
+        let Some(entry) = next_entry(&mut *input, offset).map_err(not_etl)? else {
+            return Err(not_etl(invalid(
                 "zip archive holds no .etl file (tracemark reads the .etl inside a zip; \
                  unpack other archives first: `unzip -p FILE | tracemark convert - -o TRACE.tmt`)"
                     .into(),
-            ));
+            )));
         };
         if !entry.name.to_ascii_lowercase().ends_with(".etl") {
-            skip_entry(&mut *input, &entry)?;
+            skip_entry(&mut *input, &entry).map_err(not_etl)?;
             offset = offset.saturating_add(30 + entry.compressed);
             continue;
         }
