@@ -15,8 +15,11 @@ use std::collections::VecDeque;
 /// Events held at most before the earliest is released regardless.
 pub const MAX_HELD: usize = 1 << 18;
 
-/// The CPUs a merge tracks at most (ETW numbers CPUs with 16 bits).
-const MAX_CPUS: usize = 1 << 16;
+/// The CPUs a merge tracks at most: Windows runs on at most 2048 logical
+/// processors. A larger number from a corrupt header or buffer is folded
+/// into the last queue, so each release looks at no more than this many
+/// queues.
+const MAX_CPUS: usize = 2048;
 
 pub struct Merger<T> {
     queues: Vec<VecDeque<(u64, T)>>,
