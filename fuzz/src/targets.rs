@@ -82,6 +82,9 @@ pub fn all() -> Vec<Target> {
         if format.name() == "blktrace" {
             seeds.extend(blktrace_seeds());
         }
+        if format.name() == "etw-etl" {
+            seeds.extend(etl_seeds());
+        }
         if seeds.is_empty() && matches!(format.spec().reader, Reader::FileSet { .. }) {
             // A binary file format with neither seed files nor an example
             // (Parquet) is never reached by mutating text lines: its target
@@ -106,6 +109,13 @@ pub fn all() -> Vec<Target> {
         name: "convert-auto".into(),
         seeds: every_seed,
         run: run_convert,
+        fix: None,
+        format: None,
+    });
+    targets.push(Target {
+        name: "etl-xca".into(),
+        seeds: xca_seeds(),
+        run: run_xca,
         fix: None,
         format: None,
     });
@@ -349,4 +359,102 @@ fn blktrace_seeds() -> Vec<Vec<u8>> {
         rec(t, sector, 4096, act, &[]);
     }
     vec![out]
+}
+
+/// Synthetic ETW logs, written from the format: every header kind, both
+/// pointer sizes, compressed and not, small buffers (padding at their
+/// ends), lost-event records and a disk configuration event; one zipped.
+fn etl_seeds() -> Vec<Vec<u8>> {
+    use recorder::formats::etl::synth::{Extra, Options, Request, Style};
+    let requests: Vec<Request> = (0..12u64)
+        .map(|i| Request {
+            op: [Op::Read, Op::Write, Op::Flush][(i % 3) as usize],
+            disk: (i % 2) as u32,
+            offset: 4096 * (i * 11 % 64),
+            size: if i % 3 == 2 { 0 } else { 4096 },
+            irp: 0x1000 + 0x40 * i,
+            irp_flags: [0x43, 0x1, 0x5][(i % 3) as usize],
+            issued: 1_000 + 500 * i,
+            completed: 1_200 + 500 * i + 37 * (i % 4),
+            issue_cpu: (i % 3) as u16,
+            complete_cpu: ((i + 1) % 3) as u16,
+            process: 4 + i as u32 % 2,
+            thread: 8,
+            with_init: i % 5 != 4,
+        })
+        .collect();
+    let extras = [
+        Extra::Lost {
+            cpu: 0,
+            time: 1_500,
+        },
+        Extra::PhyDisk {
+            cpu: 1,
+            time: 900,
+            disk: 0,
+            sector: 512,
+            model: "Disk".into(),
+        },
+        Extra::Noise {
+            cpu: 2,
+            time: 2_000,
+            len: 40,
+        },
+    ];
+    let mut seeds = Vec::new();
+    for (style, pointer64, compressed, buffer_size) in [
+        (Style::System, true, false, 1024),
+        (Style::System, false, false, 256),
+        (Style::Compact, true, true, 1024),
+        (Style::Full, true, false, 512),
+        (Style::Full, false, true, 4096),
+    ] {
+        let opts = Options {
+            style,
+            pointer64,
+            compressed,
+            buffer_size,
+            events_lost: 3,
+            ..Options::default()
+        };
+        seeds.push(opts.write(&requests, &extras));
+    }
+    let zipped = recorder::formats::etl::zip::write_zip(&[("a.etl", &seeds[0])], true);
+    seeds.push(zipped);
+    seeds
+}
+
+/// [MS-XCA] Plain LZ77 streams, each after the 4-byte length it expands to.
+fn xca_seeds() -> Vec<Vec<u8>> {
+    let data: [Vec<u8>; 3] = [
+        b"abcabcabcabcabcabcabc, then some literals".to_vec(),
+        (0..4000u32).flat_map(|i| (i % 13).to_le_bytes()).collect(),
+        vec![0x5a; 70_000],
+    ];
+    data.iter()
+        .map(|d| {
+            let mut seed = (d.len() as u32).to_le_bytes().to_vec();
+            seed.extend(recorder::formats::etl::xca::compress(d));
+            seed
+        })
+        .collect()
+}
+
+/// Expands a Plain LZ77 stream to the length its first 4 bytes give (at
+/// most 1 MiB, the bound the ETW reader also keeps far below).
+fn run_xca(_: &Scratch, input: &[u8]) -> Result<(), String> {
+    let Some(head) = input.get(..4) else {
+        return Err("no length".into());
+    };
+    let expected = (u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize).min(1 << 20);
+    let mut out = Vec::new();
+    recorder::formats::etl::xca::decompress(&input[4..], expected, &mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() != expected {
+        panic!(
+            "decompress returned Ok with {} bytes for {expected}",
+            out.len()
+        );
+    }
+    Ok(())
 }

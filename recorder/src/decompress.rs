@@ -5,7 +5,9 @@
 //! Public datasets ship compressed (Alibaba `.tar.gz`, MSR `.csv.gz`, Tencent
 //! `.tgz`, SNIA `.bz2`/`.xz`). Multi-member gzip and bzip2 files (`pigz`,
 //! `pbzip2`) and multi-frame zstd files are read to their end. A tar archive
-//! inside is refused with a clear message: it holds several files.
+//! inside is refused with a clear message: it holds several files. A zip
+//! archive is read as the first `.etl` file in it (how ETW logs are kept:
+//! `.etl.zip`); other zip archives are refused the same way.
 
 use crate::error::{ConvertError, UsageKind};
 use std::fmt;
@@ -20,6 +22,8 @@ pub enum Compression {
     Xz,
     Zstd,
     Bzip2,
+    /// A zip archive, read as the first `.etl` file in it (`.etl.zip`).
+    Zip,
 }
 
 impl Compression {
@@ -29,6 +33,7 @@ impl Compression {
             Compression::Xz => "xz",
             Compression::Zstd => "zstd",
             Compression::Bzip2 => "bzip2",
+            Compression::Zip => "zip",
         }
     }
 
@@ -40,6 +45,8 @@ impl Compression {
             Some(Compression::Xz)
         } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
             Some(Compression::Zstd)
+        } else if crate::formats::etl::zip::is_zip(head) {
+            Some(Compression::Zip)
         } else if head.len() >= 4 && head.starts_with(b"BZh") && (b'1'..=b'9').contains(&head[3]) {
             Some(Compression::Bzip2)
         } else {
@@ -73,6 +80,7 @@ fn read_prefix(r: &mut dyn Read, n: usize) -> io::Result<Vec<u8>> {
 pub fn decompressing(mut raw: Box<dyn Read>) -> io::Result<(Option<Compression>, Box<dyn Read>)> {
     let prefix = read_prefix(&mut raw, MAGIC_BYTES)?;
     let found = Compression::sniff(&prefix);
+    let prefix_copy = prefix.clone();
     let whole: Box<dyn Read> = Box::new(Cursor::new(prefix).chain(raw));
     let reader: Box<dyn Read> = match found {
         None => whole,
@@ -85,6 +93,15 @@ pub fn decompressing(mut raw: Box<dyn Read>) -> io::Result<(Option<Compression>,
                 }
                 Compression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
                 Compression::Bzip2 => Box::new(bzip2::bufread::MultiBzDecoder::new(buffered)),
+                Compression::Zip => match crate::formats::etl::zip::first_etl(Box::new(buffered)) {
+                    Ok(etl) => etl,
+                    // Another zip: its magic alone goes on, so that the
+                    // caller refuses it as a foreign archive.
+                    Err(e) if crate::formats::etl::zip::is_not_an_etl_archive(&e) => {
+                        return Ok((None, Box::new(Cursor::new(prefix_copy))));
+                    }
+                    Err(e) => return Err(e),
+                },
             }
         }
     };
@@ -128,9 +145,9 @@ pub fn refuse_foreign(head: &[u8], path: &Path) -> Result<(), ConvertError> {
             return Err(ConvertError::usage(
                 UsageKind::UnreadableContainer,
                 format!(
-                    "{}: is a {what}, which tracemark does not read (it reads plain text \
-                     and gzip, xz, zstd or bzip2 streams); unpack it first: `{unpack} | \
-                     tracemark convert - -o TRACE.tmt`",
+                    "{}: is a {what}, which tracemark does not read (it reads plain text, \
+                     gzip, xz, zstd or bzip2 streams, and the .etl log in a zip archive); \
+                     unpack it first: `{unpack} | tracemark convert - -o TRACE.tmt`",
                     path.display()
                 ),
             ));
@@ -174,6 +191,7 @@ mod tests {
                 e.finish().unwrap()
             }
             Compression::Zstd => zstd::encode_all(data, 1).unwrap(),
+            Compression::Zip => crate::formats::etl::zip::write_zip(&[("t.etl", data)], false),
             Compression::Bzip2 => {
                 let mut e = bzip2::write::BzEncoder::new(Vec::new(), bzip2::Compression::fast());
                 e.write_all(data).unwrap();
@@ -203,6 +221,22 @@ mod tests {
             assert_eq!(found, Some(c));
             assert_eq!(out, TEXT, "{c}");
         }
+    }
+
+    #[test]
+    fn a_zip_archive_reads_as_its_etl_file() {
+        let (found, out) = read_all(compress(Compression::Zip, TEXT));
+        assert_eq!(found, Some(Compression::Zip));
+        assert_eq!(out, TEXT);
+        // A zip without an .etl file reads as its magic alone, which
+        // `refuse_foreign` then refuses as a zip archive.
+        let other = crate::formats::etl::zip::write_zip(&[("a.csv", TEXT)], false);
+        let (found, head) = read_all(other);
+        assert_eq!(found, None);
+        let err = refuse_foreign(&head, Path::new("o.zip"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("o.zip: is a zip archive"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod completions;
 mod conformance_samples;
 mod convert_blkparse;
 mod convert_errors;
+mod convert_etl;
 mod convert_output;
 mod cpu_wait;
 mod datasets;

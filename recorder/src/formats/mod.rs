@@ -31,6 +31,7 @@ macro_rules! formats {
 formats! {
     parquet,
     blktrace,
+    etl,
     vscsi_bin,
     fio,
     tracefs,
@@ -297,8 +298,9 @@ mod tests {
     /// skipped and counted: detection and the records are as without them.
     #[test]
     fn every_line_format_skips_comment_lines() {
-        // tracefs's `#` lines are its own header; vSCSI is binary records.
-        for f in Format::text().filter(|f| !["tracefs", "vscsi-bin"].contains(&f.name())) {
+        // tracefs's `#` lines are its own header; vSCSI and ETL are binary.
+        for f in Format::text().filter(|f| !["tracefs", "vscsi-bin", "etw-etl"].contains(&f.name()))
+        {
             let example = f.spec().example;
             let Reader::Text(parse) = f.spec().reader else {
                 unreachable!()
