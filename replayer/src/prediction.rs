@@ -41,6 +41,8 @@
 //! the original at the current record, and the records admitted but not yet
 //! completed in the replay (both bounded by queue depths).
 
+use crate::waits::{self, Path, Sequence};
+use results::breakdown::{ClassWaits, WaitClass, WaitOp};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 pub use trace_format::TaskMarks;
@@ -100,6 +102,9 @@ pub struct TaskTimePrediction {
     /// Before calibration: the untraced time plus this replay's shift from
     /// the captured latencies, per model; `None` for an uncalibrated trace.
     pub uncalibrated_ns: Option<[u64; 3]>,
+    /// The primary model's path of waits to the task's end, per class of
+    /// I/O (latencies on the target).
+    pub waits: Vec<ClassWaits>,
 }
 
 impl TaskTimePrediction {
@@ -181,10 +186,13 @@ struct Admitted {
     stream: Option<u32>,
     /// Latency on the target, once known.
     replayed: Option<u64>,
+    op: WaitOp,
+    len: u64,
+    sequential: bool,
 }
 
 /// An I/O in flight in the original: its completion and shifts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct InFlight {
     completion: u64,
     order: u64,
@@ -192,6 +200,8 @@ struct InFlight {
     role: Role,
     shared: bool,
     stream: Option<u32>,
+    /// The primary model's path of waits up to and including this I/O.
+    path: Path,
 }
 
 impl Ord for InFlight {
@@ -213,28 +223,40 @@ impl PartialOrd for InFlight {
 /// the previous one and shares its shift. (Taking the largest shift of every
 /// earlier completion instead would let an old dependency, whose gap to the
 /// I/O spans other I/Os, hold a chain back when the drive speeds them up.)
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Window {
     current: i64,
     fresh: Option<i64>,
+    /// The paths of waits behind `current` and `fresh` (kept in the primary
+    /// model's windows only).
+    current_path: Path,
+    fresh_path: Path,
 }
 
 impl Window {
     fn starting_at(current: i64) -> Window {
         Window {
             current,
-            fresh: None,
+            ..Window::default()
         }
     }
 
     fn saw(&mut self, delta: i64) {
-        self.fresh = Some(self.fresh.map_or(delta, |f| f.max(delta)));
+        self.saw_on(delta, &None);
+    }
+
+    fn saw_on(&mut self, delta: i64, path: &Path) {
+        if self.fresh.is_none_or(|f| delta > f) {
+            self.fresh = Some(delta);
+            self.fresh_path = path.clone();
+        }
     }
 
     /// The shift of an I/O issued now.
     fn issue(&mut self) -> i64 {
         if let Some(f) = self.fresh.take() {
             self.current = f;
+            self.current_path = self.fresh_path.take();
         }
         self.current
     }
@@ -243,28 +265,44 @@ impl Window {
     fn peek(&self) -> i64 {
         self.fresh.unwrap_or(self.current)
     }
+
+    /// The path behind [`Window::peek`].
+    fn peek_path(&self) -> &Path {
+        if self.fresh.is_some() {
+            &self.fresh_path
+        } else {
+            &self.current_path
+        }
+    }
 }
 
 /// Plain writes completed since the last durability point: the latest
 /// original completion, and the latest completion on the target.
-#[derive(Debug, Clone, Copy, Default)]
-struct Unflushed(Option<(u64, i64)>);
+#[derive(Debug, Clone, Default)]
+struct Unflushed(Option<(u64, i64, Path)>);
 
 impl Unflushed {
-    fn add(&mut self, completion: u64, delta: i64) {
+    fn add(&mut self, completion: u64, delta: i64, path: &Path) {
         let end = completion as i64 + delta;
-        self.0 = Some(
-            self.0
-                .map_or((completion, end), |(c, e)| (c.max(completion), e.max(end))),
-        );
+        match &mut self.0 {
+            None => self.0 = Some((completion, end, path.clone())),
+            Some((c, e, p)) => {
+                *c = (*c).max(completion);
+                if end > *e {
+                    *e = end;
+                    *p = path.clone();
+                }
+            }
+        }
     }
 
-    /// The shift of a point that waited for all of them: its gap to the
-    /// last original completion is kept from the last completion on the
-    /// target. (The largest shift among them would be a write's early in
-    /// the burst, with the time the later ones took counted as a gap.)
-    fn take(&mut self) -> Option<i64> {
-        self.0.take().map(|(c, e)| e - c as i64)
+    /// The shift of a point that waited for all of them, and the path of
+    /// the last to complete on the target: its gap to the last original
+    /// completion is kept from that completion. (The largest shift among
+    /// them would be a write's early in the burst, with the time the later
+    /// ones took counted as a gap.)
+    fn take(&mut self) -> Option<(i64, Path)> {
+        self.0.take().map(|(c, e, p)| (e - c as i64, p))
     }
 }
 
@@ -301,16 +339,18 @@ impl Shifts {
         self.all.saw(done.deltas[DependencyModel::All.index()]);
         for (k, m) in WRITEBACK_MODELS.iter().enumerate() {
             let d = done.deltas[m.index()];
-            self.writeback[k].saw(d);
+            // The path is the primary (blocking) model's: kept in its windows.
+            let path = if k == 0 { &done.path } else { &None };
+            self.writeback[k].saw_on(d, path);
             if done.role == Role::Writeback {
-                self.unflushed[k].add(done.completion, d);
+                self.unflushed[k].add(done.completion, d, path);
             }
         }
         if !done.role.blocking() {
             return;
         }
         self.blocking
-            .saw(done.deltas[DependencyModel::Blocking.index()]);
+            .saw_on(done.deltas[DependencyModel::Blocking.index()], &done.path);
         let d = done.deltas[DependencyModel::Stream.index()];
         let end = done.completion as i64 + d;
         self.latest_blocking_end = Some(self.latest_blocking_end.map_or(end, |e| e.max(end)));
@@ -326,7 +366,8 @@ impl Shifts {
     /// The shift of an I/O of `stream` issued now, per model. A stream seen
     /// for the first time starts from the blocking model's shift (a thread
     /// is started by work that was itself held up).
-    fn issue(&mut self, stream: Option<u32>, role: Role) -> [i64; 3] {
+    /// Also the primary model's path of waits behind its shift.
+    fn issue(&mut self, stream: Option<u32>, role: Role) -> ([i64; 3], Path) {
         if role.blocking() {
             self.last_blocking_stream = Some(stream.unwrap_or(NO_STREAM));
         }
@@ -334,10 +375,10 @@ impl Shifts {
         if role == Role::Durability {
             // The writes it covers completed just before it: they count as
             // fresh completions.
-            if let Some(c) = self.unflushed[0].take() {
-                self.blocking.saw(c);
+            if let Some((c, path)) = self.unflushed[0].take() {
+                self.blocking.saw_on(c, &path);
             }
-            if let Some(c) = self.unflushed[1].take() {
+            if let Some((c, _)) = self.unflushed[1].take() {
                 let blocking = self.blocking.current;
                 self.per_stream
                     .entry(stream)
@@ -354,8 +395,13 @@ impl Shifts {
             .issue();
         let writeback = [self.writeback[0].issue(), self.writeback[1].issue()];
         match role {
-            Role::Writeback => [all, writeback[0], writeback[1]],
-            Role::Blocking | Role::Durability | Role::Other => [all, blocking, own],
+            Role::Writeback => (
+                [all, writeback[0], writeback[1]],
+                self.writeback[0].current_path.clone(),
+            ),
+            Role::Blocking | Role::Durability | Role::Other => {
+                ([all, blocking, own], self.blocking.current_path.clone())
+            }
         }
     }
 
@@ -366,7 +412,7 @@ impl Shifts {
     /// its shift to the end: its work after its last I/O is not known to
     /// reach the done mark, and its old shift (from a few I/Os) used to set
     /// the end whenever it was the largest.
-    fn at_end(&self, end: u64) -> [i64; 3] {
+    fn at_end(&self, end: u64) -> ([i64; 3], Path) {
         let blocking = self.blocking.peek();
         let own = self
             .last_blocking_stream
@@ -377,7 +423,10 @@ impl Shifts {
             (Some(o), Some(c)) => o.max(c),
             (o, c) => o.or(c).unwrap_or(blocking),
         };
-        [self.all.peek(), blocking, stream]
+        (
+            [self.all.peek(), blocking, stream],
+            self.blocking.peek_path().clone(),
+        )
     }
 }
 
@@ -392,11 +441,14 @@ pub struct TaskTimeModel {
     in_flight: BinaryHeap<Reverse<InFlight>>,
     shifts: Shifts,
     first_time: Option<u64>,
-    /// The end mark's shifts, once records past it were reached.
-    end_shifts: Option<[i64; 3]>,
+    /// The end mark's shifts and path, once records past it were reached.
+    end_shifts: Option<([i64; 3], Path)>,
     /// Without marks: the latest original and predicted completions.
     last_completion: u64,
     last_predicted: [i64; 3],
+    /// The path of the latest predicted completion in the primary model.
+    last_path: Path,
+    sequence: Sequence,
     /// A record without an original completion: no prediction.
     incomplete: bool,
     processed: u64,
@@ -414,6 +466,8 @@ impl TaskTimeModel {
             end_shifts: None,
             last_completion: 0,
             last_predicted: [i64::MIN; 3],
+            last_path: None,
+            sequence: Sequence::default(),
             incomplete: false,
             processed: 0,
         }
@@ -441,6 +495,9 @@ impl TaskTimeModel {
             shared,
             stream: rec.stream,
             replayed: (!sent).then_some(latency),
+            op: waits::wait_op(rec),
+            len: rec.len.0,
+            sequential: self.sequence.sequential(rec),
         });
         self.drain();
     }
@@ -471,7 +528,7 @@ impl TaskTimeModel {
             if top.completion > t {
                 break;
             }
-            let done = *top;
+            let done = top.clone();
             self.in_flight.pop();
             self.shifts.absorb(&done);
         }
@@ -498,11 +555,18 @@ impl TaskTimeModel {
         self.first_time.get_or_insert(a.time);
         self.take_end_if_passed(a.time);
         self.absorb_until(a.time);
-        let shifts = self.shifts.issue(a.stream, a.role);
+        let queue_depth = self.in_flight.len() as u32 + 1;
+        let (shifts, parent) = self.shifts.issue(a.stream, a.role);
         let change = replayed as i64 - a.latency as i64;
         let deltas = shifts.map(|s| s + change);
+        let class = WaitClass::of(a.op, a.len, queue_depth, a.sequential);
+        let path = waits::extend(&parent, class, replayed);
         let completion = a.time.saturating_add(a.latency);
         self.last_completion = self.last_completion.max(completion);
+        let primary = DependencyModel::PRIMARY.index();
+        if completion as i64 + deltas[primary] > self.last_predicted[primary] {
+            self.last_path = path.clone();
+        }
         for (p, d) in self.last_predicted.iter_mut().zip(deltas) {
             *p = (*p).max(completion as i64 + d);
         }
@@ -513,6 +577,7 @@ impl TaskTimeModel {
             role: a.role,
             shared: a.shared,
             stream: a.stream,
+            path,
         }));
         self.processed += 1;
     }
@@ -529,18 +594,18 @@ impl TaskTimeModel {
                 self.absorb_until(end_rel);
                 self.end_shifts = Some(self.shifts.at_end(end_rel));
             }
-            let shifts = self.end_shifts.unwrap_or([0; 3]);
+            let (shifts, path) = self.end_shifts.take().unwrap_or_default();
             let captured = self.marks.captured_ns().unwrap_or(end_rel);
             let base = self.marks.untraced_ns.unwrap_or(captured);
             let raw = shifts.map(|s| (base as i64 + s).max(0) as u64);
-            Some(self.prediction(captured, base, raw, true))
+            Some(self.prediction(captured, base, raw, true, &path))
         } else {
             let captured = self.last_completion.saturating_sub(first);
             let base = self.marks.untraced_ns.unwrap_or(captured);
             let raw = self
                 .last_predicted
                 .map(|p| (base as i64 + (p - self.last_completion as i64)).max(0) as u64);
-            Some(self.prediction(captured, base, raw, false))
+            Some(self.prediction(captured, base, raw, false, &self.last_path))
         }
     }
 
@@ -550,6 +615,7 @@ impl TaskTimeModel {
         base: u64,
         raw: [u64; 3],
         marked: bool,
+        path: &Path,
     ) -> TaskTimePrediction {
         let capture_drive = &self.marks.capture_drive;
         TaskTimePrediction {
@@ -558,6 +624,7 @@ impl TaskTimeModel {
             marked,
             predicted_ns: calibrate(raw, base, capture_drive),
             uncalibrated_ns: capture_drive.is_set().then_some(raw),
+            waits: waits::class_waits(path),
         }
     }
 }
@@ -805,6 +872,83 @@ mod tests {
         assert_eq!(
             p.predicted(DependencyModel::Blocking),
             1_400_000 + 5 * 500_000
+        );
+    }
+
+    /// The path's waits as (label, ios, wait ns).
+    fn waits_of(p: &TaskTimePrediction) -> Vec<(String, f64, u64)> {
+        p.waits
+            .iter()
+            .map(|w| (w.class.label(), w.ios, (w.wait_s * 1e9).round() as u64))
+            .collect()
+    }
+
+    #[test]
+    fn the_waits_of_a_chain_are_its_reads_on_the_target() {
+        let recs = chain(10);
+        let p = predict(&recs, done_at(9_900_000 + 100_000), |_, _| 300_000, 2);
+        assert_eq!(
+            p.predicted(DependencyModel::Blocking),
+            10_000_000 + 10 * 200_000
+        );
+        assert_eq!(
+            waits_of(&p),
+            vec![("4 KiB random reads at QD1".to_string(), 10.0, 10 * 300_000)]
+        );
+        // Think time is the rest: the nine 1 ms gaps.
+        let t = crate::metrics::task_time(&p);
+        let b = t.breakdown.expect("a breakdown");
+        assert!((b.think_s - 0.009).abs() < 1e-9, "{b:?}");
+        assert_eq!(b.model, "blocking");
+    }
+
+    #[test]
+    fn the_waits_of_a_sync_are_its_writes_and_its_flush() {
+        let recs = buffered_writes_then_sync();
+        let slow_writes = |_: usize, r: &IoRecord| {
+            if r.op == Op::Write {
+                1_000_000
+            } else {
+                r.latency.map_or(0, |l| l.0)
+            }
+        };
+        let p = predict(&recs, done_at(2_400_000), slow_writes, 3);
+        assert_eq!(
+            waits_of(&p),
+            vec![
+                ("4 KiB random reads at QD1".to_string(), 1.0, 100_000),
+                ("4 KiB random writes at QD1".to_string(), 8.0, 8_000_000),
+                ("flushes at QD1".to_string(), 1.0, 50_000),
+            ]
+        );
+    }
+
+    #[test]
+    fn queue_depth_and_sequence_set_the_class() {
+        // Four sequential 64 KiB reads issued together, then one after.
+        let mut recs: Vec<IoRecord> = (0..4u64)
+            .map(|i| IoRecord {
+                offset: Bytes(i * 65536),
+                len: Bytes(65536),
+                ..rec(i * 1_000, Op::Read, 500_000, 7)
+            })
+            .collect();
+        recs.push(IoRecord {
+            offset: Bytes(4 * 65536),
+            len: Bytes(65536),
+            ..rec(1_000_000, Op::Read, 100_000, 7)
+        });
+        // On the target the four complete one after the other.
+        let queued = |i: usize, r: &IoRecord| r.latency.map_or(0, |l| l.0) + i as u64 * 10_000;
+        let p = predict(&recs, done_at(1_100_000), queued, 5);
+        let w = waits_of(&p);
+        // The last read waited for the last of the four (issued at QD4).
+        assert_eq!(
+            w.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(),
+            [
+                "64 KiB sequential reads at QD1",
+                "64 KiB sequential reads at QD2-4"
+            ]
         );
     }
 

@@ -148,6 +148,15 @@ pub struct TaskTime {
     /// Over the scored passes (a trace's summary only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_spread: Option<Spread>,
+    /// Where the predicted time goes (think time and waits per class of
+    /// I/O; versioned on its own, absent from older files, skipped when
+    /// of a version this reader does not know).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::breakdown::known_version"
+    )]
+    pub breakdown: Option<crate::breakdown::Breakdown>,
 }
 
 /// A confidence interval `[low, high]`.

@@ -7,6 +7,7 @@
 #[path = "../support/mod.rs"]
 pub mod support;
 
+mod breakdown;
 mod calibrate;
 mod code_shape;
 mod compare;
