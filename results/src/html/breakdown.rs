@@ -164,6 +164,12 @@ fn stacked_bars(out: &mut String, ti: usize, name: &str, drives: &[(usize, &Brea
         left + plot_w / 2.0,
         height - 6.0
     );
+    legend(out, &classes);
+}
+
+/// The parts' colours.
+fn legend(out: &mut String, classes: &[WaitClass]) {
+    let class_colour = |k: usize| colour(k + 1);
     out.push_str("<p>");
     let _ = write!(
         out,
