@@ -127,7 +127,8 @@ pub struct TaskTime {
     /// The predicted task time, s, under `model`.
     pub predicted_s: f64,
     /// The dependency model of `predicted_s` (`blocking`: reads, flushes and
-    /// synchronous writes hold the task up; writeback does not).
+    /// synchronous writes hold the task up, and the writeback a flush
+    /// covers; other writeback does not).
     pub model: String,
     /// The prediction under every dependency model, s.
     pub models: BTreeMap<String, f64>,
