@@ -47,6 +47,7 @@ pub mod source;
 pub mod suite;
 pub mod suite_file;
 pub mod target;
+pub mod waits;
 
 pub use engine::{IoEvent, Observer, PassKind};
 pub use error::{ReplayError, TargetProblem};

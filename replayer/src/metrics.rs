@@ -92,6 +92,11 @@ pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
                 .collect()
         }),
         predicted_spread: None,
+        breakdown: Some(results::breakdown::Breakdown::new(
+            DependencyModel::PRIMARY.name(),
+            secs(p.predicted(DependencyModel::PRIMARY)),
+            p.waits.clone(),
+        )),
     }
 }
 
@@ -122,6 +127,11 @@ fn mean_task_time(passes: &[TaskTime]) -> Option<TaskTime> {
         models,
         uncalibrated: uncalibrated.map(|u| mean_models(&u)),
         predicted_spread: Some(Spread::of(&predicted)),
+        breakdown: passes
+            .iter()
+            .map(|t| t.breakdown.as_ref())
+            .collect::<Option<Vec<_>>>()
+            .and_then(|b| results::breakdown::Breakdown::mean(&b)),
         ..first.clone()
     })
 }

@@ -17,6 +17,7 @@
 //! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
 //!   with charts), for a suite run, a comparison and a consistency test.
 
+pub mod breakdown;
 pub mod compare;
 pub mod consistency;
 pub mod fleet;

@@ -194,7 +194,8 @@ pub struct TaskTime {
     /// The predicted task time, s, under `model`.
     pub predicted_s: f64,
     /// The dependency model of `predicted_s` (`blocking`: reads, flushes and
-    /// synchronous writes hold the task up; writeback does not).
+    /// synchronous writes hold the task up, and the writeback a flush
+    /// covers; other writeback does not).
     pub model: String,
     /// The prediction under every dependency model, s.
     pub models: BTreeMap<String, f64>,
@@ -215,6 +216,15 @@ pub struct TaskTime {
     /// Over the scored passes (a trace's summary only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_spread: Option<Spread>,
+    /// Where the predicted time goes (think time and waits per class of
+    /// I/O; versioned on its own, absent from older files, skipped when
+    /// of a version this reader does not know).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::breakdown::known_version"
+    )]
+    pub breakdown: Option<crate::breakdown::Breakdown>,
 }
 
 /// A confidence interval `[low, high]`.

@@ -8,6 +8,7 @@
 pub mod support;
 
 mod bench_result;
+mod breakdown;
 mod calibrate;
 mod code_shape;
 mod compare;

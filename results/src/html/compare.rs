@@ -238,6 +238,7 @@ pub fn compare_report(c: &Comparison) -> String {
         cdf_chart(&mut out, ti, &lines.cdfs);
         timeline_charts(&mut out, ti, &lines);
     }
+    super::breakdown::section(&mut out, c);
     page_end(&mut out);
     out
 }

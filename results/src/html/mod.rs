@@ -10,10 +10,13 @@
 //!   (`bandwidth` or `latency`), one point per interval;
 //! - consistency: `circle.round-point[data-phase][data-round]` and
 //!   `rect.bar[data-metric=bandwidth][data-phase]`.
+//! - where the predicted task time goes: `rect.seg[data-trace][data-drive]
+//!   [data-part]`, one per part of a drive's stacked bar.
 //!
 //! Every polyline carries `data-points` (its point count).
 
 mod axis;
+mod breakdown;
 mod chart;
 mod compare;
 mod consistency;

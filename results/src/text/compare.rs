@@ -24,6 +24,7 @@ pub fn format_tables(c: &Comparison) -> String {
     for metric in Metric::ALL {
         metric_table(&mut out, c, metric, name_width);
     }
+    out.push_str(&super::breakdown::comparison(c));
     out
 }
 

@@ -1,5 +1,6 @@
 //! Results as plain-text tables, for the terminal.
 
+pub mod breakdown;
 mod compare;
 mod consistency;
 mod suite;

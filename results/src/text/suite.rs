@@ -223,5 +223,8 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
             "{name}: predicted task time {:.3} s on this target (as captured {:.3} s{untraced}; {}; dependencies: {}{calibrated})",
             task.predicted_s, task.captured_s, task.span, task.model
         );
+        if let Some(b) = &task.breakdown {
+            out.push_str(&super::breakdown::trace_line(&name, b));
+        }
     }
 }
