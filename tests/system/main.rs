@@ -11,6 +11,7 @@ pub mod support;
 mod alias_safety;
 mod blktrace_binary;
 mod capture;
+mod capture_bio;
 mod capture_faults;
 mod consistency;
 mod convert_tracefs;
