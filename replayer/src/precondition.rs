@@ -17,6 +17,12 @@
 //! The marker is believed only while the target has the same size and a
 //! sample of its regions still holds data (a reset zram or a trimmed SSD
 //! reads zeros), so a device emptied behind tracemark's back is written again.
+//!
+//! The record also says what the run found (`found`): blocks sampled from the
+//! whole space and from the read regions before anything is written, and
+//! from the read regions again as scoring starts. Preconditioning makes a
+//! reset device's reads find data as a filled one's do, but the rest of the
+//! device still differs, and two results can say so.
 
 use crate::buffer::AlignedBuf;
 use crate::mapping::AddressMap;
