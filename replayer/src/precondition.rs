@@ -17,6 +17,12 @@
 //! The marker is believed only while the target has the same size and a
 //! sample of its regions still holds data (a reset zram or a trimmed SSD
 //! reads zeros), so a device emptied behind tracemark's back is written again.
+//!
+//! The record also says what the run found (`found`): blocks sampled from the
+//! whole space and from the read regions before anything is written, and
+//! from the read regions again as scoring starts. Preconditioning makes a
+//! reset device's reads find data as a filled one's do, but the rest of the
+//! device still differs, and two results can say so.
 
 use crate::buffer::AlignedBuf;
 use crate::mapping::AddressMap;
@@ -24,7 +30,7 @@ use crate::options::{PreconditionPolicy, ReplayOptions};
 use crate::source::TraceSource;
 use crate::target::Target;
 use crate::ReplayError;
-use results::schema::Precondition;
+use results::schema::{FoundState, Precondition, Sampled};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
@@ -39,6 +45,8 @@ pub const REGION_BYTES: u64 = 1 << 20;
 pub const WRITE_BYTES: u64 = 8 << 20;
 /// Regions read back to check that a marker still tells the truth.
 const SAMPLES: usize = 16;
+/// Blocks read per target and region set to record the state a run found.
+const STATE_SAMPLES: usize = 64;
 
 /// Regions of one target, by index (`offset / REGION_BYTES`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -278,6 +286,113 @@ fn holds_data(target: &Target, set: &RegionSet) -> bool {
     })
 }
 
+/// One block from the middle of each of at most `max` regions spread evenly
+/// over `set`, and how many of them hold anything but zeros.
+fn sample(target: &Target, set: &RegionSet, max: usize) -> Sampled {
+    let n = set.0.len();
+    let picks = max.min(n);
+    let mut regions = set.0.iter().copied();
+    let mut at = 0usize;
+    let chosen = (0..picks).filter_map(move |k| {
+        // The k-th of `picks` evenly spaced indexes into the set.
+        let want = k * n / picks;
+        let r = regions.nth(want - at)?;
+        at = want + 1;
+        Some(r)
+    });
+    sample_regions(target, chosen)
+}
+
+/// As [`sample`] over every region from `offset` to the end of the target,
+/// without listing them (a large drive has millions).
+fn sample_space(target: &Target, offset: u64, max: usize) -> Sampled {
+    let first = offset / REGION_BYTES;
+    let end = target.size.div_ceil(REGION_BYTES);
+    let n = end.saturating_sub(first);
+    let picks = (max as u64).min(n);
+    sample_regions(target, (0..picks).map(|k| first + k * n / picks))
+}
+
+/// Reads one block from the middle of each region; a block that cannot be
+/// read counts as sampled without data.
+fn sample_regions(target: &Target, regions: impl Iterator<Item = u64>) -> Sampled {
+    let mut out = Sampled::default();
+    let block = target.logical_block_size.max(512) as usize;
+    let Ok(buf) = AlignedBuf::new(block) else {
+        return out;
+    };
+    for r in regions {
+        let offset = (r * REGION_BYTES + REGION_BYTES / 2) / block as u64 * block as u64;
+        if offset + block as u64 > target.size {
+            continue;
+        }
+        // SAFETY: the buffer is `block` bytes long and aligned for O_DIRECT.
+        let got = unsafe {
+            libc::pread(
+                target.fd(),
+                buf.as_mut_ptr().cast(),
+                block,
+                offset as libc::off_t,
+            )
+        };
+        out.blocks += 1;
+        if got == block as isize && buf.as_slice().iter().any(|&b| b != 0) {
+            out.with_data += 1;
+        }
+    }
+    out
+}
+
+/// The regions that must hold data on target `i` before scoring.
+fn needed_regions(t: &Target, i: usize, regions: &[RegionSet], opts: &ReplayOptions) -> RegionSet {
+    match opts.precondition {
+        PreconditionPolicy::Full => whole_space(t, opts.target_offset),
+        _ => regions.get(i).cloned().unwrap_or_default(),
+    }
+}
+
+/// Samples the regions target `i` needs (the whole space, for `full`).
+fn sample_needed(t: &Target, i: usize, regions: &[RegionSet], opts: &ReplayOptions) -> Sampled {
+    match opts.precondition {
+        PreconditionPolicy::Full => sample_space(t, opts.target_offset, STATE_SAMPLES),
+        _ => regions
+            .get(i)
+            .map(|r| sample(t, r, STATE_SAMPLES))
+            .unwrap_or_default(),
+    }
+}
+
+/// Samples every target's whole space and needed regions: the state the
+/// run found, before it writes.
+fn found_before(target: &Target, regions: &[RegionSet], opts: &ReplayOptions) -> FoundState {
+    let mut found = FoundState::default();
+    for (i, t) in target.all().enumerate() {
+        found
+            .space_before
+            .add(sample_space(t, opts.target_offset, STATE_SAMPLES));
+        found
+            .read_regions_before
+            .add(sample_needed(t, i, regions, opts));
+    }
+    found
+}
+
+/// The same blocks of the needed regions read again, as scoring starts.
+fn found_at_start(
+    target: &Target,
+    regions: &[RegionSet],
+    opts: &ReplayOptions,
+    mut found: FoundState,
+) -> FoundState {
+    found.read_regions_at_start = Sampled::default();
+    for (i, t) in target.all().enumerate() {
+        found
+            .read_regions_at_start
+            .add(sample_needed(t, i, regions, opts));
+    }
+    found
+}
+
 fn save_marker(target: &Target, set: &RegionSet) {
     let Some(path) = marker_path(target) else {
         return;
@@ -317,7 +432,9 @@ pub fn precondition(
         seconds: 0.0,
         region_bytes: REGION_BYTES,
         not_done: None,
+        found: None,
     };
+    let found = found_before(target, regions, opts);
     let plans = plan(target, regions, opts, &mut record);
     let total: u64 = plans.iter().map(|p| p.2.len() * REGION_BYTES).sum();
     let mut buf =
@@ -348,6 +465,7 @@ pub fn precondition(
                     }
                     save_marker(t, &marked);
                     record.seconds = started.elapsed().as_secs_f64();
+                    record.found = Some(found_at_start(target, regions, opts, found));
                     return Ok(Some(record));
                 }
                 let n = (end - at).min(WRITE_BYTES) as usize;
@@ -371,6 +489,7 @@ pub fn precondition(
         save_marker(t, &marked);
     }
     record.seconds = started.elapsed().as_secs_f64();
+    record.found = Some(found_at_start(target, regions, opts, found));
     Ok(Some(record))
 }
 
@@ -389,10 +508,7 @@ fn plan<'t>(
 ) -> Vec<Plan<'t>> {
     let mut plans = Vec::new();
     for (i, t) in target.all().enumerate() {
-        let needed = match opts.precondition {
-            PreconditionPolicy::Full => whole_space(t, opts.target_offset),
-            _ => regions.get(i).cloned().unwrap_or_default(),
-        };
+        let needed = needed_regions(t, i, regions, opts);
         if needed.is_empty() {
             continue;
         }

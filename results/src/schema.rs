@@ -525,4 +525,49 @@ pub struct Precondition {
     /// Why nothing was written although asked (e.g. the target is read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_done: Option<String>,
+    /// What the targets held before this run wrote anything, and what the
+    /// read regions held when scoring started (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found: Option<FoundState>,
+}
+
+/// Blocks read from spread-out places of a set of regions, and how many of
+/// them held data (anything but zeros: a never-written block of a reset zram
+/// or a trimmed SSD reads as zeros).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampled {
+    pub blocks: u32,
+    pub with_data: u32,
+}
+
+impl Sampled {
+    pub fn add(&mut self, other: Sampled) {
+        self.blocks += other.blocks;
+        self.with_data += other.with_data;
+    }
+
+    /// What the blocks say about the place they were read from.
+    pub fn state(&self) -> &'static str {
+        match (self.with_data, self.blocks) {
+            (_, 0) => "not sampled",
+            (0, _) => "never written",
+            (d, b) if d == b => "holding data",
+            _ => "partly written",
+        }
+    }
+}
+
+/// The state a replay found its targets in, sampled, over all targets. Two
+/// replays of one trace on one drive whose `space_before` differ (a reset
+/// device against one in use) ran on drives in different states, even where
+/// preconditioning made the read regions alike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FoundState {
+    /// The whole space the replay may use, before this run wrote.
+    pub space_before: Sampled,
+    /// The regions the traces read, before this run wrote.
+    pub read_regions_before: Sampled,
+    /// The same regions after preconditioning, as scoring started: all of
+    /// them hold data unless the preconditioning was not done.
+    pub read_regions_at_start: Sampled,
 }

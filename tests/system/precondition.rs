@@ -245,3 +245,73 @@ fn preconditioned_fresh_zram_reads_like_a_filled_one() {
         seen.join("; ")
     );
 }
+
+/// One quick pass of the random reads, preconditioned (the marker in this
+/// test's own state directory).
+fn replay_once(z: &Zram, state: &std::path::Path) -> SuiteResult {
+    let opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        queue_depth: 4,
+        passes: 1,
+        warmup: false,
+        allow_write: true,
+        mapping: replayer::MappingKind::Identity,
+        precondition: PreconditionPolicy::ReadRegions,
+        ..Default::default()
+    };
+    let src = random_reads();
+    std::env::set_var("TRACEMARK_STATE_DIR", state);
+    replayer::run_suite(&[&src], Some(&z.path), &opts, &mut NoObserver).unwrap()
+}
+
+/// A reset device and a filled one present the same data to the reads once
+/// preconditioned, but are different drives' states: the result says which
+/// one it found, from blocks it read before writing anything.
+#[test]
+fn result_records_the_state_the_target_was_found_in() {
+    let Some(t) = SystemTest::start(&[]) else {
+        return;
+    };
+    let Some(z) = t.zram(ZRAM_MIB) else {
+        return;
+    };
+    let state = crate::support::data_home().join("state");
+
+    // Fresh: nothing held data before the run; the read regions do when
+    // scoring starts.
+    let fresh = replay_once(&z, &state);
+    let p = fresh.precondition.clone().unwrap();
+    assert!(p.written_bytes > 0, "{p:?}");
+    let f = p.found.expect("the result records the state found");
+    assert!(f.space_before.blocks >= 32, "{f:?}");
+    assert_eq!(f.space_before.with_data, 0, "{f:?}");
+    assert!(f.read_regions_before.blocks >= 32, "{f:?}");
+    assert_eq!(f.read_regions_before.with_data, 0, "{f:?}");
+    assert_eq!(f.read_regions_at_start.blocks, f.read_regions_before.blocks);
+    assert_eq!(
+        f.read_regions_at_start.with_data, f.read_regions_at_start.blocks,
+        "{f:?}"
+    );
+    let text = results::text::suite_table(&fresh);
+    assert!(text.contains("target state: space never written"), "{text}");
+
+    // Filled: everything held data; the marker vouches for the read
+    // regions, so nothing is written, and the state found says why.
+    reset(&z);
+    fill(&z);
+    let filled = replay_once(&z, &state);
+    let p = filled.precondition.clone().unwrap();
+    assert_eq!(p.written_bytes, 0, "{p:?}");
+    let f = p.found.expect("the result records the state found");
+    assert_eq!(f.space_before.with_data, f.space_before.blocks, "{f:?}");
+    assert_eq!(
+        f.read_regions_before.with_data, f.read_regions_before.blocks,
+        "{f:?}"
+    );
+    assert_eq!(
+        f.read_regions_at_start.with_data, f.read_regions_at_start.blocks,
+        "{f:?}"
+    );
+    let text = results::text::suite_table(&filled);
+    assert!(text.contains("target state: space holding data"), "{text}");
+}

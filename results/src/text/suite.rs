@@ -106,6 +106,19 @@ fn run_notes(out: &mut String, r: &SuiteResult) {
         if let Some(why) = &p.not_done {
             let _ = writeln!(out, "note: precondition not done: {}", esc(why));
         }
+        if let Some(f) = &p.found {
+            let _ = writeln!(
+                out,
+                "target state: space {} ({} of {} sampled blocks held data before the run); read regions {} before, {} when scoring started ({} of {})",
+                f.space_before.state(),
+                f.space_before.with_data,
+                f.space_before.blocks,
+                f.read_regions_before.state(),
+                f.read_regions_at_start.state(),
+                f.read_regions_at_start.with_data,
+                f.read_regions_at_start.blocks
+            );
+        }
     }
 }
 
