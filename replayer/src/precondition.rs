@@ -33,7 +33,7 @@ use crate::ReplayError;
 use results::schema::{FoundState, Precondition, Sampled};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt};
 use std::path::PathBuf;
 use std::time::Instant;
 use trace_format::rng::WyRand;
@@ -273,16 +273,7 @@ fn holds_data(target: &Target, set: &RegionSet) -> bool {
         if offset + block as u64 > target.size {
             return true;
         }
-        // SAFETY: the buffer is `block` bytes long and aligned for O_DIRECT.
-        let n = unsafe {
-            libc::pread(
-                target.fd(),
-                buf.as_mut_ptr().cast(),
-                block,
-                offset as libc::off_t,
-            )
-        };
-        n == block as isize && buf.as_slice().iter().any(|&b| b != 0)
+        block_holds_data(target, &mut buf.as_mut_slice()[..block], offset)
     })
 }
 
@@ -318,7 +309,7 @@ fn sample_space(target: &Target, offset: u64, max: usize) -> Sampled {
 fn sample_regions(target: &Target, regions: impl Iterator<Item = u64>) -> Sampled {
     let mut out = Sampled::default();
     let block = target.logical_block_size.max(512) as usize;
-    let Ok(buf) = AlignedBuf::new(block) else {
+    let Ok(mut buf) = AlignedBuf::new(block) else {
         return out;
     };
     for r in regions {
@@ -326,17 +317,8 @@ fn sample_regions(target: &Target, regions: impl Iterator<Item = u64>) -> Sample
         if offset + block as u64 > target.size {
             continue;
         }
-        // SAFETY: the buffer is `block` bytes long and aligned for O_DIRECT.
-        let got = unsafe {
-            libc::pread(
-                target.fd(),
-                buf.as_mut_ptr().cast(),
-                block,
-                offset as libc::off_t,
-            )
-        };
         out.blocks += 1;
-        if got == block as isize && buf.as_slice().iter().any(|&b| b != 0) {
+        if block_holds_data(target, &mut buf.as_mut_slice()[..block], offset) {
             out.with_data += 1;
         }
     }
@@ -459,7 +441,7 @@ pub fn precondition(
                     let whole = at / REGION_BYTES - first;
                     if whole > 0 {
                         // SAFETY: fdatasync on the target's open descriptor.
-                        if unsafe { libc::fdatasync(t.fd()) } == 0 {
+                        if t.file().sync_data().is_ok() {
                             marked.union_with(&RegionSet::from_runs(&[(first, whole)]));
                         }
                     }
@@ -479,11 +461,11 @@ pub fn precondition(
             marked.union_with(&RegionSet::from_runs(&[(first, count)]));
         }
         // SAFETY: fdatasync on the target's open descriptor.
-        if unsafe { libc::fdatasync(t.fd()) } != 0 {
+        if let Err(source) = t.file().sync_data() {
             return Err(ReplayError::TargetIo {
                 path: t.path.clone(),
                 what: "cannot flush the precondition writes".into(),
-                source: std::io::Error::last_os_error(),
+                source,
             });
         }
         save_marker(t, &marked);
@@ -536,39 +518,21 @@ fn plan<'t>(
     plans
 }
 
-fn write_all_at(t: &Target, mut data: &[u8], mut offset: u64) -> Result<(), ReplayError> {
-    while !data.is_empty() {
-        // SAFETY: `data` is valid for its length; the descriptor is open.
-        let n = unsafe {
-            libc::pwrite(
-                t.fd(),
-                data.as_ptr().cast(),
-                data.len(),
-                offset as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(ReplayError::TargetIo {
-                path: t.path.clone(),
-                what: format!("precondition write at byte {offset}"),
-                source: e,
-            });
-        }
-        if n == 0 {
-            return Err(ReplayError::TargetIo {
-                path: t.path.clone(),
-                what: format!("precondition write at byte {offset}"),
-                source: std::io::Error::from(std::io::ErrorKind::WriteZero),
-            });
-        }
-        data = &data[n as usize..];
-        offset += n as u64;
-    }
-    Ok(())
+fn write_all_at(t: &Target, data: &[u8], offset: u64) -> Result<(), ReplayError> {
+    t.file()
+        .write_all_at(data, offset)
+        .map_err(|source| ReplayError::TargetIo {
+            path: t.path.clone(),
+            what: format!("precondition write at byte {offset}"),
+            source,
+        })
+}
+
+/// Whether the block at `offset` reads whole and holds anything but zeros
+/// (`buf` is one logical block, aligned for O_DIRECT).
+fn block_holds_data(target: &Target, buf: &mut [u8], offset: u64) -> bool {
+    matches!(target.file().read_at(buf, offset), Ok(n) if n == buf.len())
+        && buf.iter().any(|&b| b != 0)
 }
 
 #[cfg(test)]

@@ -86,6 +86,12 @@ impl Target {
         self.file.as_raw_fd()
     }
 
+    /// The open target, for the positioned reads, writes and syncs done
+    /// outside the ring (preconditioning, probes) as safe calls.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// This target, then the further ones: index *i* is the map's target *i*.
     pub fn all(&self) -> impl Iterator<Item = &Target> {
         std::iter::once(self).chain(self.further.iter())
