@@ -177,6 +177,19 @@ pub struct Comparison {
     pub mismatches: Vec<Mismatch>,
     /// Give ratios for results marked not valid too (`--include-invalid`).
     pub include_invalid: bool,
+    /// Pool the runs of one drive into each one's uncertainty (off with
+    /// `--no-pool`); only results that are one drive by a strong identity
+    /// ([`crate::identity::same_drive`]) are pooled.
+    pub pool: bool,
+}
+
+/// Columns whose runs are pooled: one drive by a strong identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// Column indices, in order.
+    pub drives: Vec<usize>,
+    /// Why they are one drive.
+    pub by: crate::identity::StrongId,
 }
 
 impl Comparison {
@@ -238,6 +251,7 @@ impl Comparison {
             traces,
             mismatches: Vec::new(),
             include_invalid: false,
+            pool: true,
         };
         c.mismatches = c.find_mismatches();
         Ok(c)
@@ -257,6 +271,66 @@ impl Comparison {
         self.include_invalid = true;
         self.mismatches = self.find_mismatches();
         self
+    }
+
+    /// Keeps every column's uncertainty its own (`--no-pool`).
+    pub fn without_pooling(mut self) -> Comparison {
+        self.pool = false;
+        self
+    }
+
+    /// The columns pooled with column `drive` (itself included), when any
+    /// other is.
+    fn pooled_with(&self, drive: usize) -> Vec<usize> {
+        let Some(d) = self.drives.get(drive) else {
+            return Vec::new();
+        };
+        if !self.pool {
+            return vec![drive];
+        }
+        (0..self.drives.len())
+            .filter(|&j| {
+                j == drive
+                    || crate::identity::same_drive(&d.result.target, &self.drives[j].result.target)
+                        .is_some()
+            })
+            .collect()
+    }
+
+    /// Every group of two or more columns whose runs are pooled, and why.
+    pub fn pools(&self) -> Vec<Pool> {
+        let mut out: Vec<Pool> = Vec::new();
+        for i in 0..self.drives.len() {
+            let with = self.pooled_with(i);
+            if with.len() < 2 || out.iter().any(|p| p.drives.contains(&i)) {
+                continue;
+            }
+            let Some(by) = self.drives[i].result.target.strong_id() else {
+                continue;
+            };
+            out.push(Pool { drives: with, by });
+        }
+        out
+    }
+
+    /// One line per [`Comparison::pools`] group: which columns were pooled
+    /// and why (empty when none were).
+    pub fn pool_notes(&self) -> Vec<String> {
+        self.pools()
+            .iter()
+            .map(|p| {
+                let names: Vec<String> = p
+                    .drives
+                    .iter()
+                    .map(|&i| format!("{} ({})", column_name(i), self.drives[i].label))
+                    .collect();
+                format!(
+                    "{}: one drive by {}; their runs' spread is in each one's interval",
+                    names.join(", "),
+                    p.by
+                )
+            })
+            .collect()
     }
 
     /// The reference value for a ratio in column `drive`: none when either
@@ -317,8 +391,9 @@ impl Comparison {
 
     /// Half-width of the 95 % confidence interval of a column's score for a
     /// trace (`None`: the suite): from its passes, or from the runs when
-    /// other columns are results of the same drive (same host, target path,
-    /// size and model), whichever is wider.
+    /// other columns are results of the same drive by a strong identity
+    /// ([`Comparison::pools`]; never by model, path or host alone),
+    /// whichever is wider.
     pub fn score_uncertainty(&self, drive: usize, trace: Option<&str>) -> Option<f64> {
         let r = &self.drives.get(drive)?.result;
         let passes = match trace {
@@ -330,10 +405,15 @@ impl Comparison {
                     .map(|ci| ci.half_width())
             }
         };
-        let runs: Vec<f64> = (0..self.drives.len())
-            .filter(|&j| same_drive(r, &self.drives[j].result))
-            .filter_map(|j| self.score_of(j, trace))
-            .collect();
+        let pooled = self.pooled_with(drive);
+        let runs: Vec<f64> = if pooled.len() < 2 {
+            Vec::new()
+        } else {
+            pooled
+                .iter()
+                .filter_map(|&j| self.score_of(j, trace))
+                .collect()
+        };
         let runs = mean_ci95(&runs).map(|ci| ci.half_width());
         match (passes, runs) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -468,15 +548,6 @@ fn disambiguate(drives: &mut [Drive]) {
             d.label = format!("{} [{file}]", d.label);
         }
     }
-}
-
-/// Whether two results are of the same drive: same host, target path, size
-/// and model.
-fn same_drive(a: &SuiteResult, b: &SuiteResult) -> bool {
-    a.host.hostname == b.host.hostname
-        && a.target.path == b.target.path
-        && a.target.size_bytes == b.target.size_bytes
-        && a.target.model == b.target.model
 }
 
 /// The options that change the figures, as (what, first's, other's).

@@ -111,9 +111,13 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
                 traces.push(t.name.clone());
             }
         }
-        let (key, name) = match &e.label {
-            Some(l) => (format!("label {l}"), l.clone()),
-            None => (e.result.target.drive_key(), e.result.target.drive_name()),
+        // Runs share a line when labelled alike or of one drive by a strong
+        // identity; a run without either stands alone, so two drives that
+        // only look alike (model, size, path) are never pooled.
+        let (key, name) = match (&e.label, e.result.target.pool_key()) {
+            (Some(l), _) => (format!("label {l}"), l.clone()),
+            (None, Some(k)) => (k, e.result.target.drive_name()),
+            (None, None) => (format!("run {}", e.id), e.result.target.drive_name()),
         };
         match by_drive.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, _, list)) => list.push(e),

@@ -165,7 +165,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
     if metric == Metric::Score {
         let _ = writeln!(
             out,
-            "<p class=\"note\"><span class=\"ns\">{NOT_SIGNIFICANT}</span>: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive).</p>"
+            "<p class=\"note\"><span class=\"ns\">{NOT_SIGNIFICANT}</span>: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of one drive by serial or WWN).</p>"
         );
     }
 }
@@ -220,6 +220,7 @@ pub fn compare_report(c: &Comparison) -> String {
     page_start(&mut out, "tracemark: drive comparison");
     drives_table(&mut out, c);
     mismatches(&mut out, c);
+    pools(&mut out, c);
     out.push_str("<h2>Scores</h2>\n");
     legend(&mut out, c);
     out.push_str("<h3>Score per trace (higher is better)</h3>\n");
@@ -275,6 +276,19 @@ fn drives_table(out: &mut String, c: &Comparison) {
 }
 
 /// Why the results are not fully comparable, when they are not.
+/// Which columns were pooled as runs of one drive, and why.
+fn pools(out: &mut String, c: &Comparison) {
+    let notes = c.pool_notes();
+    if notes.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"note\" id=\"pools\"><strong>Pooled as runs of one drive</strong> (<code>--no-pool</code> keeps them apart):<ul>\n");
+    for n in notes {
+        let _ = writeln!(out, "<li class=\"pool\">{}</li>", esc(&n));
+    }
+    out.push_str("</ul></div>\n");
+}
+
 fn mismatches(out: &mut String, c: &Comparison) {
     if c.mismatches.is_empty() {
         return;

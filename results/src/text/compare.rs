@@ -13,6 +13,7 @@ pub fn format_tables(c: &Comparison) -> String {
     let mut out = String::new();
     columns(&mut out, c);
     warnings(&mut out, c);
+    pools(&mut out, c);
     let name_width = c
         .traces
         .iter()
@@ -66,6 +67,22 @@ fn warnings(out: &mut String, c: &Comparison) {
     }
 }
 
+/// Which columns were pooled as runs of one drive, and why.
+fn pools(out: &mut String, c: &Comparison) {
+    let notes = c.pool_notes();
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "pooled as runs of one drive (--no-pool keeps them apart):"
+    );
+    for n in notes {
+        let _ = writeln!(out, "  - {}", esc(&n));
+    }
+}
+
 /// One metric: title, column heads, a row per trace, the suite row.
 fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
     let _ = writeln!(out);
@@ -102,7 +119,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: us
     if metric == Metric::Score {
         let _ = writeln!(
             out,
-            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive)"
+            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of one drive by serial or WWN)"
         );
     }
 }

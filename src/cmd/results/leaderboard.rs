@@ -106,6 +106,14 @@ fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
             runs.join(",")
         );
     }
+    for d in board.drives.iter().filter(|d| d.runs.len() > 1) {
+        let runs: Vec<String> = d.runs.iter().map(|r| format!("{}", r.id)).collect();
+        println!(
+            "runs {} pooled as one drive: {}",
+            runs.join(","),
+            esc(&d.key)
+        );
+    }
     for (id, why) in &board.left_out {
         println!("run {id} not ranked: {}", esc(why));
     }

@@ -56,6 +56,10 @@ pub enum ResultsCommand {
         /// Give ratios for runs marked not valid too.
         #[arg(long)]
         include_invalid: bool,
+        /// Never pool runs into one drive's uncertainty (by default, runs of
+        /// one drive by serial or WWN are pooled, and the output says so).
+        #[arg(long)]
+        no_pool: bool,
     },
     /// Write runs out: one run's result JSON, or every run (--all) as a JSON
     /// array; CSV and Parquet give one row of columns per run.
@@ -140,7 +144,8 @@ pub fn run(args: ResultsArgs) -> Result<i32> {
             ids,
             html,
             include_invalid,
-        } => compare(&db, &ids, html, include_invalid),
+            no_pool,
+        } => compare(&db, &ids, html, include_invalid, no_pool),
         ResultsCommand::Export {
             id,
             all,
@@ -272,6 +277,7 @@ fn compare(
     ids: &[i64],
     html: Option<PathBuf>,
     include_invalid: bool,
+    no_pool: bool,
 ) -> Result<i32> {
     let mut results = Vec::with_capacity(ids.len());
     let mut labels = Vec::with_capacity(ids.len());
@@ -289,6 +295,9 @@ fn compare(
     let mut comparison = results::compare::Comparison::new(results, &labels)?;
     if include_invalid {
         comparison = comparison.including_invalid();
+    }
+    if no_pool {
+        comparison = comparison.without_pooling();
     }
     print!("{}", results::text::compare_tables(&comparison));
     if let Some(path) = &html {
