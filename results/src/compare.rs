@@ -481,7 +481,7 @@ impl Comparison {
             if i == 0 {
                 continue;
             }
-            for (what, a, b) in option_differences(&first.result, &d.result) {
+            for (what, a, b) in crate::comparable::differences(&first.result, &d.result) {
                 out.push(Mismatch {
                     drive: i,
                     trace: None,
@@ -548,67 +548,6 @@ fn disambiguate(drives: &mut [Drive]) {
             d.label = format!("{} [{file}]", d.label);
         }
     }
-}
-
-/// The options that change the figures, as (what, first's, other's).
-fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, String, String)> {
-    let mut out = Vec::new();
-    let mut check = |what: &'static str, x: String, y: String| {
-        if x != y {
-            out.push((what, x, y));
-        }
-    };
-    let (oa, ob) = (&a.options, &b.options);
-    check("mode", a.mode.to_string(), b.mode.to_string());
-    check(
-        "time scale",
-        format!("{}", oa.time_scale),
-        format!("{}", ob.time_scale),
-    );
-    let cap = |c: Option<trace_format::Nanos>| {
-        c.map_or("none".to_string(), |n| format!("{} ms", n.0 as f64 / 1e6))
-    };
-    check("idle cap", cap(oa.idle_cap), cap(ob.idle_cap));
-    check(
-        "queue depth",
-        oa.queue_depth.to_string(),
-        ob.queue_depth.to_string(),
-    );
-    check(
-        "open loop",
-        oa.open_loop.to_string(),
-        ob.open_loop.to_string(),
-    );
-    check(
-        "read-only",
-        oa.read_only.to_string(),
-        ob.read_only.to_string(),
-    );
-    check(
-        "mapping",
-        oa.mapping.name().to_string(),
-        ob.mapping.name().to_string(),
-    );
-    check(
-        "direct I/O",
-        a.target.direct_io.to_string(),
-        b.target.direct_io.to_string(),
-    );
-    check(
-        "cpu idle",
-        oa.cpu_idle.name().to_string(),
-        ob.cpu_idle.name().to_string(),
-    );
-    // Only where requests run on io-wq does the workers' CPU change figures.
-    let io_wq = |r: &SuiteResult| r.target.io_path == Some(crate::schema::IoPath::IoWq);
-    if io_wq(a) || io_wq(b) {
-        check(
-            "io worker cpu",
-            format!("{:?}", oa.io_worker_cpu).to_lowercase(),
-            format!("{:?}", ob.io_worker_cpu).to_lowercase(),
-        );
-    }
-    out
 }
 
 /// Why two results of the same trace name are of different traces: by the

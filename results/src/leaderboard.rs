@@ -52,6 +52,10 @@ pub struct Leaderboard {
     pub suite_name: String,
     pub trace_set: String,
     pub mode: String,
+    /// Every setting that changes the figures
+    /// ([`crate::comparable::describe`]): runs differing in any are on
+    /// another board.
+    pub settings: String,
     /// Trace names in the suite's order.
     pub traces: Vec<String>,
     /// Best first.
@@ -77,13 +81,31 @@ pub fn significantly_different(a: &Drive, b: &Drive) -> bool {
     }
 }
 
-/// Ranks `entries` (runs of one trace set and mode; the caller picks them).
+/// Splits runs into boards of comparable runs ([`crate::comparable`]), in
+/// first-seen order: runs on one board share the trace set and every
+/// setting that changes the figures.
+pub fn boards(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
+    let mut out: Vec<Vec<Entry>> = Vec::new();
+    for e in entries {
+        match out
+            .iter_mut()
+            .find(|b| crate::comparable::comparable(&b[0].result, &e.result))
+        {
+            Some(board) => board.push(e),
+            None => out.push(vec![e]),
+        }
+    }
+    out
+}
+
+/// Ranks `entries` (comparable runs: one of [`boards`]).
 /// Runs marked not valid or interrupted, or without a suite score, are
 /// left out with their reason.
 pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboard {
     let mut left_out = Vec::new();
     let mut traces: Vec<String> = Vec::new();
     let mut mode = String::new();
+    let mut settings = String::new();
     // Drive key -> (name, entries), in first-seen order.
     let mut by_drive: Vec<(String, String, Vec<Entry>)> = Vec::new();
     for e in entries {
@@ -105,6 +127,7 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
         }
         if mode.is_empty() {
             mode = e.result.mode.to_string();
+            settings = crate::comparable::describe(&e.result);
         }
         for t in &e.result.traces {
             if !traces.contains(&t.name) {
@@ -143,6 +166,7 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
         suite_name: suite_name.to_string(),
         trace_set: trace_set.to_string(),
         mode,
+        settings,
         traces,
         drives,
         groups,

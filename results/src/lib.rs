@@ -11,12 +11,14 @@
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`validity`]: whether a result's figures can be trusted, judged from
 //!   its data whatever version wrote it.
+//! - [`comparable`]: the one rule of which results may be ranked together.
 //! - [`compare`]: several result files side by side; [`leaderboard`]: drives
 //!   ranked by suite score over their runs.
 //! - [`trace_info`]: what a trace holds (`tracemark info --json`).
 //! - [`text`] (tables for the terminal) and [`html`] (self-contained pages
 //!   with charts), for a suite run, a comparison and a consistency test.
 
+pub mod comparable;
 pub mod compare;
 pub mod consistency;
 pub mod fleet;
