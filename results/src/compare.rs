@@ -76,16 +76,19 @@ pub enum Metric {
     P99Read,
     P99Write,
     Playback,
+    /// The predicted task time (s): shown only where a result has one.
+    TaskTime,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Score,
         Metric::Bandwidth,
         Metric::AccessTime,
         Metric::P99Read,
         Metric::P99Write,
         Metric::Playback,
+        Metric::TaskTime,
     ];
 
     pub fn title(self) -> &'static str {
@@ -96,6 +99,7 @@ impl Metric {
             Metric::P99Read => "p99 read latency µs",
             Metric::P99Write => "p99 write latency µs",
             Metric::Playback => "playback time s",
+            Metric::TaskTime => "predicted task time s",
         }
     }
 
@@ -108,6 +112,7 @@ impl Metric {
             Metric::P99Read => "p99_read",
             Metric::P99Write => "p99_write",
             Metric::Playback => "playback",
+            Metric::TaskTime => "task_time",
         }
     }
 
@@ -119,7 +124,7 @@ impl Metric {
         match self {
             Metric::Score | Metric::AccessTime | Metric::P99Read | Metric::P99Write => 1,
             Metric::Bandwidth => 2,
-            Metric::Playback => 3,
+            Metric::Playback | Metric::TaskTime => 3,
         }
     }
 
@@ -132,6 +137,7 @@ impl Metric {
             Metric::P99Read => t.latency_us.get("read").map(|p| p.p99),
             Metric::P99Write => t.latency_us.get("write").map(|p| p.p99),
             Metric::Playback => Some(t.playback_s),
+            Metric::TaskTime => t.task.as_ref().map(|k| k.predicted_s),
         }
     }
 
@@ -153,6 +159,11 @@ impl Metric {
                 } else {
                     Some(r.traces.iter().map(|t| t.playback_s).sum())
                 }
+            }
+            // The sum of the traces' task times: the suite's task time.
+            Metric::TaskTime => {
+                let times: Vec<f64> = r.traces.iter().filter_map(|t| self.of_trace(t)).collect();
+                (!times.is_empty()).then(|| times.iter().sum())
             }
         }
     }
@@ -419,6 +430,50 @@ impl Comparison {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether any column has a predicted task time (the task time table
+    /// and chart are shown only then).
+    pub fn has_task_time(&self) -> bool {
+        self.drives
+            .iter()
+            .any(|d| d.result.traces.iter().any(|t| t.task.is_some()))
+    }
+
+    /// Whether a column's figure differs from the first column's beyond
+    /// their combined uncertainty: the score ([`Comparison::score_significant`])
+    /// and the task time (from its passes' predictions); None for other
+    /// metrics, the first column, or without an uncertainty.
+    pub fn significant(&self, metric: Metric, drive: usize, trace: Option<&str>) -> Option<bool> {
+        match metric {
+            Metric::Score => self.score_significant(drive, trace),
+            Metric::TaskTime => self.task_significant(drive, trace?),
+            _ => None,
+        }
+    }
+
+    /// A trace's task time against the first column's, each with the 95 %
+    /// interval of its passes' predictions.
+    fn task_significant(&self, drive: usize, trace: &str) -> Option<bool> {
+        if drive == 0
+            || (!self.include_invalid && (self.drive_invalid(0) || self.drive_invalid(drive)))
+        {
+            return None;
+        }
+        let of = |i: usize| -> Option<(f64, f64)> {
+            let t = self.trace(i, trace)?;
+            let passes: Vec<f64> = t
+                .passes
+                .iter()
+                .filter_map(|p| p.task.as_ref().map(|k| k.predicted_s))
+                .collect();
+            Some((
+                t.task.as_ref()?.predicted_s,
+                mean_ci95(&passes)?.half_width(),
+            ))
+        };
+        let ((a, ua), (b, ub)) = (of(0)?, of(drive)?);
+        Some((b - a).abs() > (ua * ua + ub * ub).sqrt())
     }
 
     /// Whether a column's score differs from the first column's by more

@@ -351,3 +351,56 @@ fn runs_of_one_drive_by_serial_are_pooled_and_named_and_no_pool_keeps_them_apart
     assert!(!out.contains("pooled"), "{out}");
     assert_eq!(row(&out, "score", "v2-T5").len(), 3, "{out}");
 }
+
+#[test]
+fn predicted_task_times_are_compared_in_seconds_with_ratio_and_n_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = |s: f64| {
+        serde_json::json!({"predicted_s": s, "model": "blocking",
+        "models": {"blocking": s}, "captured_s": 10.0, "span": "task marks"})
+    };
+    let mut files = Vec::new();
+    // alpha: 10 s vs 20 s, tight passes; beta: 5.0 vs 5.1 s, passes 4-6 s.
+    for (i, (alpha, beta)) in [
+        ((10.0, [9.9, 10.1]), (5.0, [4.0, 6.0])),
+        ((20.0, [19.9, 20.1]), (5.1, [4.1, 6.1])),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut v = result("realtime", &format!("/dev/sd{i}"), None, &alpha_beta());
+        for (t, (mean, passes)) in [alpha, beta].into_iter().enumerate() {
+            let pass = v["traces"][t]["passes"][0].clone();
+            v["traces"][t]["passes"] = serde_json::json!([pass, pass]);
+            for (p, s) in passes.iter().enumerate() {
+                v["traces"][t]["passes"][p]["task"] = task(*s);
+            }
+            v["traces"][t]["task"] = task(mean);
+        }
+        files.push(write(dir.path(), &format!("{i}.json"), &v));
+    }
+    let (code, out, err) = compare(&[&files[0], &files[1]], &[]);
+    assert_eq!(code, 0, "{err}");
+    let t = "predicted task time s";
+    assert_eq!(row(&out, t, "alpha"), ["10.000 (1.00x)", "20.000 (2.00x)"]);
+    assert_eq!(
+        row(&out, t, "beta"),
+        ["5.000 (1.00x)", "5.100 (1.02x)", "n.s."]
+    );
+    assert_eq!(
+        row(&out, t, "suite (total)"),
+        ["15.000 (1.00x)", "25.100 (1.67x)"]
+    );
+    assert!(
+        out.contains("geometric mean over the traces: B 1.43x"),
+        "{out}"
+    );
+    // Without task times there is no such table.
+    let a = write(
+        dir.path(),
+        "plain.json",
+        &result("realtime", "/dev/x", None, &alpha_beta()),
+    );
+    let (_, out, _) = compare(&[&a, &a], &[]);
+    assert!(!out.contains(t), "{out}");
+}

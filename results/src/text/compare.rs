@@ -23,6 +23,9 @@ pub fn format_tables(c: &Comparison) -> String {
         .unwrap_or(22)
         .min(40);
     for metric in Metric::ALL {
+        if metric == Metric::TaskTime && !c.has_task_time() {
+            continue;
+        }
         metric_table(&mut out, c, metric, name_width);
     }
     out
@@ -116,11 +119,45 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: us
             "{INVALID}: the result is not valid (see the warnings above); its figures are no measure of the drive"
         );
     }
+    if metric == Metric::TaskTime {
+        let _ = writeln!(
+            out,
+            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within the 95 % intervals of their passes' predictions{}",
+            task_ratio_note(c)
+        );
+    }
     if metric == Metric::Score {
         let _ = writeln!(
             out,
             "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of one drive by serial or WWN)"
         );
+    }
+}
+
+/// The geometric mean over the traces of each column's task-time ratio to
+/// the first, for the traces both predict.
+fn task_ratio_note(c: &Comparison) -> String {
+    let ratios: Vec<String> = (1..c.drives.len())
+        .filter_map(|i| {
+            let r: Vec<f64> = c
+                .traces
+                .iter()
+                .filter_map(|n| {
+                    let a = Metric::TaskTime.of_trace(c.trace(0, n)?)?;
+                    let b = Metric::TaskTime.of_trace(c.trace(i, n)?)?;
+                    (a > 0.0 && b > 0.0).then(|| b / a)
+                })
+                .collect();
+            crate::stats::geometric_mean(&r).map(|g| format!("{} {g:.2}x", column_name(i)))
+        })
+        .collect();
+    if ratios.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\ntask time ratio to A, geometric mean over the traces: {}",
+            ratios.join(", ")
+        )
     }
 }
 
@@ -131,7 +168,7 @@ fn trace_row(out: &mut String, c: &Comparison, metric: Metric, name: &str, name_
     for i in 0..c.drives.len() {
         let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
         let mut text = c.cell(i, value, reference, metric.precision());
-        if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
+        if c.significant(metric, i, Some(name)) == Some(false) {
             text = format!("{text} {NOT_SIGNIFICANT}");
         }
         if c.trace_flagged(i, name) {
@@ -144,14 +181,14 @@ fn trace_row(out: &mut String, c: &Comparison, metric: Metric, name: &str, name_
 
 fn suite_row(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
     let label = match metric {
-        Metric::Playback => "suite (total)",
+        Metric::Playback | Metric::TaskTime => "suite (total)",
         _ => "suite (geometric mean)",
     };
     let _ = write!(out, "{label:<name_width$}");
     let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
     for (i, d) in c.drives.iter().enumerate() {
         let mut text = c.cell(i, metric.of_suite(&d.result), reference, metric.precision());
-        if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
+        if c.significant(metric, i, None) == Some(false) {
             text = format!("{text} {NOT_SIGNIFICANT}");
         }
         let _ = write!(out, " {text:>COL_WIDTH$}");
