@@ -44,6 +44,9 @@ pub struct Drive {
     pub group: usize,
     /// Mean score per trace over the runs.
     pub traces: BTreeMap<String, f64>,
+    /// Mean over the runs of the suite's predicted task time (the sum of
+    /// its traces'), s; None when a run predicts none.
+    pub task_s: Option<f64>,
 }
 
 /// The ranking.
@@ -220,10 +223,15 @@ fn drive_line(key: String, name: String, list: &[Entry]) -> Drive {
         })
         .collect();
     runs.sort_by_key(|r| r.id);
+    let task_sums: Option<Vec<f64>> = list
+        .iter()
+        .map(|e| crate::compare::Metric::TaskTime.of_suite(&e.result))
+        .collect();
     Drive {
         rank: 0,
         name,
         key,
+        task_s: task_sums.filter(|v| !v.is_empty()).map(|v| mean(&v)),
         runs,
         score,
         ci: half.map(|h| Interval {
@@ -252,6 +260,7 @@ mod tests {
             }),
             group: 0,
             traces: BTreeMap::new(),
+            task_s: None,
         }
     }
 

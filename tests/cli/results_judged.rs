@@ -217,3 +217,30 @@ fn runs_with_other_settings_are_ranked_on_separate_boards_naming_them() {
     assert!(!board.contains(": 2 drives"), "{board}");
     assert!(board.contains("2 boards"), "{board}");
 }
+
+#[test]
+fn the_leaderboard_shows_each_drives_predicted_task_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut v = result(
+        "realtime",
+        "/dev/sdx",
+        Some("Timed Drive"),
+        &[Figures::new("alpha", 1000.0, 200.0, 100.0)],
+    );
+    v["traces"][0]["task"] = serde_json::json!({"predicted_s": 12.25, "model": "blocking",
+        "models": {"blocking": 12.25}, "captured_s": 10.0, "span": "task marks"});
+    let file = write(dir.path(), "t.json", &v);
+    assert!(
+        tracemark(&db, &["results", "import", file.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let board = text(&tracemark(&db, &["results", "leaderboard"]));
+    assert!(board.contains("task s"), "{board}");
+    let line = board
+        .lines()
+        .find(|l| l.contains("Timed Drive"))
+        .unwrap_or_else(|| panic!("{board}"));
+    assert!(line.contains("12.250"), "{board}");
+}

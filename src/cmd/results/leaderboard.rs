@@ -110,14 +110,25 @@ fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
         board.drives.len()
     );
     println!("settings: {}", esc(&board.settings));
+    let task = board.drives.iter().any(|d| d.task_s.is_some());
     println!(
-        "{:>3}  {:<5}  {:<36}  {:>8}  {:>15}  runs",
-        "#", "group", "drive", "score", "95 % interval"
+        "{:>3}  {:<5}  {:<36}  {:>8}  {:>15}  {}runs",
+        "#",
+        "group",
+        "drive",
+        "score",
+        "95 % interval",
+        if task { "    task s  " } else { "" }
     );
     for d in &board.drives {
         let runs: Vec<String> = d.runs.iter().map(|r| format!("{}", r.id)).collect();
+        let task_cell = match (task, d.task_s) {
+            (false, _) => String::new(),
+            (true, Some(t)) => format!("{t:>10.3}  "),
+            (true, None) => format!("{:>10}  ", "-"),
+        };
         println!(
-            "{:>3}  {:<5}  {:<36}  {:>8.0}  {:>15}  {}",
+            "{:>3}  {:<5}  {:<36}  {:>8.0}  {:>15}  {task_cell}{}",
             d.rank,
             board.groups.get(d.group).map_or("", String::as_str),
             esc(&d.name),
