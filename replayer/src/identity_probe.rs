@@ -106,6 +106,9 @@ fn drive_identity_in(sys: &Path, major: u32, minor: u32) -> Option<DriveIdentity
         model,
         firmware,
         serial: raw_serial(&dir).map(|s| hash_serial(&s)),
+        wwn: read_trimmed(&dir.join("wwid"))
+            .or_else(|| read_trimmed(&dir.join("device/wwid")))
+            .map(|w| hash_serial(&w)),
         capacity_bytes: read_number(&dir.join("size")).unwrap_or(0) * 512,
         logical_block_size: read_number(&queue.join("logical_block_size")).unwrap_or(512),
         physical_block_size: read_number(&queue.join("physical_block_size")).unwrap_or(512),

@@ -2,7 +2,7 @@
 //!
 //! ```toml
 //! name = "tracemark reference suite"
-//! idle_cap = "100ms"              # realtime default: "10ms", "1s", or "none" (kept whole)
+//! idle_cap = "100ms"              # realtime default "1s"; "10ms", "none" (kept whole)
 //!
 //! [[trace]]
 //! name = "office-writer"

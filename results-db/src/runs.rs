@@ -383,6 +383,22 @@ impl ResultsDb {
             .ok_or(DbError::NoSuchRun(id))
     }
 
+    /// Runs `f` in one read transaction: everything it reads is one state
+    /// of the database, so a run removed or stored meanwhile by another
+    /// program is either wholly there or wholly absent.
+    pub fn read<T, E: From<DbError>>(
+        &self,
+        f: impl FnOnce(&ResultsDb) -> Result<T, E>,
+    ) -> Result<T, E> {
+        self.conn()
+            .execute_batch("BEGIN DEFERRED")
+            .map_err(|e| self.err(e))?;
+        let out = f(self);
+        // A read transaction holds nothing to keep: ending it cannot lose data.
+        let _ = self.conn().execute_batch("COMMIT");
+        out
+    }
+
     /// Removes run `id`.
     pub fn remove(&self, id: i64) -> Result<(), DbError> {
         let n = self

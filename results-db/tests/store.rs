@@ -159,3 +159,26 @@ fn text_that_is_not_a_result_is_refused_naming_it() {
     }
     assert!(db.list(&Filter::default()).unwrap().is_empty());
 }
+
+#[test]
+fn a_read_transaction_sees_one_state_while_another_program_removes_runs() {
+    let (d, db) = open();
+    let ids: Vec<i64> = (0..3)
+        .map(|n| db.import(&common::suite_variant(n), "v").unwrap().id())
+        .collect();
+    let other = ResultsDb::open(&d.path().join("results.db")).unwrap();
+    // As the leaderboard reads: the list, then each run; `results rm` runs
+    // in between.
+    let read: Result<Vec<String>, results_db::DbError> = db.read(|db| {
+        let rows = db.list(&Filter::default())?;
+        for &id in &ids {
+            other.remove(id).unwrap();
+        }
+        rows.iter()
+            .map(|r| Ok(db.get(r.id)?.result_json.unwrap_or_default()))
+            .collect()
+    });
+    assert_eq!(read.unwrap().len(), 3);
+    // Outside the transaction the removals are seen.
+    assert!(db.list(&Filter::default()).unwrap().is_empty());
+}

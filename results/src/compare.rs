@@ -76,16 +76,19 @@ pub enum Metric {
     P99Read,
     P99Write,
     Playback,
+    /// The predicted task time (s): shown only where a result has one.
+    TaskTime,
 }
 
 impl Metric {
-    pub const ALL: [Metric; 6] = [
+    pub const ALL: [Metric; 7] = [
         Metric::Score,
         Metric::Bandwidth,
         Metric::AccessTime,
         Metric::P99Read,
         Metric::P99Write,
         Metric::Playback,
+        Metric::TaskTime,
     ];
 
     pub fn title(self) -> &'static str {
@@ -96,6 +99,7 @@ impl Metric {
             Metric::P99Read => "p99 read latency µs",
             Metric::P99Write => "p99 write latency µs",
             Metric::Playback => "playback time s",
+            Metric::TaskTime => "predicted task time s",
         }
     }
 
@@ -108,6 +112,7 @@ impl Metric {
             Metric::P99Read => "p99_read",
             Metric::P99Write => "p99_write",
             Metric::Playback => "playback",
+            Metric::TaskTime => "task_time",
         }
     }
 
@@ -119,7 +124,7 @@ impl Metric {
         match self {
             Metric::Score | Metric::AccessTime | Metric::P99Read | Metric::P99Write => 1,
             Metric::Bandwidth => 2,
-            Metric::Playback => 3,
+            Metric::Playback | Metric::TaskTime => 3,
         }
     }
 
@@ -132,6 +137,7 @@ impl Metric {
             Metric::P99Read => t.latency_us.get("read").map(|p| p.p99),
             Metric::P99Write => t.latency_us.get("write").map(|p| p.p99),
             Metric::Playback => Some(t.playback_s),
+            Metric::TaskTime => t.task.as_ref().map(|k| k.predicted_s),
         }
     }
 
@@ -153,6 +159,11 @@ impl Metric {
                 } else {
                     Some(r.traces.iter().map(|t| t.playback_s).sum())
                 }
+            }
+            // The sum of the traces' task times: the suite's task time.
+            Metric::TaskTime => {
+                let times: Vec<f64> = r.traces.iter().filter_map(|t| self.of_trace(t)).collect();
+                (!times.is_empty()).then(|| times.iter().sum())
             }
         }
     }
@@ -177,6 +188,19 @@ pub struct Comparison {
     pub mismatches: Vec<Mismatch>,
     /// Give ratios for results marked not valid too (`--include-invalid`).
     pub include_invalid: bool,
+    /// Pool the runs of one drive into each one's uncertainty (off with
+    /// `--no-pool`); only results that are one drive by a strong identity
+    /// ([`crate::identity::same_drive`]) are pooled.
+    pub pool: bool,
+}
+
+/// Columns whose runs are pooled: one drive by a strong identity.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// Column indices, in order.
+    pub drives: Vec<usize>,
+    /// Why they are one drive.
+    pub by: crate::identity::StrongId,
 }
 
 impl Comparison {
@@ -238,6 +262,7 @@ impl Comparison {
             traces,
             mismatches: Vec::new(),
             include_invalid: false,
+            pool: true,
         };
         c.mismatches = c.find_mismatches();
         Ok(c)
@@ -257,6 +282,66 @@ impl Comparison {
         self.include_invalid = true;
         self.mismatches = self.find_mismatches();
         self
+    }
+
+    /// Keeps every column's uncertainty its own (`--no-pool`).
+    pub fn without_pooling(mut self) -> Comparison {
+        self.pool = false;
+        self
+    }
+
+    /// The columns pooled with column `drive` (itself included), when any
+    /// other is.
+    fn pooled_with(&self, drive: usize) -> Vec<usize> {
+        let Some(d) = self.drives.get(drive) else {
+            return Vec::new();
+        };
+        if !self.pool {
+            return vec![drive];
+        }
+        (0..self.drives.len())
+            .filter(|&j| {
+                j == drive
+                    || crate::identity::same_drive(&d.result.target, &self.drives[j].result.target)
+                        .is_some()
+            })
+            .collect()
+    }
+
+    /// Every group of two or more columns whose runs are pooled, and why.
+    pub fn pools(&self) -> Vec<Pool> {
+        let mut out: Vec<Pool> = Vec::new();
+        for i in 0..self.drives.len() {
+            let with = self.pooled_with(i);
+            if with.len() < 2 || out.iter().any(|p| p.drives.contains(&i)) {
+                continue;
+            }
+            let Some(by) = self.drives[i].result.target.strong_id() else {
+                continue;
+            };
+            out.push(Pool { drives: with, by });
+        }
+        out
+    }
+
+    /// One line per [`Comparison::pools`] group: which columns were pooled
+    /// and why (empty when none were).
+    pub fn pool_notes(&self) -> Vec<String> {
+        self.pools()
+            .iter()
+            .map(|p| {
+                let names: Vec<String> = p
+                    .drives
+                    .iter()
+                    .map(|&i| format!("{} ({})", column_name(i), self.drives[i].label))
+                    .collect();
+                format!(
+                    "{}: one drive by {}; their runs' spread is in each one's interval",
+                    names.join(", "),
+                    p.by
+                )
+            })
+            .collect()
     }
 
     /// The reference value for a ratio in column `drive`: none when either
@@ -317,8 +402,9 @@ impl Comparison {
 
     /// Half-width of the 95 % confidence interval of a column's score for a
     /// trace (`None`: the suite): from its passes, or from the runs when
-    /// other columns are results of the same drive (same host, target path,
-    /// size and model), whichever is wider.
+    /// other columns are results of the same drive by a strong identity
+    /// ([`Comparison::pools`]; never by model, path or host alone),
+    /// whichever is wider.
     pub fn score_uncertainty(&self, drive: usize, trace: Option<&str>) -> Option<f64> {
         let r = &self.drives.get(drive)?.result;
         let passes = match trace {
@@ -330,15 +416,64 @@ impl Comparison {
                     .map(|ci| ci.half_width())
             }
         };
-        let runs: Vec<f64> = (0..self.drives.len())
-            .filter(|&j| same_drive(r, &self.drives[j].result))
-            .filter_map(|j| self.score_of(j, trace))
-            .collect();
+        let pooled = self.pooled_with(drive);
+        let runs: Vec<f64> = if pooled.len() < 2 {
+            Vec::new()
+        } else {
+            pooled
+                .iter()
+                .filter_map(|&j| self.score_of(j, trace))
+                .collect()
+        };
         let runs = mean_ci95(&runs).map(|ci| ci.half_width());
         match (passes, runs) {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// Whether any column has a predicted task time (the task time table
+    /// and chart are shown only then).
+    pub fn has_task_time(&self) -> bool {
+        self.drives
+            .iter()
+            .any(|d| d.result.traces.iter().any(|t| t.task.is_some()))
+    }
+
+    /// Whether a column's figure differs from the first column's beyond
+    /// their combined uncertainty: the score ([`Comparison::score_significant`])
+    /// and the task time (from its passes' predictions); None for other
+    /// metrics, the first column, or without an uncertainty.
+    pub fn significant(&self, metric: Metric, drive: usize, trace: Option<&str>) -> Option<bool> {
+        match metric {
+            Metric::Score => self.score_significant(drive, trace),
+            Metric::TaskTime => self.task_significant(drive, trace?),
+            _ => None,
+        }
+    }
+
+    /// A trace's task time against the first column's, each with the 95 %
+    /// interval of its passes' predictions.
+    fn task_significant(&self, drive: usize, trace: &str) -> Option<bool> {
+        if drive == 0
+            || (!self.include_invalid && (self.drive_invalid(0) || self.drive_invalid(drive)))
+        {
+            return None;
+        }
+        let of = |i: usize| -> Option<(f64, f64)> {
+            let t = self.trace(i, trace)?;
+            let passes: Vec<f64> = t
+                .passes
+                .iter()
+                .filter_map(|p| p.task.as_ref().map(|k| k.predicted_s))
+                .collect();
+            Some((
+                t.task.as_ref()?.predicted_s,
+                mean_ci95(&passes)?.half_width(),
+            ))
+        };
+        let ((a, ua), (b, ub)) = (of(0)?, of(drive)?);
+        Some((b - a).abs() > (ua * ua + ub * ub).sqrt())
     }
 
     /// Whether a column's score differs from the first column's by more
@@ -401,7 +536,7 @@ impl Comparison {
             if i == 0 {
                 continue;
             }
-            for (what, a, b) in option_differences(&first.result, &d.result) {
+            for (what, a, b) in crate::comparable::differences(&first.result, &d.result) {
                 out.push(Mismatch {
                     drive: i,
                     trace: None,
@@ -468,76 +603,6 @@ fn disambiguate(drives: &mut [Drive]) {
             d.label = format!("{} [{file}]", d.label);
         }
     }
-}
-
-/// Whether two results are of the same drive: same host, target path, size
-/// and model.
-fn same_drive(a: &SuiteResult, b: &SuiteResult) -> bool {
-    a.host.hostname == b.host.hostname
-        && a.target.path == b.target.path
-        && a.target.size_bytes == b.target.size_bytes
-        && a.target.model == b.target.model
-}
-
-/// The options that change the figures, as (what, first's, other's).
-fn option_differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, String, String)> {
-    let mut out = Vec::new();
-    let mut check = |what: &'static str, x: String, y: String| {
-        if x != y {
-            out.push((what, x, y));
-        }
-    };
-    let (oa, ob) = (&a.options, &b.options);
-    check("mode", a.mode.to_string(), b.mode.to_string());
-    check(
-        "time scale",
-        format!("{}", oa.time_scale),
-        format!("{}", ob.time_scale),
-    );
-    let cap = |c: Option<trace_format::Nanos>| {
-        c.map_or("none".to_string(), |n| format!("{} ms", n.0 as f64 / 1e6))
-    };
-    check("idle cap", cap(oa.idle_cap), cap(ob.idle_cap));
-    check(
-        "queue depth",
-        oa.queue_depth.to_string(),
-        ob.queue_depth.to_string(),
-    );
-    check(
-        "open loop",
-        oa.open_loop.to_string(),
-        ob.open_loop.to_string(),
-    );
-    check(
-        "read-only",
-        oa.read_only.to_string(),
-        ob.read_only.to_string(),
-    );
-    check(
-        "mapping",
-        oa.mapping.name().to_string(),
-        ob.mapping.name().to_string(),
-    );
-    check(
-        "direct I/O",
-        a.target.direct_io.to_string(),
-        b.target.direct_io.to_string(),
-    );
-    check(
-        "cpu idle",
-        oa.cpu_idle.name().to_string(),
-        ob.cpu_idle.name().to_string(),
-    );
-    // Only where requests run on io-wq does the workers' CPU change figures.
-    let io_wq = |r: &SuiteResult| r.target.io_path == Some(crate::schema::IoPath::IoWq);
-    if io_wq(a) || io_wq(b) {
-        check(
-            "io worker cpu",
-            format!("{:?}", oa.io_worker_cpu).to_lowercase(),
-            format!("{:?}", ob.io_worker_cpu).to_lowercase(),
-        );
-    }
-    out
 }
 
 /// Why two results of the same trace name are of different traces: by the

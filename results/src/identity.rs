@@ -25,7 +25,90 @@ pub fn is_hashed_serial(stored: &str) -> bool {
         .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
+/// What names one drive and no other: its World Wide Name or its serial
+/// (both in [`hash_serial`]'s form). Model, size, path and host are weak:
+/// two drives of one model behind a bridge that hides serials, two virtual
+/// disks, or two loop devices share them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrongId {
+    Wwn(String),
+    Serial(String),
+}
+
+impl std::fmt::Display for StrongId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StrongId::Wwn(w) => write!(f, "WWN {w}"),
+            StrongId::Serial(s) => write!(f, "serial {s}"),
+        }
+    }
+}
+
+/// A stored serial or WWN in [`hash_serial`]'s form, whichever form it was
+/// stored in; None when empty.
+fn hashed(stored: &str) -> Option<String> {
+    let stored = stored.trim();
+    if stored.is_empty() {
+        None
+    } else if is_hashed_serial(stored) {
+        Some(stored.to_string())
+    } else {
+        Some(hash_serial(stored))
+    }
+}
+
+/// Whether two targets are one drive by a strong identity, and which: the
+/// same WWN (when both record one), else the same serial; a file target also
+/// the same file. None whenever either lacks a strong identity: results are
+/// then never taken for runs of one drive, whatever else they share.
+pub fn same_drive(a: &TargetInfo, b: &TargetInfo) -> Option<StrongId> {
+    let id = match (a.strong_id(), b.strong_id()) {
+        (Some(x), Some(y)) if x == y => x,
+        _ => return None,
+    };
+    let file = |t: &TargetInfo| match &t.filesystem {
+        Some(fs) if !fs.file.is_empty() => fs.file.clone(),
+        _ => t.path.clone(),
+    };
+    if a.kind != b.kind || (a.kind == TargetKind::File && file(a) != file(b)) {
+        return None;
+    }
+    if a.others.len() != b.others.len()
+        || a.others
+            .iter()
+            .zip(&b.others)
+            .any(|(x, y)| same_drive(x, y).is_none())
+    {
+        return None;
+    }
+    Some(id)
+}
+
 impl TargetInfo {
+    /// The drive's [`StrongId`]: its WWN, else its serial; None without
+    /// either (then no other result is taken for a run of the same drive).
+    pub fn strong_id(&self) -> Option<StrongId> {
+        let d = self.drive_identity()?;
+        if let Some(w) = d.wwn.as_deref().and_then(hashed) {
+            return Some(StrongId::Wwn(w));
+        }
+        d.serial.as_deref().and_then(hashed).map(StrongId::Serial)
+    }
+
+    /// A key equal for two targets exactly when [`same_drive`] pools them
+    /// (further targets aside): the strong identity, and for a file target
+    /// the file. None without a strong identity.
+    pub fn pool_key(&self) -> Option<String> {
+        let id = self.strong_id()?;
+        Some(match (&self.kind, &self.filesystem) {
+            (TargetKind::BlockDevice, _) => id.to_string(),
+            (TargetKind::File, Some(fs)) if !fs.file.is_empty() => {
+                format!("{id}, file {}", fs.file)
+            }
+            (TargetKind::File, _) => format!("{id}, file {}", self.path),
+        })
+    }
+
     /// The drive the figures belong to: the device itself, or the one
     /// under a file target's filesystem.
     pub fn drive_identity(&self) -> Option<&DriveIdentity> {
@@ -246,6 +329,19 @@ mod tests {
         assert!(!kept.drive_key().contains("S4EWNX0R123456"));
         // Two drives of one model and size: told apart by the serial.
         assert_ne!(hashed.drive_key(), other.drive_key());
+        assert_eq!(
+            same_drive(&kept, &hashed),
+            Some(StrongId::Serial(hash_serial("S4EWNX0R123456")))
+        );
+        assert_eq!(same_drive(&hashed, &other), None);
+        // Equal weak identities (model, size, path) are not one drive.
+        assert_eq!(same_drive(&device(None), &device(None)), None);
+        let mut wwn_a = device(Some("S4EWNX0R123456"));
+        let mut wwn_b = device(Some("S4EWNX0R123456"));
+        wwn_a.drive.as_mut().unwrap().wwn = Some("eui.0025388b71b2a3c4".into());
+        wwn_b.drive.as_mut().unwrap().wwn = Some("eui.0025388b71b2a3c5".into());
+        // A WWN outranks the serial (a bridge may report one serial for two).
+        assert_eq!(same_drive(&wwn_a, &wwn_b), None);
         // Without a serial: model and capacity.
         assert_eq!(
             device(None).drive_key(),

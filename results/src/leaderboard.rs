@@ -44,6 +44,9 @@ pub struct Drive {
     pub group: usize,
     /// Mean score per trace over the runs.
     pub traces: BTreeMap<String, f64>,
+    /// Mean over the runs of the suite's predicted task time (the sum of
+    /// its traces'), s; None when a run predicts none.
+    pub task_s: Option<f64>,
 }
 
 /// The ranking.
@@ -52,6 +55,10 @@ pub struct Leaderboard {
     pub suite_name: String,
     pub trace_set: String,
     pub mode: String,
+    /// Every setting that changes the figures
+    /// ([`crate::comparable::describe`]): runs differing in any are on
+    /// another board.
+    pub settings: String,
     /// Trace names in the suite's order.
     pub traces: Vec<String>,
     /// Best first.
@@ -77,13 +84,31 @@ pub fn significantly_different(a: &Drive, b: &Drive) -> bool {
     }
 }
 
-/// Ranks `entries` (runs of one trace set and mode; the caller picks them).
+/// Splits runs into boards of comparable runs ([`crate::comparable`]), in
+/// first-seen order: runs on one board share the trace set and every
+/// setting that changes the figures.
+pub fn boards(entries: Vec<Entry>) -> Vec<Vec<Entry>> {
+    let mut out: Vec<Vec<Entry>> = Vec::new();
+    for e in entries {
+        match out
+            .iter_mut()
+            .find(|b| crate::comparable::comparable(&b[0].result, &e.result))
+        {
+            Some(board) => board.push(e),
+            None => out.push(vec![e]),
+        }
+    }
+    out
+}
+
+/// Ranks `entries` (comparable runs: one of [`boards`]).
 /// Runs marked not valid or interrupted, or without a suite score, are
 /// left out with their reason.
 pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboard {
     let mut left_out = Vec::new();
     let mut traces: Vec<String> = Vec::new();
     let mut mode = String::new();
+    let mut settings = String::new();
     // Drive key -> (name, entries), in first-seen order.
     let mut by_drive: Vec<(String, String, Vec<Entry>)> = Vec::new();
     for e in entries {
@@ -105,15 +130,20 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
         }
         if mode.is_empty() {
             mode = e.result.mode.to_string();
+            settings = crate::comparable::describe(&e.result);
         }
         for t in &e.result.traces {
             if !traces.contains(&t.name) {
                 traces.push(t.name.clone());
             }
         }
-        let (key, name) = match &e.label {
-            Some(l) => (format!("label {l}"), l.clone()),
-            None => (e.result.target.drive_key(), e.result.target.drive_name()),
+        // Runs share a line when labelled alike or of one drive by a strong
+        // identity; a run without either stands alone, so two drives that
+        // only look alike (model, size, path) are never pooled.
+        let (key, name) = match (&e.label, e.result.target.pool_key()) {
+            (Some(l), _) => (format!("label {l}"), l.clone()),
+            (None, Some(k)) => (k, e.result.target.drive_name()),
+            (None, None) => (format!("run {}", e.id), e.result.target.drive_name()),
         };
         match by_drive.iter_mut().find(|(k, _, _)| *k == key) {
             Some((_, _, list)) => list.push(e),
@@ -139,6 +169,7 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
         suite_name: suite_name.to_string(),
         trace_set: trace_set.to_string(),
         mode,
+        settings,
         traces,
         drives,
         groups,
@@ -192,10 +223,15 @@ fn drive_line(key: String, name: String, list: &[Entry]) -> Drive {
         })
         .collect();
     runs.sort_by_key(|r| r.id);
+    let task_sums: Option<Vec<f64>> = list
+        .iter()
+        .map(|e| crate::compare::Metric::TaskTime.of_suite(&e.result))
+        .collect();
     Drive {
         rank: 0,
         name,
         key,
+        task_s: task_sums.filter(|v| !v.is_empty()).map(|v| mean(&v)),
         runs,
         score,
         ci: half.map(|h| Interval {
@@ -224,6 +260,7 @@ mod tests {
             }),
             group: 0,
             traces: BTreeMap::new(),
+            task_s: None,
         }
     }
 

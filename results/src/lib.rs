@@ -11,6 +11,7 @@
 //! - [`stats`]: the trace score, means, spreads.
 //! - [`validity`]: whether a result's figures can be trusted, judged from
 //!   its data whatever version wrote it.
+//! - [`comparable`]: the one rule of which results may be ranked together.
 //! - [`compare`]: several result files side by side; [`leaderboard`]: drives
 //!   ranked by suite score over their runs.
 //! - [`trace_info`]: what a trace holds (`tracemark info --json`).
@@ -18,6 +19,7 @@
 //!   with charts), for a suite run, a comparison and a consistency test.
 
 pub mod breakdown;
+pub mod comparable;
 pub mod compare;
 pub mod consistency;
 pub mod fleet;

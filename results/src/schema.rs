@@ -37,6 +37,10 @@ pub struct DriveIdentity {
     /// model apart without publishing which drive it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serial: Option<String>,
+    /// The World Wide Name (sysfs `wwid`), in [`crate::identity::hash_serial`]'s
+    /// form: like the serial, it names one drive and no other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wwn: Option<String>,
     pub capacity_bytes: u64,
     pub logical_block_size: u64,
     pub physical_block_size: u64,

@@ -68,7 +68,13 @@ fn another_drive_twice_as_fast_is_significant() {
 
 #[test]
 fn runs_of_the_same_drive_widen_the_uncertainty() {
-    let a = fixture();
+    let mut a = fixture();
+    // One drive by a strong identity (its serial): only then are runs pooled.
+    a.target.drive = Some(results::identity::DriveIdentity {
+        name: "sdb".into(),
+        serial: Some(results::identity::hash_serial("S4EWNX0R123456")),
+        ..Default::default()
+    });
     let t = &a.traces[0];
     let passes = trace_score_ci(t).unwrap().half_width();
     // Three runs of one drive 10 % apart: the runs' interval is far wider

@@ -28,6 +28,10 @@ pub struct CompareArgs {
     /// Give ratios for results marked not valid (device errors) too.
     #[arg(long)]
     pub include_invalid: bool,
+    /// Never pool results into one drive's uncertainty (by default, results
+    /// of one drive by serial or WWN are pooled, and the output says so).
+    #[arg(long)]
+    pub no_pool: bool,
 }
 
 pub fn run(args: CompareArgs) -> Result<i32> {
@@ -44,6 +48,9 @@ pub fn run(args: CompareArgs) -> Result<i32> {
     let mut comparison = Comparison::new(results, &args.label)?;
     if args.include_invalid {
         comparison = comparison.including_invalid();
+    }
+    if args.no_pool {
+        comparison = comparison.without_pooling();
     }
     print!("{}", compare_tables(&comparison));
     if let Some(path) = &args.html {

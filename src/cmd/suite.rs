@@ -21,7 +21,7 @@ use trace_format::TraceFile;
 
 The reference traces are built into tracemark (written out on first use to
 ~/.cache/tracemark/). In realtime mode (the default) idle periods are capped as
-the profile or suite file says (idle_cap), 10 ms where it says nothing, unless
+the profile or suite file says (idle_cap), 1 s where it says nothing, unless
 --idle-cap, --keep-idle or --open-loop says otherwise.")]
 pub struct SuiteArgs {
     /// The reference profile: quick (the default; a few minutes), full
@@ -42,8 +42,9 @@ pub struct SuiteArgs {
     pub run: RunArgs,
 }
 
-/// The idle cap of a suite file that sets none.
-const DEFAULT_IDLE_CAP: Duration = Duration::from_millis(10);
+/// The idle cap of a suite file that sets none: the built-in profiles' cap,
+/// so a suite file and a profile of the same traces score alike.
+const DEFAULT_IDLE_CAP: Duration = Duration::from_secs(1);
 
 /// The suite file to run: `--suite`, else the profile written out from the binary.
 pub fn suite_path(suite: Option<&Path>, profile: Option<&str>) -> Result<(PathBuf, String)> {

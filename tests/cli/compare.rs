@@ -270,3 +270,137 @@ fn traces_of_the_same_name_in_one_result_stay_apart() {
         ["1000.0 (1.00x)", "1000.0 (1.00x)"]
     );
 }
+
+/// Three drives whose recorded identities are equal (one host, one path,
+/// size and model, no serial): a fast, a SATA-SSD-rate and a hard-disk-rate
+/// one, each with a tight interval of its own.
+fn look_alikes(dir: &Path, serials: [Option<&str>; 3]) -> Vec<std::path::PathBuf> {
+    let figures = [
+        (8526.2, 7778.0, 9274.0),
+        (2799.0, 2735.0, 2863.0),
+        (34.0, 33.9, 34.1),
+    ];
+    figures
+        .iter()
+        .zip(serials)
+        .enumerate()
+        .map(|(i, ((score, low, high), serial))| {
+            let mut v = result(
+                "realtime",
+                "/dev/loop5",
+                Some("loop device over /tmp/medium.img"),
+                &[Figures::new("v2-T5", *score, 100.0, 100.0)],
+            );
+            v["traces"][0]["score_ci"] = serde_json::json!({"low": low, "high": high});
+            v["suite"]["score_ci"] = serde_json::json!({"low": low, "high": high});
+            v["target"]["drive"] = serde_json::json!({
+                "name": "loop5", "model": "loop device over /tmp/medium.img",
+                "capacity_bytes": 500_000_000_000u64, "logical_block_size": 512,
+                "physical_block_size": 512, "rotational": false
+            });
+            if let Some(s) = serial {
+                v["target"]["drive"]["serial"] = s.into();
+            }
+            write(dir, &format!("{}.json", ["F", "S", "H"][i]), &v)
+        })
+        .collect()
+}
+
+#[test]
+fn drives_that_only_look_alike_are_never_pooled_into_not_significant() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = look_alikes(dir.path(), [None, None, None]);
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let (code, out, err) = compare(&paths, &[]);
+    assert_eq!(code, 0, "{err}");
+    for r in ["v2-T5", "suite (geometric mean)"] {
+        let cells = row(&out, "score", r);
+        assert_eq!(cells.len(), 3, "{out}");
+        assert!(!cells.iter().any(|c| c == "n.s."), "{r}: {cells:?}\n{out}");
+    }
+    assert!(!out.contains("pooled"), "{out}");
+}
+
+#[test]
+fn runs_of_one_drive_by_serial_are_pooled_and_named_and_no_pool_keeps_them_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    // S and H carry one serial (one kept, one hashed: the same drive).
+    let hashed = "sha256:1bf1c3aab5236eab"; // hash_serial("SER1")
+    let files = look_alikes(dir.path(), [Some("OTHER"), Some("SER1"), Some(hashed)]);
+    let paths: Vec<&Path> = files.iter().map(|p| p.as_path()).collect();
+    let (code, out, err) = compare(&paths, &[]);
+    assert_eq!(code, 0, "{err}");
+    let pooled = out
+        .lines()
+        .skip_while(|l| !l.starts_with("pooled as runs of one drive"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no pooled section:\n{out}"));
+    assert!(
+        pooled.contains("B (") && pooled.contains("C (") && !pooled.contains("A ("),
+        "{pooled}"
+    );
+    assert!(pooled.contains(&format!("serial {hashed}")), "{pooled}");
+    // Pooled, the two runs' spread covers the difference.
+    assert!(
+        row(&out, "score", "v2-T5").contains(&"n.s.".to_string()),
+        "{out}"
+    );
+
+    let (code, out, _) = compare(&paths, &["--no-pool"]);
+    assert_eq!(code, 0);
+    assert!(!out.contains("pooled"), "{out}");
+    assert_eq!(row(&out, "score", "v2-T5").len(), 3, "{out}");
+}
+
+#[test]
+fn predicted_task_times_are_compared_in_seconds_with_ratio_and_n_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = |s: f64| {
+        serde_json::json!({"predicted_s": s, "model": "blocking",
+        "models": {"blocking": s}, "captured_s": 10.0, "span": "task marks"})
+    };
+    let mut files = Vec::new();
+    // alpha: 10 s vs 20 s, tight passes; beta: 5.0 vs 5.1 s, passes 4-6 s.
+    for (i, (alpha, beta)) in [
+        ((10.0, [9.9, 10.1]), (5.0, [4.0, 6.0])),
+        ((20.0, [19.9, 20.1]), (5.1, [4.1, 6.1])),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut v = result("realtime", &format!("/dev/sd{i}"), None, &alpha_beta());
+        for (t, (mean, passes)) in [alpha, beta].into_iter().enumerate() {
+            let pass = v["traces"][t]["passes"][0].clone();
+            v["traces"][t]["passes"] = serde_json::json!([pass, pass]);
+            for (p, s) in passes.iter().enumerate() {
+                v["traces"][t]["passes"][p]["task"] = task(*s);
+            }
+            v["traces"][t]["task"] = task(mean);
+        }
+        files.push(write(dir.path(), &format!("{i}.json"), &v));
+    }
+    let (code, out, err) = compare(&[&files[0], &files[1]], &[]);
+    assert_eq!(code, 0, "{err}");
+    let t = "predicted task time s";
+    assert_eq!(row(&out, t, "alpha"), ["10.000 (1.00x)", "20.000 (2.00x)"]);
+    assert_eq!(
+        row(&out, t, "beta"),
+        ["5.000 (1.00x)", "5.100 (1.02x)", "n.s."]
+    );
+    assert_eq!(
+        row(&out, t, "suite (total)"),
+        ["15.000 (1.00x)", "25.100 (1.67x)"]
+    );
+    assert!(
+        out.contains("geometric mean over the traces: B 1.43x"),
+        "{out}"
+    );
+    // Without task times there is no such table.
+    let a = write(
+        dir.path(),
+        "plain.json",
+        &result("realtime", "/dev/x", None, &alpha_beta()),
+    );
+    let (_, out, _) = compare(&[&a, &a], &[]);
+    assert!(!out.contains(t), "{out}");
+}

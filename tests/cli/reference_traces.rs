@@ -284,13 +284,13 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
     assert!(v["suite"]["access_time_us"].as_f64().unwrap() > 0.0);
 }
 
-/// In realtime mode the suite caps idle periods at 10 ms unless told
-/// otherwise; `--keep-idle` keeps them whole.
+/// In realtime mode the suite caps idle periods at 1 s (the built-in
+/// profiles' cap) unless told otherwise; `--keep-idle` keeps them whole.
 #[test]
 fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     use trace_format::*;
     let dir = tempfile::tempdir().unwrap();
-    // Two bursts of reads 400 ms apart: 0.4 s of idle in the original.
+    // Two bursts of reads 1.4 s apart: 1.4 s of idle in the original.
     let trace = dir.path().join("idle.tmt");
     let mut w = TraceWriter::new(
         std::fs::File::create(&trace).unwrap(),
@@ -301,7 +301,7 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
         let t = if i < 10 {
             i * 1000
         } else {
-            400_000_000 + i * 1000
+            1_400_000_000 + i * 1000
         };
         w.push(&IoRecord {
             time: Nanos(t),
@@ -341,15 +341,15 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
         serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap()
     };
     let capped = run(&[]);
-    assert_eq!(capped["options"]["idle_cap"], 10_000_000);
-    assert_eq!(capped["options"]["idle_policy"], "default: cap 10ms");
+    assert_eq!(capped["options"]["idle_cap"], 1_000_000_000);
+    assert_eq!(capped["options"]["idle_policy"], "default: cap 1s");
     let playback = capped["traces"][0]["playback_s"].as_f64().unwrap();
-    assert!(playback < 0.2, "capped playback {playback} s");
+    assert!(playback < 1.2, "capped playback {playback} s");
     let whole = run(&["--keep-idle"]);
     assert!(whole["options"]["idle_cap"].is_null());
     assert_eq!(whole["options"]["idle_policy"], "command line: none");
     let playback = whole["traces"][0]["playback_s"].as_f64().unwrap();
-    assert!(playback >= 0.4, "uncapped playback {playback} s");
+    assert!(playback >= 1.4, "uncapped playback {playback} s");
     // The suite file's idle_cap is its default; the command line still wins.
     let text = std::fs::read_to_string(&suite).unwrap();
     std::fs::write(&suite, format!("idle_cap = \"none\"\n{text}")).unwrap();
@@ -358,7 +358,7 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     let source = format!("suite file {}: none", suite.display());
     assert_eq!(from_file["options"]["idle_policy"], source.as_str());
     let playback = from_file["traces"][0]["playback_s"].as_f64().unwrap();
-    assert!(playback >= 0.4, "idle_cap = none: playback {playback} s");
+    assert!(playback >= 1.4, "idle_cap = none: playback {playback} s");
     std::fs::write(&suite, format!("idle_cap = \"50ms\"\n{text}")).unwrap();
     let from_file = run(&[]);
     assert_eq!(from_file["options"]["idle_cap"], 50_000_000);

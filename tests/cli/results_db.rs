@@ -226,7 +226,7 @@ fn imported_results_of_an_earlier_version_are_listed_exported_labelled_and_remov
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(
-        stderr(&out).contains("notes.json: not a tracemark result"),
+        stderr(&out).contains("notes.json: line 1, column 12: not a tracemark result file"),
         "{}",
         stderr(&out)
     );

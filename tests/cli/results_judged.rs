@@ -181,3 +181,66 @@ fn a_result_of_a_newer_schema_version_is_refused_everywhere() {
     }
     assert!(text(&tracemark(&db, &["results", "list"])).contains("no runs"));
 }
+
+#[test]
+fn runs_with_other_settings_are_ranked_on_separate_boards_naming_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut files = Vec::new();
+    for (i, cap) in [Value::Null, 10_000_000.into()].into_iter().enumerate() {
+        let mut v = result(
+            "realtime",
+            &format!("/dev/sd{}", ["x", "y"][i]),
+            Some(["Capped Drive", "Other Drive"][i]),
+            &[Figures::new("alpha", 1000.0 * (i + 1) as f64, 200.0, 100.0)],
+        );
+        v["options"]["idle_cap"] = cap;
+        files.push(write(dir.path(), &format!("{i}.json"), &v));
+    }
+    let mut args = vec!["results", "import"];
+    args.extend(files.iter().map(|f| f.to_str().unwrap()));
+    assert!(tracemark(&db, &args).status.success());
+    let out = tracemark(&db, &["results", "leaderboard"]);
+    assert!(out.status.success());
+    let board = text(&out);
+    let settings: Vec<&str> = board
+        .lines()
+        .filter(|l| l.starts_with("settings: "))
+        .collect();
+    assert_eq!(settings.len(), 2, "{board}");
+    assert!(
+        settings.iter().any(|l| l.contains("idle cap none"))
+            && settings.iter().any(|l| l.contains("idle cap 10 ms")),
+        "{board}"
+    );
+    assert!(board.contains(": 1 drives"), "{board}");
+    assert!(!board.contains(": 2 drives"), "{board}");
+    assert!(board.contains("2 boards"), "{board}");
+}
+
+#[test]
+fn the_leaderboard_shows_each_drives_predicted_task_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let mut v = result(
+        "realtime",
+        "/dev/sdx",
+        Some("Timed Drive"),
+        &[Figures::new("alpha", 1000.0, 200.0, 100.0)],
+    );
+    v["traces"][0]["task"] = serde_json::json!({"predicted_s": 12.25, "model": "blocking",
+        "models": {"blocking": 12.25}, "captured_s": 10.0, "span": "task marks"});
+    let file = write(dir.path(), "t.json", &v);
+    assert!(
+        tracemark(&db, &["results", "import", file.to_str().unwrap()])
+            .status
+            .success()
+    );
+    let board = text(&tracemark(&db, &["results", "leaderboard"]));
+    assert!(board.contains("task s"), "{board}");
+    let line = board
+        .lines()
+        .find(|l| l.contains("Timed Drive"))
+        .unwrap_or_else(|| panic!("{board}"));
+    assert!(line.contains("12.250"), "{board}");
+}

@@ -71,6 +71,21 @@ fn the_leaderboard_of_two_targets_renders_in_chromium() {
             );
         }
     }
+    // Runs share a line only by a strong identity (serial, WWN) or a label;
+    // a scratch file's disk may have neither, so the runs are labelled.
+    for (id, name) in [
+        ("1", "a.bin"),
+        ("2", "a.bin"),
+        ("3", "b.bin"),
+        ("4", "b.bin"),
+    ] {
+        let out = support::tracemark()
+            .args(["results", "label", id, name, "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+    }
     let page = dir.path().join("board.html");
     let out = support::tracemark()
         .args(["results", "leaderboard", "--html"])
@@ -86,6 +101,10 @@ fn the_leaderboard_of_two_targets_renders_in_chromium() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(text.contains("2 drives"), "{text}");
+    assert!(
+        text.contains("runs 1,2 pooled as one drive: label a.bin"),
+        "{text}"
+    );
     let html = std::fs::read_to_string(&page).unwrap();
     for needle in ["<script", "http://", "https://", "src=", "@import", "url("] {
         assert!(!html.contains(needle), "page contains {needle}");

@@ -44,7 +44,11 @@ fn bar_chart(out: &mut String, c: &Comparison, metric: Metric) {
         .enumerate()
         .filter_map(|(i, d)| Some((i, metric.of_suite(&d.result)?)))
         .collect();
-    groups.push(("suite".into(), "suite (geometric mean)".into(), suite));
+    let suite_label = match metric {
+        Metric::Playback | Metric::TaskTime => "suite (total)",
+        _ => "suite (geometric mean)",
+    };
+    groups.push(("suite".into(), suite_label.into(), suite));
     let axis = Axis::fit(groups.iter().flat_map(|g| g.2.iter().map(|b| b.1)), false);
     let (left, plot_w, bar_h, gap, top) = (190.0, 640.0, 14.0, 12.0, 10.0);
     let n = c.drives.len().max(1) as f64;
@@ -165,7 +169,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
     if metric == Metric::Score {
         let _ = writeln!(
             out,
-            "<p class=\"note\"><span class=\"ns\">{NOT_SIGNIFICANT}</span>: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive).</p>"
+            "<p class=\"note\"><span class=\"ns\">{NOT_SIGNIFICANT}</span>: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of one drive by serial or WWN).</p>"
         );
     }
 }
@@ -173,7 +177,7 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric) {
 /// The mark of a score cell whose difference to the first column is not
 /// significant (empty otherwise).
 fn not_significant(c: &Comparison, metric: Metric, drive: usize, trace: Option<&str>) -> String {
-    if metric == Metric::Score && c.score_significant(drive, trace) == Some(false) {
+    if c.significant(metric, drive, trace) == Some(false) {
         format!(" <span class=\"ns\">{NOT_SIGNIFICANT}</span>")
     } else {
         String::new()
@@ -220,6 +224,7 @@ pub fn compare_report(c: &Comparison) -> String {
     page_start(&mut out, "tracemark: drive comparison");
     drives_table(&mut out, c);
     mismatches(&mut out, c);
+    pools(&mut out, c);
     out.push_str("<h2>Scores</h2>\n");
     legend(&mut out, c);
     out.push_str("<h3>Score per trace (higher is better)</h3>\n");
@@ -227,7 +232,14 @@ pub fn compare_report(c: &Comparison) -> String {
     out.push_str("<h3>Bandwidth per trace, MB/s (higher is better)</h3>\n");
     bar_chart(&mut out, c, Metric::Bandwidth);
     out.push_str("<h2>Tables</h2>\n<p class=\"note\">Ratios are to the first column. A dash: the trace is not in that result.</p>\n");
+    if c.has_task_time() {
+        out.push_str("<h3>Predicted task time per trace, s (lower is better)</h3>\n");
+        bar_chart(&mut out, c, Metric::TaskTime);
+    }
     for m in Metric::ALL {
+        if m == Metric::TaskTime && !c.has_task_time() {
+            continue;
+        }
         metric_table(&mut out, c, m);
     }
     out.push_str("<h2>Per trace</h2>\n<p class=\"note\">Latency distribution over the scored passes (solid: reads, dashed: writes). Timelines: the last scored pass, per interval of playback.</p>\n");
@@ -276,6 +288,19 @@ fn drives_table(out: &mut String, c: &Comparison) {
 }
 
 /// Why the results are not fully comparable, when they are not.
+/// Which columns were pooled as runs of one drive, and why.
+fn pools(out: &mut String, c: &Comparison) {
+    let notes = c.pool_notes();
+    if notes.is_empty() {
+        return;
+    }
+    out.push_str("<div class=\"note\" id=\"pools\"><strong>Pooled as runs of one drive</strong> (<code>--no-pool</code> keeps them apart):<ul>\n");
+    for n in notes {
+        let _ = writeln!(out, "<li class=\"pool\">{}</li>", esc(&n));
+    }
+    out.push_str("</ul></div>\n");
+}
+
 fn mismatches(out: &mut String, c: &Comparison) {
     if c.mismatches.is_empty() {
         return;

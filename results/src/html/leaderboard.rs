@@ -27,12 +27,13 @@ pub fn leaderboard_report(b: &Leaderboard) -> String {
     let runs: usize = b.drives.iter().map(|d| d.runs.len()).sum();
     let _ = writeln!(
         out,
-        "<p>{} drives, {} runs; trace set <code>{}</code> ({} traces), {} mode. Scores are means over each drive's runs; ± is the 95&nbsp;% confidence interval (over the runs, or a single run's passes).</p>",
+        "<p>{} drives, {} runs; trace set <code>{}</code> ({} traces), {} mode; settings: {}. Scores are means over each drive's runs; ± is the 95&nbsp;% confidence interval (over the runs, or a single run's passes).</p>",
         b.drives.len(),
         runs,
         esc(&b.trace_set),
         b.traces.len(),
-        esc(&b.mode)
+        esc(&b.mode),
+        esc(&b.settings)
     );
     if b.drives.is_empty() {
         out.push_str("<p class=\"warn\">No valid run of this trace set to rank.</p>\n");

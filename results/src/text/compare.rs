@@ -13,6 +13,7 @@ pub fn format_tables(c: &Comparison) -> String {
     let mut out = String::new();
     columns(&mut out, c);
     warnings(&mut out, c);
+    pools(&mut out, c);
     let name_width = c
         .traces
         .iter()
@@ -22,6 +23,9 @@ pub fn format_tables(c: &Comparison) -> String {
         .unwrap_or(22)
         .min(40);
     for metric in Metric::ALL {
+        if metric == Metric::TaskTime && !c.has_task_time() {
+            continue;
+        }
         metric_table(&mut out, c, metric, name_width);
     }
     out.push_str(&super::breakdown::comparison(c));
@@ -67,6 +71,22 @@ fn warnings(out: &mut String, c: &Comparison) {
     }
 }
 
+/// Which columns were pooled as runs of one drive, and why.
+fn pools(out: &mut String, c: &Comparison) {
+    let notes = c.pool_notes();
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "pooled as runs of one drive (--no-pool keeps them apart):"
+    );
+    for n in notes {
+        let _ = writeln!(out, "  - {}", esc(&n));
+    }
+}
+
 /// One metric: title, column heads, a row per trace, the suite row.
 fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
     let _ = writeln!(out);
@@ -100,11 +120,45 @@ fn metric_table(out: &mut String, c: &Comparison, metric: Metric, name_width: us
             "{INVALID}: the result is not valid (see the warnings above); its figures are no measure of the drive"
         );
     }
+    if metric == Metric::TaskTime {
+        let _ = writeln!(
+            out,
+            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within the 95 % intervals of their passes' predictions{}",
+            task_ratio_note(c)
+        );
+    }
     if metric == Metric::Score {
         let _ = writeln!(
             out,
-            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of the same drive)"
+            "{NOT_SIGNIFICANT}: not significant, the difference to the first column is within their combined 95 % confidence intervals (from the passes, and from the runs where several results are of one drive by serial or WWN)"
         );
+    }
+}
+
+/// The geometric mean over the traces of each column's task-time ratio to
+/// the first, for the traces both predict.
+fn task_ratio_note(c: &Comparison) -> String {
+    let ratios: Vec<String> = (1..c.drives.len())
+        .filter_map(|i| {
+            let r: Vec<f64> = c
+                .traces
+                .iter()
+                .filter_map(|n| {
+                    let a = Metric::TaskTime.of_trace(c.trace(0, n)?)?;
+                    let b = Metric::TaskTime.of_trace(c.trace(i, n)?)?;
+                    (a > 0.0 && b > 0.0).then(|| b / a)
+                })
+                .collect();
+            crate::stats::geometric_mean(&r).map(|g| format!("{} {g:.2}x", column_name(i)))
+        })
+        .collect();
+    if ratios.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\ntask time ratio to A, geometric mean over the traces: {}",
+            ratios.join(", ")
+        )
     }
 }
 
@@ -115,7 +169,7 @@ fn trace_row(out: &mut String, c: &Comparison, metric: Metric, name: &str, name_
     for i in 0..c.drives.len() {
         let value = c.trace(i, name).and_then(|t| metric.of_trace(t));
         let mut text = c.cell(i, value, reference, metric.precision());
-        if metric == Metric::Score && c.score_significant(i, Some(name)) == Some(false) {
+        if c.significant(metric, i, Some(name)) == Some(false) {
             text = format!("{text} {NOT_SIGNIFICANT}");
         }
         if c.trace_flagged(i, name) {
@@ -128,14 +182,14 @@ fn trace_row(out: &mut String, c: &Comparison, metric: Metric, name: &str, name_
 
 fn suite_row(out: &mut String, c: &Comparison, metric: Metric, name_width: usize) {
     let label = match metric {
-        Metric::Playback => "suite (total)",
+        Metric::Playback | Metric::TaskTime => "suite (total)",
         _ => "suite (geometric mean)",
     };
     let _ = write!(out, "{label:<name_width$}");
     let reference = c.drives.first().and_then(|d| metric.of_suite(&d.result));
     for (i, d) in c.drives.iter().enumerate() {
         let mut text = c.cell(i, metric.of_suite(&d.result), reference, metric.precision());
-        if metric == Metric::Score && c.score_significant(i, None) == Some(false) {
+        if c.significant(metric, i, None) == Some(false) {
             text = format!("{text} {NOT_SIGNIFICANT}");
         }
         let _ = write!(out, " {text:>COL_WIDTH$}");

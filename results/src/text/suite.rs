@@ -151,6 +151,20 @@ fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) 
             let _ = writeln!(out, "suite: no trace moved data; no score");
         }
     }
+    let times: Vec<f64> = r
+        .traces
+        .iter()
+        .filter_map(|t| t.task.as_ref().map(|k| k.predicted_s))
+        .collect();
+    if !times.is_empty() {
+        let _ = writeln!(
+            out,
+            "suite task time: {:.3} s, the sum of {} trace{}' predicted task times",
+            times.iter().sum::<f64>(),
+            times.len(),
+            if times.len() == 1 { "" } else { "s" }
+        );
+    }
 }
 
 /// One trace's row; `invalid` marks a trace whose figures cannot be trusted.
@@ -239,5 +253,34 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
         if let Some(b) = &task.breakdown {
             out.push_str(&super::breakdown::trace_line(&name, b));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::TaskTime;
+
+    #[test]
+    fn the_suite_line_sums_the_traces_predicted_task_times() {
+        let text = include_str!("../../tests/fixtures/suite-a.json");
+        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
+        assert!(!format_table(&r).contains("suite task time"));
+        for (i, t) in r.traces.iter_mut().enumerate() {
+            t.task = Some(TaskTime {
+                predicted_s: 1.5 * (i + 1) as f64,
+                model: "blocking".into(),
+                models: Default::default(),
+                captured_s: 1.0,
+                untraced_s: None,
+                span: "task marks".into(),
+                uncalibrated: None,
+                predicted_spread: None,
+                breakdown: None,
+            });
+        }
+        let n = r.traces.len() as f64;
+        let want = format!("suite task time: {:.3} s", 1.5 * n * (n + 1.0) / 2.0);
+        assert!(format_table(&r).contains(&want), "{}", format_table(&r));
     }
 }

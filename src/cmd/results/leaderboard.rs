@@ -4,7 +4,7 @@
 use super::{time, ResultsDb};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use results::leaderboard::{rank, Entry, Leaderboard};
+use results::leaderboard::{boards, rank, Entry, Leaderboard};
 use results::text::escape_control as esc;
 use results_db::runs::AnyResult;
 use results_db::{Filter, RunKind};
@@ -23,6 +23,43 @@ pub struct LeaderboardArgs {
 }
 
 pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
+    // One read transaction: a run removed meanwhile is wholly absent.
+    let (suite_name, trace_set, entries) = db.read(|db| collect(db, &args))?;
+    let boards = boards(entries);
+    for (i, entries) in boards.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        let board = rank(
+            &suite_name,
+            trace_set.as_deref().unwrap_or(""),
+            entries.clone(),
+        );
+        print_board(&board, &suite_name, trace_set.as_deref());
+        if i == 0 {
+            if let Some(path) = &args.html {
+                write_pages(path, &board, entries.clone())?;
+                println!("leaderboard written to {}", path.display());
+            }
+        }
+    }
+    if boards.len() > 1 {
+        println!(
+            "\n{} boards: runs of this trace set with other settings are ranked apart{}",
+            boards.len(),
+            if args.html.is_some() {
+                " (the page holds the first, the newest run's)"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(0)
+}
+
+/// The suite's name, its trace set and every replay or suite run of it,
+/// newest first.
+fn collect(db: &ResultsDb, args: &LeaderboardArgs) -> Result<(String, Option<String>, Vec<Entry>)> {
     let rows: Vec<_> = db
         .list(&Filter {
             suite: args.suite.clone(),
@@ -41,15 +78,10 @@ pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
             db.path().display()
         );
     };
-    let (trace_set, mode) = (newest.trace_set.clone(), newest.mode.clone());
+    let trace_set = newest.trace_set.clone();
     let suite_name = newest.suite_name.clone().unwrap_or_default();
-    let mut other_modes = 0;
     let mut entries = Vec::new();
     for row in rows.iter().filter(|r| r.trace_set == trace_set) {
-        if row.mode != mode {
-            other_modes += 1;
-            continue;
-        }
         let (row, parsed, _) = super::load(db, row.id)?;
         let AnyResult::Suite(result) = parsed else {
             continue;
@@ -61,20 +93,7 @@ pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
             report_href: args.html.as_deref().map(|p| run_report_name(p, row.id)),
         });
     }
-    let board = rank(
-        &suite_name,
-        trace_set.as_deref().unwrap_or(""),
-        entries.clone(),
-    );
-    print_board(&board, &suite_name, trace_set.as_deref());
-    if other_modes > 0 {
-        println!("{other_modes} runs of this trace set in another mode not ranked");
-    }
-    if let Some(path) = &args.html {
-        write_pages(path, &board, entries)?;
-        println!("leaderboard written to {}", path.display());
-    }
-    Ok(0)
+    Ok((suite_name, trace_set, entries))
 }
 
 /// The ranking as a table, then the runs left out and why.
@@ -90,20 +109,40 @@ fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
         trace_set.unwrap_or("-"),
         board.drives.len()
     );
+    println!("settings: {}", esc(&board.settings));
+    let task = board.drives.iter().any(|d| d.task_s.is_some());
     println!(
-        "{:>3}  {:<5}  {:<36}  {:>8}  {:>15}  runs",
-        "#", "group", "drive", "score", "95 % interval"
+        "{:>3}  {:<5}  {:<36}  {:>8}  {:>15}  {}runs",
+        "#",
+        "group",
+        "drive",
+        "score",
+        "95 % interval",
+        if task { "    task s  " } else { "" }
     );
     for d in &board.drives {
         let runs: Vec<String> = d.runs.iter().map(|r| format!("{}", r.id)).collect();
+        let task_cell = match (task, d.task_s) {
+            (false, _) => String::new(),
+            (true, Some(t)) => format!("{t:>10.3}  "),
+            (true, None) => format!("{:>10}  ", "-"),
+        };
         println!(
-            "{:>3}  {:<5}  {:<36}  {:>8.0}  {:>15}  {}",
+            "{:>3}  {:<5}  {:<36}  {:>8.0}  {:>15}  {task_cell}{}",
             d.rank,
             board.groups.get(d.group).map_or("", String::as_str),
             esc(&d.name),
             d.score,
             d.ci.map_or("-".to_string(), |c| format!("{:.0}-{:.0}", c.low, c.high)),
             runs.join(",")
+        );
+    }
+    for d in board.drives.iter().filter(|d| d.runs.len() > 1) {
+        let runs: Vec<String> = d.runs.iter().map(|r| format!("{}", r.id)).collect();
+        println!(
+            "runs {} pooled as one drive: {}",
+            runs.join(","),
+            esc(&d.key)
         );
     }
     for (id, why) in &board.left_out {

@@ -56,6 +56,10 @@ pub enum ResultsCommand {
         /// Give ratios for runs marked not valid too.
         #[arg(long)]
         include_invalid: bool,
+        /// Never pool runs into one drive's uncertainty (by default, runs of
+        /// one drive by serial or WWN are pooled, and the output says so).
+        #[arg(long)]
+        no_pool: bool,
     },
     /// Write runs out: one run's result JSON, or every run (--all) as a JSON
     /// array; CSV and Parquet give one row of columns per run.
@@ -147,7 +151,8 @@ pub fn run(args: ResultsArgs) -> Result<i32> {
             ids,
             html,
             include_invalid,
-        } => compare(&db, &ids, html, include_invalid),
+            no_pool,
+        } => compare(&db, &ids, html, include_invalid, no_pool),
         ResultsCommand::Export {
             id,
             all,
@@ -246,7 +251,7 @@ fn load(db: &ResultsDb, id: i64) -> Result<(RunRow, AnyResult, String)> {
 }
 
 fn show(db: &ResultsDb, id: i64, as_json: bool) -> Result<i32> {
-    let (row, parsed, json) = load(db, id)?;
+    let (row, parsed, json) = db.read(|db| load(db, id))?;
     if as_json {
         print!("{json}");
         return Ok(0);
@@ -279,11 +284,16 @@ fn compare(
     ids: &[i64],
     html: Option<PathBuf>,
     include_invalid: bool,
+    no_pool: bool,
 ) -> Result<i32> {
+    let loaded = db.read(|db| {
+        ids.iter()
+            .map(|&id| load(db, id).map(|l| (id, l)))
+            .collect::<Result<Vec<_>>>()
+    })?;
     let mut results = Vec::with_capacity(ids.len());
     let mut labels = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let (row, parsed, _) = load(db, id)?;
+    for (id, (row, parsed, _)) in loaded {
         let AnyResult::Suite(r) = parsed else {
             bail!("run {id} is a consistency test; compare takes replay and suite runs");
         };
@@ -296,6 +306,9 @@ fn compare(
     let mut comparison = results::compare::Comparison::new(results, &labels)?;
     if include_invalid {
         comparison = comparison.including_invalid();
+    }
+    if no_pool {
+        comparison = comparison.without_pooling();
     }
     print!("{}", results::text::compare_tables(&comparison));
     if let Some(path) = &html {
@@ -322,28 +335,33 @@ fn export(
             bail!("--to parquet writes a file: name it with -o FILE.parquet");
         }
     }
-    let rows: Vec<RunRow> = if all {
-        let mut rows = db.list(&Filter::default())?;
-        rows.reverse(); // oldest first in a file
-        rows
-    } else {
-        vec![db.get(id.context("give a run id or --all")?)?]
-    };
-    let bytes = match to {
-        ExportFormat::Json if !all => rows[0].result_json.clone().unwrap_or_default().into_bytes(),
-        ExportFormat::Json => {
-            let mut values = Vec::with_capacity(rows.len());
-            for r in &rows {
-                let (_, _, json) = load(db, r.id)?;
-                let v: serde_json::Value = serde_json::from_str(&json)
-                    .with_context(|| format!("run {}: stored result is not JSON", r.id))?;
-                values.push(serde_json::json!({ "id": r.id, "label": r.label, "result": v }));
+    // One read transaction: the export is one state of the database.
+    let bytes = db.read(|db| -> Result<Vec<u8>> {
+        let rows: Vec<RunRow> = if all {
+            let mut rows = db.list(&Filter::default())?;
+            rows.reverse(); // oldest first in a file
+            rows
+        } else {
+            vec![db.get(id.context("give a run id or --all")?)?]
+        };
+        Ok(match to {
+            ExportFormat::Json if !all => {
+                rows[0].result_json.clone().unwrap_or_default().into_bytes()
             }
-            (serde_json::to_string_pretty(&values)? + "\n").into_bytes()
-        }
-        ExportFormat::Csv => results_db::export::csv_text(&rows).into_bytes(),
-        ExportFormat::Parquet => results_db::export::parquet_bytes(&rows)?,
-    };
+            ExportFormat::Json => {
+                let mut values = Vec::with_capacity(rows.len());
+                for r in &rows {
+                    let (_, _, json) = load(db, r.id)?;
+                    let v: serde_json::Value = serde_json::from_str(&json)
+                        .with_context(|| format!("run {}: stored result is not JSON", r.id))?;
+                    values.push(serde_json::json!({ "id": r.id, "label": r.label, "result": v }));
+                }
+                (serde_json::to_string_pretty(&values)? + "\n").into_bytes()
+            }
+            ExportFormat::Csv => results_db::export::csv_text(&rows).into_bytes(),
+            ExportFormat::Parquet => results_db::export::parquet_bytes(&rows)?,
+        })
+    })?;
     match output {
         Some(path) => outfile::write(&path, &bytes)
             .with_context(|| format!("{}: cannot write", path.display()))?,
