@@ -16,7 +16,7 @@ const UNTRACED_NS: u64 = 80_000_000;
 
 /// A task reading in a chain (each read 400 µs in the "capture", 1 ms
 /// apart), its done mark after the last read and its untraced time.
-fn write_marked_trace(path: &Path, reads: u64) -> Vec<IoRecord> {
+pub(crate) fn write_marked_trace(path: &Path, reads: u64) -> Vec<IoRecord> {
     let recs: Vec<IoRecord> = (0..reads)
         .map(|i| with_latency(rec(i * 1_000, Op::Read, i * 64 * KIB, 64 * KIB), 400))
         .collect();
