@@ -95,6 +95,27 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         ranks.push(json);
     }
+    // A marked trace and a realtime replay of it, for `calibrate`.
+    let marked = d.join("chain.tmt");
+    crate::support::replay::write_marked_trace(&marked, 300, 80_000_000);
+    let first = d.join("first.json");
+    let o = tracemark()
+        .current_dir(d)
+        .arg("replay")
+        .arg(&marked)
+        .args([
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--no-db",
+            "--target",
+            "c.bin",
+        ])
+        .arg("--json")
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = |p: &Path| p.display().to_string();
     let commands: Vec<Vec<String>> = vec![
         vec![
@@ -197,6 +218,13 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
     *html.last_mut().unwrap() = "--html".into();
     let mut commands = commands;
     commands.push(html);
+    commands.push(vec![
+        "calibrate".into(),
+        s(&marked),
+        "--from".into(),
+        s(&first),
+        "-o".into(),
+    ]);
     #[cfg(feature = "parquet")]
     commands.push(vec![
         "export".into(),
