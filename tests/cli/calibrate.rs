@@ -8,9 +8,7 @@ use crate::support::{read_json, tracemark};
 use replayer::calibration::{calibrate, CalibrationProblem};
 use std::fs;
 use std::path::Path;
-use trace_format::{
-    task_note, IoRecord, Op, TaskMarks, TraceFile, TraceHeader, TraceTail, TraceWriter,
-};
+use trace_format::{task_note, IoRecord, TaskMarks, TraceFile};
 
 const UNTRACED_NS: u64 = 80_000_000;
 
