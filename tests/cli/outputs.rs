@@ -612,6 +612,70 @@ fn a_kill_at_any_moment_leaves_every_other_output_whole() {
     }
 }
 
+/// `convert --split-by volume` writes one trace per volume into a folder:
+/// SIGKILL and SIGTERM at many moments leave each trace the previous file
+/// or its whole new one, and no temporary after SIGTERM nor after the next
+/// run.
+#[test]
+fn a_kill_at_any_moment_leaves_each_split_trace_old_or_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("io_traces.csv");
+    let rows = crate::support::fleet::alibaba_rows(150_000, 20);
+    fs::write(&csv, crate::support::fleet::alibaba_csv(&rows)).unwrap();
+    let vols = d.join("vols");
+    fs::create_dir(&vols).unwrap();
+    let args: Vec<String> = vec![
+        "convert".into(),
+        "--format".into(),
+        "alibaba".into(),
+        csv.display().to_string(),
+        "--split-by".into(),
+        "volume".into(),
+        "-q".into(),
+        "-o".into(),
+        vols.display().to_string(),
+    ];
+    let started = Instant::now();
+    let o = tracemark().current_dir(d).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = started.elapsed();
+    let names = listing(&vols);
+    assert!(names.len() > 2, "{names:?}");
+    let new: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| fs::read(vols.join(n)).unwrap())
+        .collect();
+    let old = b"the previous file\n".to_vec();
+    let before = listing(d);
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        for step in 0..8u32 {
+            for n in &names {
+                fs::write(vols.join(n), &old).unwrap();
+            }
+            run_and_kill(d, &args, signal, full * step / 7);
+            for (n, new) in names.iter().zip(&new) {
+                let now = fs::read(vols.join(n)).unwrap();
+                assert!(
+                    now == old || now == *new,
+                    "{n}: signal {signal} at step {step}: a mix ({} bytes)",
+                    now.len()
+                );
+            }
+            if signal == libc::SIGTERM {
+                assert_eq!(listing(&vols), names, "SIGTERM at step {step}");
+                assert_eq!(listing(d), before, "SIGTERM at step {step}");
+            }
+        }
+    }
+    let o = tracemark().current_dir(d).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(listing(&vols), names, "after the next run");
+    for (n, new) in names.iter().zip(&new) {
+        assert_eq!(&fs::read(vols.join(n)).unwrap(), new, "{n}");
+    }
+}
+
 /// With the `parquet` feature: the Parquet export under the same kills.
 #[cfg(feature = "parquet")]
 #[test]
