@@ -682,7 +682,17 @@ fn a_kill_at_any_moment_leaves_each_split_trace_old_or_whole() {
 fn parquet_export_killed_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let t = trace(d, "big.tmt", 200_000);
+    // Converted, so its records name the devices of its table.
+    let csv = msr_csv(d, 200_000);
+    let t = d.join("big.tmt");
+    let o = tracemark()
+        .arg("convert")
+        .arg(&csv)
+        .args(["--format", "msr", "-q", "-o"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = d.join("out.parquet");
     let args = vec![
         "export".to_string(),

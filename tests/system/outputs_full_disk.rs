@@ -225,10 +225,24 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         s(&first),
         "-o".into(),
     ]);
+    // Parquet: a converted trace, whose records name the devices of its table.
+    #[cfg(feature = "parquet")]
+    let converted = {
+        let p = d.join("converted.tmt");
+        let o = tracemark()
+            .arg("convert")
+            .arg(&csv)
+            .args(["--format", "msr", "-q", "-o"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        p
+    };
     #[cfg(feature = "parquet")]
     commands.push(vec![
         "export".into(),
-        s(&t),
+        s(&converted),
         "--to".into(),
         "parquet".into(),
         "-o".into(),
