@@ -187,19 +187,24 @@ pub fn calibrate(
         path: out.to_path_buf(),
         source,
     };
+    // A failing write (a full disk) names the output, not the trace read.
+    let out_error = |source| CalibrationError::Trace {
+        trace: out.to_path_buf(),
+        source,
+    };
     let mut output = outfile::AtomicFile::create(out)?;
-    let mut w = TraceWriter::new(std::io::BufWriter::new(&mut output), file.header())
-        .map_err(format_error)?;
+    let mut w =
+        TraceWriter::new(std::io::BufWriter::new(&mut output), file.header()).map_err(out_error)?;
     for r in file.records() {
-        w.push(&r.map_err(format_error)?).map_err(format_error)?;
+        w.push(&r.map_err(format_error)?).map_err(out_error)?;
     }
-    let (buf, _) = w.finish(&tail).map_err(format_error)?;
+    let (buf, _) = w.finish(&tail).map_err(out_error)?;
     buf.into_inner().map_err(|e| write_error(e.into_error()))?;
     // The copy is read back whole before it replaces anything.
     let written = PathBuf::from(format!("/proc/self/fd/{}", output.file().as_raw_fd()));
     TraceFile::open(&written)
         .and_then(|t| t.verify())
-        .map_err(format_error)?;
+        .map_err(out_error)?;
     output.commit()?;
     Ok(Calibration {
         name: t.name.clone(),

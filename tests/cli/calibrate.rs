@@ -8,38 +8,13 @@ use crate::support::{read_json, tracemark};
 use replayer::calibration::{calibrate, CalibrationProblem};
 use std::fs;
 use std::path::Path;
-use trace_format::{
-    task_note, IoRecord, Op, TaskMarks, TraceFile, TraceHeader, TraceTail, TraceWriter,
-};
+use trace_format::{task_note, IoRecord, TaskMarks, TraceFile};
 
 const UNTRACED_NS: u64 = 80_000_000;
 
-/// A task reading in a chain (each read 400 µs in the "capture", 1 ms
-/// apart), its done mark after the last read and its untraced time.
-fn write_marked_trace(path: &Path, reads: u64) -> Vec<IoRecord> {
-    let recs: Vec<IoRecord> = (0..reads)
-        .map(|i| with_latency(rec(i * 1_000, Op::Read, i * 64 * KIB, 64 * KIB), 400))
-        .collect();
-    let header = TraceHeader::new("chain", "test");
-    let mut w = TraceWriter::new(
-        std::io::BufWriter::new(fs::File::create(path).unwrap()),
-        &header,
-    )
-    .unwrap();
-    for r in &recs {
-        w.push(r).unwrap();
-    }
-    let marks = TaskMarks {
-        end_ns: Some(reads * 1_000_000 + 500_000),
-        untraced_ns: Some(UNTRACED_NS),
-        ..TaskMarks::default()
-    };
-    let tail = TraceTail {
-        notes: marks.to_notes(),
-        ..TraceTail::default()
-    };
-    w.finish(&tail).unwrap();
-    recs
+/// A task reading in a chain, its done mark and its untraced time.
+pub(crate) fn write_marked_trace(path: &Path, reads: u64) -> Vec<IoRecord> {
+    crate::support::replay::write_marked_trace(path, reads, UNTRACED_NS)
 }
 
 fn records(path: &Path) -> Vec<IoRecord> {

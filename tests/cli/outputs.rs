@@ -335,6 +335,376 @@ fn a_kill_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
     }
 }
 
+/// How a file a kill left is judged whole when the new one is not the same
+/// byte for byte each run.
+#[derive(Debug, Clone, Copy)]
+enum Whole {
+    /// Byte for byte the file an uninterrupted run writes.
+    Same,
+    /// A whole JSON result: the complete one, or the partial result a stop
+    /// signal during the replay writes on purpose (`valid: false`, the
+    /// reason names the interruption). A torn file does not parse.
+    Json,
+    /// A whole HTML page.
+    Html,
+    /// A whole HTML index each of whose local links is a file that is there.
+    Index,
+}
+
+/// Whether `now` is a whole file of kind `whole` (`new`: an uninterrupted
+/// run's file).
+fn is_whole(whole: Whole, now: &[u8], new: &[u8], dir: &Path) -> Result<(), String> {
+    let html = |b: &[u8]| {
+        let t = String::from_utf8_lossy(b);
+        if t.trim_start().starts_with("<!DOCTYPE html>") && t.trim_end().ends_with("</html>") {
+            Ok(t.into_owned())
+        } else {
+            Err(format!("not a whole page ({} bytes)", b.len()))
+        }
+    };
+    match whole {
+        Whole::Same if now == new => Ok(()),
+        Whole::Same => Err(format!("a mix ({} bytes)", now.len())),
+        Whole::Json => {
+            let v: serde_json::Value = serde_json::from_slice(now)
+                .map_err(|e| format!("torn ({} bytes): {e}", now.len()))?;
+            let full: serde_json::Value = serde_json::from_slice(new).unwrap();
+            // Every key of the whole result is there (an interrupted one adds its mark).
+            let keys = full.as_object().unwrap();
+            if let Some(k) = keys.keys().find(|k| v.get(k.as_str()).is_none()) {
+                return Err(format!("not a whole result: no {k}"));
+            }
+            let interrupted = v["valid"] == false && v.to_string().contains("interrupted by SIG");
+            if v["valid"] == full["valid"] || interrupted {
+                Ok(())
+            } else {
+                Err(format!(
+                    "neither whole nor marked interrupted: {}",
+                    v["valid"]
+                ))
+            }
+        }
+        Whole::Html => html(now).map(|_| ()),
+        Whole::Index => {
+            let t = html(now)?;
+            for link in t.split("href=\"").skip(1) {
+                let link = &link[..link.find('"').unwrap_or(0)];
+                if link.is_empty() || link.starts_with('#') || link.contains("://") {
+                    continue;
+                }
+                if !dir.join(link).is_file() {
+                    return Err(format!("links {link}, which is not there"));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// `args` (the output last) killed by SIGKILL and SIGTERM at `steps`
+/// moments from start to end: each leaves the previous file or a whole new
+/// one; SIGTERM leaves no temporary, and the next run sweeps what SIGKILL
+/// left. `extra`: names a run adds beside the output (pages of an index).
+fn kill_at_many_moments(d: &Path, out: &Path, args: &[String], whole: Whole, steps: u32) {
+    let name = out.display();
+    let started = Instant::now();
+    let o = tracemark().current_dir(d).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let full = started.elapsed();
+    let new = fs::read(out).unwrap();
+    is_whole(whole, &new, &new, d).unwrap_or_else(|e| panic!("{name}: uninterrupted: {e}"));
+    let old = b"the previous file\n".to_vec();
+    let before = listing(d);
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        for step in 0..steps {
+            fs::write(out, &old).unwrap();
+            run_and_kill(d, args, signal, full * step / (steps - 1));
+            let now = fs::read(out).unwrap();
+            if now != old {
+                if let Err(e) = is_whole(whole, &now, &new, d) {
+                    panic!("{name}: signal {signal} at step {step}: {e}");
+                }
+            }
+            if signal == libc::SIGTERM {
+                assert_eq!(listing(d), before, "{name}: SIGTERM at step {step}");
+            }
+        }
+    }
+    let o = tracemark().current_dir(d).args(args).output().unwrap();
+    assert!(
+        o.status.success(),
+        "{name}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    is_whole(whole, &fs::read(out).unwrap(), &new, d).unwrap();
+    assert_eq!(listing(d), before, "{name}: after the next run");
+}
+
+/// The other writing commands under the same kills: `calibrate -o`,
+/// `merge -o`, `replay --json` (a stop during the replay writes a whole,
+/// marked-interrupted result on purpose; a torn file is the failure),
+/// `consistency --html`, and `results leaderboard --html` (pages first,
+/// index last: after every kill each link of the index resolves).
+#[test]
+fn a_kill_at_any_moment_leaves_every_other_output_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let s = |p: &Path| p.display().to_string();
+    let strs = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    // calibrate: a marked trace and a realtime replay of it.
+    let marked = d.join("chain.tmt");
+    crate::calibrate::write_marked_trace(&marked, 300);
+    let first = d.join("first.json");
+    let o = tracemark()
+        .current_dir(d)
+        .arg("replay")
+        .arg(&marked)
+        .args([
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--no-db",
+            "--target",
+            "scratch.bin",
+        ])
+        .arg("--json")
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // merge: three ranks of a multi-volume trace.
+    let fleet =
+        crate::support::fleet::converted_trace(d, &crate::support::fleet::alibaba_rows(1200, 200));
+    for rank in 0..3 {
+        let o = tracemark()
+            .current_dir(d)
+            .arg("replay")
+            .arg(&fleet)
+            .args(["--shard", &format!("{rank}/3"), "--mode", "compressed"])
+            .args(["--passes", "1", "--no-warmup", "--precondition", "skip"])
+            .args(["--cpu-idle", "os", "--no-db", "--target", "t{rank}.bin"])
+            .args(["--json", "r{rank}.json"])
+            .env_remove("SLURM_PROCID")
+            .env_remove("SLURM_NTASKS")
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    // leaderboard: a private database of a few runs.
+    let db = d.join("db").join("results.db");
+    for i in 0..3 {
+        let r = result_fixture::write(
+            d,
+            &format!("lb{i}.json"),
+            &result_fixture::result(
+                "realtime",
+                &format!("/dev/sd{i}"),
+                None,
+                &[result_fixture::Figures::new(
+                    "t",
+                    100.0 + i as f64,
+                    200.0,
+                    80.0,
+                )],
+            ),
+        );
+        let o = tracemark()
+            .args(["results", "import"])
+            .arg(&r)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let small = trace(d, "small.tmt", 3000);
+    let out = |n: &str| d.join(n);
+    let jobs: Vec<(PathBuf, Vec<String>, Whole, u32)> = vec![
+        (
+            out("calibrated.tmt"),
+            vec![
+                "calibrate".into(),
+                s(&marked),
+                "--from".into(),
+                s(&first),
+                "-o".into(),
+            ],
+            Whole::Same,
+            6,
+        ),
+        (
+            out("fleet.json"),
+            strs(&["merge", "r2.json", "r0.json", "r1.json", "-o"]),
+            Whole::Same,
+            6,
+        ),
+        (
+            out("board.html"),
+            vec![
+                "results".into(),
+                "leaderboard".into(),
+                "--db".into(),
+                s(&db),
+                "--html".into(),
+            ],
+            Whole::Index,
+            8,
+        ),
+        (
+            out("replay.json"),
+            vec![
+                "replay".into(),
+                s(&small),
+                "--target".into(),
+                "replay.bin".into(),
+            ]
+            .into_iter()
+            .chain(strs(&[
+                "--mode",
+                "compressed",
+                "--passes",
+                "2",
+                "--no-db",
+                "--json",
+            ]))
+            .collect(),
+            Whole::Json,
+            8,
+        ),
+        (
+            out("consistency.html"),
+            vec![
+                "consistency".into(),
+                s(&small),
+                "--target".into(),
+                "c.bin".into(),
+            ]
+            .into_iter()
+            .chain(strs(&[
+                "--size",
+                "8M",
+                "--allow-write",
+                "--no-db",
+                "--rounds-degrade",
+                "1",
+                "--rounds-steady",
+                "0",
+                "--rounds-recovery",
+                "0",
+                "--degrade-start",
+                "200ms",
+                "--html",
+            ]))
+            .collect(),
+            Whole::Html,
+            6,
+        ),
+    ];
+    for (o, base, whole, steps) in &jobs {
+        let mut args = base.clone();
+        args.push(s(o));
+        kill_at_many_moments(d, o, &args, *whole, *steps);
+    }
+}
+
+/// `convert --split-by volume` writes one trace per volume into a folder:
+/// SIGKILL and SIGTERM at many moments leave each trace the previous file
+/// or its whole new one, and no temporary after SIGTERM nor after the next
+/// run.
+#[test]
+fn a_kill_at_any_moment_leaves_each_split_trace_old_or_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = d.join("io_traces.csv");
+    let rows = crate::support::fleet::alibaba_rows(150_000, 20);
+    fs::write(&csv, crate::support::fleet::alibaba_csv(&rows)).unwrap();
+    let vols = d.join("vols");
+    fs::create_dir(&vols).unwrap();
+    let args: Vec<String> = vec![
+        "convert".into(),
+        "--format".into(),
+        "alibaba".into(),
+        csv.display().to_string(),
+        "--split-by".into(),
+        "volume".into(),
+        "-q".into(),
+        "-o".into(),
+        vols.display().to_string(),
+    ];
+    let started = Instant::now();
+    let o = tracemark().current_dir(d).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let full = started.elapsed();
+    let names = listing(&vols);
+    assert!(names.len() > 2, "{names:?}");
+    let new: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| fs::read(vols.join(n)).unwrap())
+        .collect();
+    let old = b"the previous file\n".to_vec();
+    let before = listing(d);
+    for signal in [libc::SIGKILL, libc::SIGTERM] {
+        for step in 0..8u32 {
+            for n in &names {
+                fs::write(vols.join(n), &old).unwrap();
+            }
+            run_and_kill(d, &args, signal, full * step / 7);
+            for (n, new) in names.iter().zip(&new) {
+                let now = fs::read(vols.join(n)).unwrap();
+                assert!(
+                    now == old || now == *new,
+                    "{n}: signal {signal} at step {step}: a mix ({} bytes)",
+                    now.len()
+                );
+            }
+            if signal == libc::SIGTERM {
+                assert_eq!(listing(&vols), names, "SIGTERM at step {step}");
+                assert_eq!(listing(d), before, "SIGTERM at step {step}");
+            }
+        }
+    }
+    let o = tracemark().current_dir(d).args(&args).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(listing(&vols), names, "after the next run");
+    for (n, new) in names.iter().zip(&new) {
+        assert_eq!(&fs::read(vols.join(n)).unwrap(), new, "{n}");
+    }
+}
+
+/// With the `parquet` feature: the Parquet export under the same kills.
+#[cfg(feature = "parquet")]
+#[test]
+fn parquet_export_killed_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Converted, so its records name the devices of its table.
+    let csv = msr_csv(d, 200_000);
+    let t = d.join("big.tmt");
+    let o = tracemark()
+        .arg("convert")
+        .arg(&csv)
+        .args(["--format", "msr", "-q", "-o"])
+        .arg(&t)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = d.join("out.parquet");
+    let args = vec![
+        "export".to_string(),
+        t.display().to_string(),
+        "--to".into(),
+        "parquet".into(),
+        "-o".into(),
+        out.display().to_string(),
+    ];
+    kill_at_many_moments(d, &out, &args, Whole::Same, 10);
+}
+
 /// An output name as long as the filesystem allows works (the temporary's
 /// name does not grow with it); a longer one is refused before the replay.
 #[test]

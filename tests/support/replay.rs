@@ -139,3 +139,32 @@ fn parse_issue_line(line: &str, event: &str) -> Option<Issued> {
 pub fn no_merges(dev_name: &str) {
     let _ = fs::write(format!("/sys/block/{dev_name}/queue/nomerges"), "2");
 }
+
+/// A task reading in a chain (each read 400 µs in the "capture", 1 ms
+/// apart), its done mark after the last read and its untraced time: a
+/// trace `calibrate` accepts a realtime replay of.
+pub fn write_marked_trace(path: &Path, reads: u64, untraced_ns: u64) -> Vec<IoRecord> {
+    let recs: Vec<IoRecord> = (0..reads)
+        .map(|i| with_latency(rec(i * 1_000, Op::Read, i * 64 * KIB, 64 * KIB), 400))
+        .collect();
+    let header = TraceHeader::new("chain", "test");
+    let mut w = TraceWriter::new(
+        std::io::BufWriter::new(fs::File::create(path).unwrap()),
+        &header,
+    )
+    .unwrap();
+    for r in &recs {
+        w.push(r).unwrap();
+    }
+    let marks = trace_format::TaskMarks {
+        end_ns: Some(reads * 1_000_000 + 500_000),
+        untraced_ns: Some(untraced_ns),
+        ..trace_format::TaskMarks::default()
+    };
+    let tail = TraceTail {
+        notes: marks.to_notes(),
+        ..TraceTail::default()
+    };
+    w.finish(&tail).unwrap();
+    recs
+}

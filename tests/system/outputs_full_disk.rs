@@ -72,6 +72,50 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         results.push(json);
     }
+    // Three ranks of a multi-volume trace, for `merge`.
+    let fleet =
+        crate::support::fleet::converted_trace(d, &crate::support::fleet::alibaba_rows(1200, 200));
+    let mut ranks = Vec::new();
+    for rank in 0..3 {
+        let json = d.join(format!("rank{rank}.json"));
+        let o = tracemark()
+            .current_dir(d)
+            .arg("replay")
+            .arg(&fleet)
+            .args(["--shard", &format!("{rank}/3"), "--mode", "compressed"])
+            .args(["--passes", "1", "--no-warmup", "--precondition", "skip"])
+            .args(["--cpu-idle", "os", "--no-db", "--target", "t{rank}.bin"])
+            .arg("--json")
+            .arg(&json)
+            .env_remove("SLURM_PROCID")
+            .env_remove("SLURM_NTASKS")
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ranks.push(json);
+    }
+    // A marked trace and a realtime replay of it, for `calibrate`.
+    let marked = d.join("chain.tmt");
+    crate::support::replay::write_marked_trace(&marked, 300, 80_000_000);
+    let first = d.join("first.json");
+    let o = tracemark()
+        .current_dir(d)
+        .arg("replay")
+        .arg(&marked)
+        .args([
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--no-db",
+            "--target",
+            "c.bin",
+        ])
+        .arg("--json")
+        .arg(&first)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let s = |p: &Path| p.display().to_string();
     let commands: Vec<Vec<String>> = vec![
         vec![
@@ -157,7 +201,52 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
             "200ms".into(),
             "--json".into(),
         ],
+        vec![
+            "merge".into(),
+            s(&ranks[0]),
+            s(&ranks[1]),
+            s(&ranks[2]),
+            "-o".into(),
+        ],
     ];
+    // `consistency --html`: the same run, its report.
+    let mut html = commands
+        .iter()
+        .find(|c| c[0] == "consistency")
+        .unwrap()
+        .clone();
+    *html.last_mut().unwrap() = "--html".into();
+    let mut commands = commands;
+    commands.push(html);
+    commands.push(vec![
+        "calibrate".into(),
+        s(&marked),
+        "--from".into(),
+        s(&first),
+        "-o".into(),
+    ]);
+    // Parquet: a converted trace, whose records name the devices of its table.
+    #[cfg(feature = "parquet")]
+    let converted = {
+        let p = d.join("converted.tmt");
+        let o = tracemark()
+            .arg("convert")
+            .arg(&csv)
+            .args(["--format", "msr", "-q", "-o"])
+            .arg(&p)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        p
+    };
+    #[cfg(feature = "parquet")]
+    commands.push(vec![
+        "export".into(),
+        s(&converted),
+        "--to".into(),
+        "parquet".into(),
+        "-o".into(),
+    ]);
     for (i, args) in commands.iter().enumerate() {
         // It works where there is room.
         let roomy = d.join(format!("roomy-{i}.out"));
