@@ -447,8 +447,9 @@ fn kill_at_many_moments(d: &Path, out: &Path, args: &[String], whole: Whole, ste
 /// The other writing commands under the same kills: `calibrate -o`,
 /// `merge -o`, `replay --json` (a stop during the replay writes a whole,
 /// marked-interrupted result on purpose; a torn file is the failure),
-/// `consistency --html`, and `results leaderboard --html` (pages first,
-/// index last: after every kill each link of the index resolves).
+/// `consistency --html`, `results compare --html`, and `results leaderboard
+/// --html` (pages first, index last: after every kill each link of the
+/// index resolves).
 #[test]
 fn a_kill_at_any_moment_leaves_every_other_output_whole() {
     let dir = tempfile::tempdir().unwrap();
@@ -554,6 +555,21 @@ fn a_kill_at_any_moment_leaves_every_other_output_whole() {
             ],
             Whole::Index,
             8,
+        ),
+        (
+            out("runs.html"),
+            vec![
+                "results".into(),
+                "compare".into(),
+                "1".into(),
+                "2".into(),
+                "3".into(),
+                "--db".into(),
+                s(&db),
+                "--html".into(),
+            ],
+            Whole::Html,
+            6,
         ),
         (
             out("replay.json"),
