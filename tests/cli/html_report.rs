@@ -1,6 +1,6 @@
 //! The comparison report in a real browser (headless Chromium): the charts
-//! are laid out with the right number of bars and points, and a screenshot
-//! of the page is drawn.
+//! are laid out with the right number of bars and points, the task-time
+//! bars as long as their seconds, and a screenshot of the page is drawn.
 
 use crate::support;
 use crate::support::browser::{self, chromium};
@@ -17,17 +17,33 @@ fn figures(name: &'static str, score: f64, timeline_points: usize) -> Figures {
     f
 }
 
+/// `r` with a predicted task time of `seconds[i]` for its i-th trace.
+fn with_task_times(mut r: Value, seconds: &[f64]) -> Value {
+    for (i, s) in seconds.iter().enumerate() {
+        r["traces"][i]["task"] = serde_json::json!({"predicted_s": s, "model": "blocking",
+            "models": {"blocking": s}, "captured_s": 10.0, "span": "task marks"});
+    }
+    r
+}
+
 /// What the browser laid out, measured by a script appended to a copy of
 /// the report (the report itself has no script).
 const PROBE: &str = r#"
 <pre id="probe"></pre>
 <script>
 const drawn = e => { const b = e.getBBox(); return b.width > 0 && b.height > 0; };
-const r = { bars: {}, lines: [] };
+const r = { bars: {}, lines: [], task: [] };
 for (const e of document.querySelectorAll('rect.bar')) {
   if (!drawn(e)) continue;
   const k = e.dataset.metric + '/' + e.dataset.trace;
   r.bars[k] = (r.bars[k] || 0) + 1;
+  if (e.dataset.metric === 'task_time') {
+    const label = e.nextElementSibling;
+    r.task.push({ trace: e.dataset.trace, drive: e.dataset.drive, width: e.getBBox().width,
+                  label: label && label.tagName === 'text' ? label.textContent : null,
+                  label_x: label ? label.getBBox().x : null,
+                  end: e.getBBox().x + e.getBBox().width });
+  }
 }
 for (const p of document.querySelectorAll('polyline.cdf, polyline.timeline')) {
   r.lines.push({ cls: p.getAttribute('class'), trace: p.dataset.trace, drive: p.dataset.drive,
@@ -45,43 +61,55 @@ fn report_charts_render_in_chromium() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // Predicted task seconds per drive for alpha, beta, gamma, in an order
+    // unlike the scores' (the third drive has no gamma).
+    const TASK_S: [[f64; 3]; 3] = [[12.5, 3.25, 40.0], [20.0, 2.75, 55.5], [31.0, 4.125, 0.0]];
     // Three drives; the third has no 'gamma'. Timelines of different lengths.
     let a = write(
         dir.path(),
         "a.json",
-        &result(
-            "realtime",
-            "/dev/nvme0n1",
-            Some("Fast <NVMe> & co"),
-            &[
-                figures("alpha", 2000.0, 30),
-                figures("beta", 1200.0, 12),
-                figures("gamma", 800.0, 7),
-            ],
+        &with_task_times(
+            result(
+                "realtime",
+                "/dev/nvme0n1",
+                Some("Fast <NVMe> & co"),
+                &[
+                    figures("alpha", 2000.0, 30),
+                    figures("beta", 1200.0, 12),
+                    figures("gamma", 800.0, 7),
+                ],
+            ),
+            &TASK_S[0],
         ),
     );
     let b = write(
         dir.path(),
         "b.json",
-        &result(
-            "realtime",
-            "/dev/sda",
-            Some("SATA SSD"),
-            &[
-                figures("alpha", 900.0, 31),
-                figures("beta", 700.0, 13),
-                figures("gamma", 300.0, 8),
-            ],
+        &with_task_times(
+            result(
+                "realtime",
+                "/dev/sda",
+                Some("SATA SSD"),
+                &[
+                    figures("alpha", 900.0, 31),
+                    figures("beta", 700.0, 13),
+                    figures("gamma", 300.0, 8),
+                ],
+            ),
+            &TASK_S[1],
         ),
     );
     let c = write(
         dir.path(),
         "c.json",
-        &result(
-            "realtime",
-            "/dev/sdb",
-            None,
-            &[figures("alpha", 120.0, 32), figures("beta", 90.0, 14)],
+        &with_task_times(
+            result(
+                "realtime",
+                "/dev/sdb",
+                None,
+                &[figures("alpha", 120.0, 32), figures("beta", 90.0, 14)],
+            ),
+            &TASK_S[2][..2],
         ),
     );
     let report = dir.path().join("report.html");
@@ -109,7 +137,7 @@ fn report_charts_render_in_chromium() {
     let probe = browser::probe(dir.path(), &html, PROBE);
 
     // Bars: one per drive that has the trace, and the suite group.
-    for metric in ["score", "bandwidth"] {
+    for metric in ["score", "bandwidth", "task_time"] {
         for (trace, n) in [("alpha", 3), ("beta", 3), ("gamma", 2), ("suite", 3)] {
             assert_eq!(
                 probe["bars"][format!("{metric}/{trace}")],
@@ -119,7 +147,42 @@ fn report_charts_render_in_chromium() {
             );
         }
     }
-    assert_eq!(probe["bars"].as_object().unwrap().len(), 8);
+    assert_eq!(probe["bars"].as_object().unwrap().len(), 12);
+
+    // Task time: one bar per trace per drive plus the suite total, each
+    // labelled with its seconds, the longer bar for the longer time.
+    let expected_task = |trace: &str, drive: usize| -> f64 {
+        match trace {
+            "alpha" => TASK_S[drive][0],
+            "beta" => TASK_S[drive][1],
+            "gamma" => TASK_S[drive][2],
+            _ => TASK_S[drive].iter().sum(),
+        }
+    };
+    let task: Vec<(f64, f64)> = probe["task"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let trace = b["trace"].as_str().unwrap();
+            let drive: usize = b["drive"].as_str().unwrap().parse().unwrap();
+            let seconds = expected_task(trace, drive);
+            assert_eq!(b["label"], format!("{seconds:.3}"), "{b}");
+            assert!(
+                b["label_x"].as_f64().unwrap() >= b["end"].as_f64().unwrap(),
+                "label beside its bar: {b}"
+            );
+            (seconds, b["width"].as_f64().unwrap())
+        })
+        .collect();
+    assert_eq!(task.len(), 3 + 3 + 2 + 3, "{}", probe["task"]);
+    for (s1, w1) in &task {
+        for (s2, w2) in &task {
+            if s1 < s2 {
+                assert!(w1 < w2, "{s1} s drawn {w1} wide, {s2} s {w2}");
+            }
+        }
+    }
 
     // CDFs: read and write per drive per trace, every point drawn.
     let lines = probe["lines"].as_array().unwrap();
