@@ -4,7 +4,8 @@
 //!
 //! Elements a reader (or a test) can find: `table.leaderboard` with one
 //! `tr.drive[data-rank][data-group][data-score]` per drive (the name in
-//! `td.name`, the runs as `a.run` links); `rect.bar[data-drive]` and
+//! `td.name`, the runs as `a.run` links, the predicted task time in
+//! `td.task` when a ranked run predicts one); `rect.bar[data-drive]` and
 //! `line.ci[data-drive]` in the chart, one per drive.
 
 use super::{colour, esc, page_end, page_start};
@@ -133,7 +134,13 @@ fn chart(out: &mut String, b: &Leaderboard) {
 }
 
 fn table(out: &mut String, b: &Leaderboard) {
-    out.push_str("<table class=\"leaderboard\">\n<tr><th>#</th><th>group</th><th>drive</th><th>score</th><th>95&nbsp;% interval</th><th>runs</th>");
+    // The column only where some run predicts a task time.
+    let task = b.drives.iter().any(|d| d.task_s.is_some());
+    out.push_str("<table class=\"leaderboard\">\n<tr><th>#</th><th>group</th><th>drive</th><th>score</th><th>95&nbsp;% interval</th>");
+    if task {
+        out.push_str("<th class=\"task\" title=\"predicted task time of the suite, mean over the drive's runs\">task s</th>");
+    }
+    out.push_str("<th>runs</th>");
     for t in &b.traces {
         let _ = write!(out, "<th class=\"trace\">{}</th>", esc(t));
     }
@@ -142,7 +149,7 @@ fn table(out: &mut String, b: &Leaderboard) {
         let group = b.groups.get(d.group).map_or("", String::as_str);
         let _ = write!(
             out,
-            "<tr class=\"drive\" data-rank=\"{}\" data-group=\"{}\" data-score=\"{:.3}\"><td>{}</td><td class=\"group\">{}</td><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"score\">{}</td><td>{}</td><td class=\"runs\">",
+            "<tr class=\"drive\" data-rank=\"{}\" data-group=\"{}\" data-score=\"{:.3}\"><td>{}</td><td class=\"group\">{}</td><td class=\"name\"><span class=\"swatch\" style=\"background:{}\"></span>{}</td><td class=\"score\">{}</td><td>{}</td>",
             d.rank,
             esc(group),
             d.score,
@@ -157,6 +164,14 @@ fn table(out: &mut String, b: &Leaderboard) {
                 fmt_score(c.high)
             )),
         );
+        if task {
+            let _ = write!(
+                out,
+                "<td class=\"task\">{}</td>",
+                d.task_s.map_or("-".to_string(), |t| format!("{t:.3}"))
+            );
+        }
+        out.push_str("<td class=\"runs\">");
         for (i, r) in d.runs.iter().enumerate() {
             if i > 0 {
                 out.push_str(", ");
