@@ -61,9 +61,12 @@ fn realtime_keeps_idle_and_compressed_removes_it() {
             e.index,
             e.submit_ns
         );
+        // Bursts are 200 ms apart: an I/O held for a later burst would be
+        // 200 ms late. The bound leaves room for a CPU taken by the other
+        // tests of the binary (20 ms was exceeded on two cores under load).
         assert!(
-            e.submit_ns < due + 20_000_000,
-            "I/O {} over 20 ms late",
+            e.submit_ns < due + 100_000_000,
+            "I/O {} over 100 ms late",
             e.index
         );
     }
