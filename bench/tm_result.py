@@ -11,6 +11,9 @@ Usage:
   tm_result.py pairs DIR PAIRS A,B  the table of bench/ab_pairs.sh
   tm_result.py caps OUT CAP...      the table of bench/idle_policy.sh
   tm_result.py runs OUT RUNS        the tables of bench/repeatability.sh
+  tm_result.py fresh_row FILE ROUND STATE BUILD LOAD REPORTED_MIB MM_STAT
+                                    one row of bench/fresh_vs_filled.sh
+  tm_result.py fresh_ratios ROWS    its fresh/filled ratios, per build
 
 FILE is a path, or - for standard input. FIELD is a dot path into the
 document (traces.0.score, jobs.0.read.iops, suite.score; a number indexes a
@@ -28,6 +31,7 @@ of the derived figures:
 """
 
 import json
+import math
 import statistics
 import sys
 
@@ -181,7 +185,56 @@ def runs_table(out, runs):
         print(f"\nrun 1 preconditioning ({p['policy']}): {p['written_bytes'] / 2**20:.0f} MiB written in {p['seconds']:.1f} s")
 
 
-TABLES = {"pairs": pairs_table, "caps": caps_table, "runs": runs_table}
+def fresh_row(path, rnd, state, build, load_avg, reported_mib, mm_stat):
+    """bench/fresh_vs_filled.sh: one replay's row (its scored pass, what
+    preconditioning wrote and found, zram's mm_stat after it)."""
+    r = load(path)
+    p = get(r, "traces.0.passes")[-1]
+    pre = r.get("precondition") or {}
+    found = pre.get("found")
+
+    def blocks(k):
+        return f"{found[k]['with_data']}/{found[k]['blocks']}" if found else "-"
+
+    def lat(op):
+        o = p["ops"].get(op)
+        return f"{o['latency_us']['p50']:.0f}/{o['latency_us']['p99']:.0f}" if o and o["count"] else "-"
+
+    mm = mm_stat.split()
+    wait = p["fidelity"].get("cpu_wait_s")
+    print(f"| {rnd} | {state} | {build} | {load_avg} | {p['score']:.0f} | {lat('read')} | {lat('write')} | "
+          f"{pre.get('written_bytes', 0) / 2**20:.0f} | {blocks('space_before')} / {blocks('read_regions_before')} / "
+          f"{blocks('read_regions_at_start')} | {int(mm[0]) // 4096} / {mm[7]} / {mm[5]} | {reported_mib} | "
+          f"{'-' if wait is None else f'{wait * 1e3:.0f}'} |")
+
+
+def fresh_ratios(rows):
+    """bench/fresh_vs_filled.sh: per build, each round's fresh/filled score
+    ratio, their median and the worst (farthest from 1 in log terms)."""
+    score = {}
+    with open(rows) as f:
+        for line in f:
+            c = [x.strip() for x in line.strip().strip("|").split("|")]
+            score[(c[2], c[0], c[1])] = float(c[4])
+    for build in sorted({k[0] for k in score}):
+        rounds = sorted({int(k[1]) for k in score if k[0] == build})
+        ratios = [score[(build, str(r), "fresh")] / score[(build, str(r), "filled")]
+                  for r in rounds if (build, str(r), "fresh") in score and (build, str(r), "filled") in score]
+        if not ratios:
+            continue
+        worst = max(ratios, key=lambda x: abs(math.log(x)))
+        print(f"\n{build}: fresh/filled by round: {' '.join(f'{x:.2f}' for x in ratios)}; "
+              f"median {statistics.median(ratios):.2f}, worst {worst:.2f}, "
+              f"fresh above filled in {sum(x > 1 for x in ratios)} of {len(ratios)}")
+
+
+TABLES = {
+    "pairs": pairs_table,
+    "caps": caps_table,
+    "runs": runs_table,
+    "fresh_row": fresh_row,
+    "fresh_ratios": fresh_ratios,
+}
 
 
 def main(argv):

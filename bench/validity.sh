@@ -112,15 +112,14 @@ fi
 [ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
 [[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
 
-UP='' DATA_TMPFS='' SAVED_REPORTING=()
+UP='' DATA_TMPFS=''
 # The replays run in a private cpuacct cgroup (cgroup v1), so their own CPU
 # time can be told from the rest of the host's (the drive's stack).
 CPU_CG=
 [ -d /sys/fs/cgroup/cpuacct ] && CPU_CG=/sys/fs/cgroup/cpuacct/tm-validity-$$
 cleanup() {
   set +e
-  local kv
-  for kv in "${SAVED_REPORTING[@]}"; do echo "${kv#*=}" > "$REPORTING/${kv%%=*}"; done
+  release_page_reporting
   [ -n "$CPU_CG" ] && [ -d "$CPU_CG" ] && rmdir "$CPU_CG"
   [ -n "$UP" ] && "$DRIVES_SH" down "$UP"
   if [ -n "$DATA_TMPFS" ]; then umount "$DATA_TMPFS" && rmdir "$DATA_TMPFS"; fi
@@ -174,15 +173,11 @@ time_job() {
 # again on the host, which shows as the task's system time. On this machine
 # a copy's time varied 2x from run to run with it and 1.2x with freed memory
 # held 300 s (docs/measurements/validity-page-reporting-2026-12-04.md). For
-# the study, freed memory is reported only after 300 s free (up to 16 GiB
-# waiting); the settings are put back at the end.
-REPORTING=/sys/module/page_reporting/parameters
-if [ -w "$REPORTING/min_free_ms" ] && [ -w "$REPORTING/max_waiting_mib" ]; then
-  SAVED_REPORTING=("min_free_ms=$(cat "$REPORTING/min_free_ms")" "max_waiting_mib=$(cat "$REPORTING/max_waiting_mib")")
-  echo 300000 > "$REPORTING/min_free_ms" && echo 16384 > "$REPORTING/max_waiting_mib" ||
-    die "could not hold freed memory back from page reporting ($REPORTING)"
-  echo "page reporting: freed memory reported after $(cat "$REPORTING/min_free_ms") ms free (was ${SAVED_REPORTING[0]#*=})"
-fi
+# the study, freed memory is held back (bench/lib.sh hold_page_reporting);
+# the settings are put back at the end.
+hold_page_reporting
+[ "$PAGE_REPORTING" = absent ] ||
+  echo "page reporting: freed memory reported after $(cat "$PAGE_REPORTING_DIR/min_free_ms") ms free (was ${SAVED_REPORTING[0]#*=})"
 "$DRIVES_SH" prepare
 # The copies' other end (the guest's second disk) in memory: on the virtio
 # disk its reads took 4 to 20 s for the same 451 MB, whatever the drive.

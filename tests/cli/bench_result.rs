@@ -128,3 +128,62 @@ fn the_bench_result_reader_reads_a_real_result() {
     );
     assert!(table.contains("| **suite** |"), "{table}");
 }
+
+#[test]
+fn the_fresh_vs_filled_rows_and_ratios_come_from_a_real_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, json) = one_replay(dir.path());
+    let v = crate::support::read_json(&json);
+    let pass = v["traces"][0]["passes"].as_array().unwrap().last().unwrap();
+    let score = pass["score"].as_f64().unwrap();
+    // zram's mm_stat: orig, compr, mem_used, limit, max_used, same, compacted, huge
+    let mm = "8192 4096 4096 0 4096 3 0 2";
+    let out = tm_result(
+        &[
+            "fresh_row",
+            json.to_str().unwrap(),
+            "1",
+            "fresh",
+            "tm",
+            "0.5",
+            "7",
+            mm,
+        ],
+        None,
+    );
+    let row = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+    assert_eq!(cells[..4], ["1", "fresh", "tm", "0.5"], "{row}");
+    assert_eq!(cells[4], format!("{score:.0}"), "{row}");
+    assert_eq!(cells[9], "2 / 2 / 3", "{row}");
+    assert_eq!(cells[10], "7", "{row}");
+
+    // Two rounds: the second's filled run scored half the fresh one.
+    let filled = row.replacen("| fresh |", "| filled |", 1);
+    let round2 = filled.replacen("| 1 |", "| 2 |", 1);
+    let halved = row.replacen("| 1 |", "| 2 |", 1).replacen(
+        &format!("| {score:.0} |"),
+        &format!("| {:.0} |", (score / 2.0).round()),
+        1,
+    );
+    let rows = dir.path().join("rows");
+    std::fs::write(&rows, format!("{row}\n{filled}\n{halved}\n{round2}\n")).unwrap();
+    let out = tm_result(&["fresh_ratios", rows.to_str().unwrap()], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let half = (score / 2.0).round() / score.round();
+    assert!(
+        text.contains(&format!("tm: fresh/filled by round: 1.00 {half:.2}")),
+        "{text}"
+    );
+    assert!(text.contains("fresh above filled in 0 of 2"), "{text}");
+}
