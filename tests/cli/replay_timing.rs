@@ -58,25 +58,33 @@ fn realtime_keeps_idle_and_compressed_removes_it() {
 }
 
 /// Checks each I/O was submitted at or after `due(i)` (ns from the pass's
-/// start) and less than 100 ms after it: bursts are 200 ms apart in the trace,
-/// so an I/O held for a later burst, or one scaled wrongly, fails. The slack
-/// leaves room for a CPU taken by the binary's other tests on two cores.
+/// start), the median I/O less than 50 ms after it and none a second after
+/// it. The wrong schedules are far off: an uncapped or unscaled pass puts
+/// the median I/O 200 ms or more from its due time (bursts are 50 to 400 ms
+/// apart), a scaled-down one submits early. The median, not every I/O,
+/// because a few I/Os can wait 100 ms for a CPU on two cores under load.
 fn assert_on_schedule(ev: &[IoEvent], what: &str, due: impl Fn(usize) -> u64) {
-    for e in ev {
-        let due = due(e.index as usize);
-        assert!(
-            e.submit_ns >= due,
-            "{what}: I/O {} submitted at {} ns, due at {due} ns",
-            e.index,
-            e.submit_ns
-        );
-        assert!(
-            e.submit_ns < due + 100_000_000,
-            "{what}: I/O {} submitted at {} ns, over 100 ms after {due} ns",
-            e.index,
-            e.submit_ns
-        );
-    }
+    let mut late: Vec<u64> = ev
+        .iter()
+        .map(|e| {
+            let due = due(e.index as usize);
+            assert!(
+                e.submit_ns >= due,
+                "{what}: I/O {} submitted at {} ns, due at {due} ns",
+                e.index,
+                e.submit_ns
+            );
+            e.submit_ns - due
+        })
+        .collect();
+    late.sort_unstable();
+    let median = late[late.len() / 2];
+    assert!(
+        median < 50_000_000,
+        "{what}: the median I/O submitted {median} ns after its due time"
+    );
+    let worst = late[late.len() - 1];
+    assert!(worst < 1_000_000_000, "{what}: an I/O {worst} ns late");
 }
 
 #[test]
