@@ -24,7 +24,7 @@ mod target;
 mod temp;
 
 pub use same::refuse_inputs;
-pub use target::{resolve, Resolved};
+pub use target::{refused_kind, resolve, Resolved};
 pub use temp::sweep;
 
 use std::ffi::CString;

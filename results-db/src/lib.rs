@@ -83,25 +83,9 @@ pub enum DbError {
 /// node or FIFO is never opened and no journal is left beside one.
 fn check_path(path: &Path) -> Result<(), DbError> {
     use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::FileTypeExt;
     if let Ok(meta) = std::fs::metadata(path) {
-        let t = meta.file_type();
-        let kind = if t.is_file() {
-            None
-        } else if t.is_dir() {
-            Some("a directory")
-        } else if t.is_block_device() {
-            Some("a block device")
-        } else if t.is_char_device() {
-            Some("a character device")
-        } else if t.is_fifo() {
-            Some("a FIFO")
-        } else if t.is_socket() {
-            Some("a socket")
-        } else {
-            Some("not a regular file")
-        };
-        if let Some(kind) = kind {
+        if !meta.is_file() {
+            let kind = outfile::refused_kind(&meta).unwrap_or("not a regular file");
             return Err(DbError::NotAFile {
                 path: path.to_path_buf(),
                 kind,
