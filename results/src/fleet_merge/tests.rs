@@ -1,6 +1,9 @@
 use super::*;
+use crate::fleet::RankFailureFile;
 use crate::fleet::{ClockSource, FleetRank, PassClock, RankFailure};
 use crate::schema::OpMetrics;
+use crate::schema::{Percentiles, SuiteResult};
+use hdrhistogram::Histogram;
 
 fn histogram(values: &[u64]) -> Histogram<u64> {
     let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
