@@ -1,10 +1,10 @@
 //! Runs in the database: storing a result (whole, plus its columns),
 //! listing with filters, reading one back, labels, removal.
 
+use crate::columns::RunKind;
 use crate::columns::{select_list, Columns, RunRow, RUN_COLUMNS};
 use crate::db::ResultsDb;
 use crate::error::DbError;
-use crate::columns::RunKind;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
 

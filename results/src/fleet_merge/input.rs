@@ -163,7 +163,7 @@ pub(super) fn missing_and_invalid_ranks(
             file: Some(r.file.to_string()),
             reason: format!(
                 "its result is not valid: {}",
-                r.result.invalid_reasons.join("; ")
+                crate::schema::sentences(&r.result.invalid_reasons)
             ),
         });
     missing.chain(invalid).collect()

@@ -33,7 +33,7 @@ pub fn format_table(r: &SuiteResult) -> String {
         let _ = writeln!(
             out,
             "INVALID: these figures are no measure of the drive: {}",
-            esc(&verdict.reasons.join("; "))
+            esc(&crate::schema::sentences(&verdict.reasons))
         );
     }
     out

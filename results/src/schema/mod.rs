@@ -3,6 +3,10 @@
 //! field names are the JSON keys (documented in the crate README); a field
 //! added later is `#[serde(default)]` so older files still read.
 
+mod problem;
+
+pub use problem::{sentences, Problem, Problems, RunProblem, FAR_OFF_LATENESS_P50_US};
+
 use crate::options::{ReplayOptions, TimingMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -358,7 +362,7 @@ pub struct TraceResult {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_reason: Option<String>,
+    pub invalid_reason: Option<Problems>,
     /// The predicted task time: the means over the scored passes (absent
     /// where no pass predicted one, and in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -500,7 +504,7 @@ pub struct SuiteResult {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub invalid_reasons: Vec<String>,
+    pub invalid_reasons: Vec<RunProblem>,
     /// What was written to the targets before scoring (absent when nothing
     /// was asked: `--precondition skip`, or files older than the option).
     #[serde(default, skip_serializing_if = "Option::is_none")]
