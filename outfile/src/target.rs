@@ -3,7 +3,7 @@
 //! replaced, the link stays); a directory, device node, FIFO or socket is
 //! refused.
 
-use crate::OutputError;
+use crate::error::OutputError;
 use std::ffi::CString;
 use std::fs;
 use std::io;
