@@ -9,13 +9,6 @@ use crate::options::{ReplayOptions, TimingMode};
 pub use crate::schema::{Problem, Problems, RunProblem, FAR_OFF_LATENESS_P50_US};
 use crate::schema::{SuiteResult, TraceResult};
 
-// Realtime replay aims at an issue lateness p99 under 50 µs; a median of
-// [`FAR_OFF_LATENESS_P50_US`] (10 ms) means the trace's timing was not kept
-// (the closed-loop shift already takes out waits for a slow drive, so this
-// is the replayer's own lateness). Medians of 1-2 ms occur on a machine
-// whose CPUs are shared with other work: those results carry their CPU wait
-// instead ([`cpu_wait_caution`]).
-
 /// Share of a trace's I/Os that may be left out without being asked for
 /// (discards on a file, write-zeroes, empty requests) before the replay no
 /// longer stands for the trace.
