@@ -114,7 +114,7 @@ impl Columns {
 
     /// The row these columns are stored as: `origin` (`run`, or the file it
     /// was imported from) and the time it is stored; no id or label yet.
-    pub fn into_row(self, origin: &str, stored_unix_s: u64, json: &str) -> RunRow {
+    pub fn into_row(self, origin: &str, stored_unix_s: u64) -> RunRow {
         RunRow {
             id: 0,
             kind: self.kind,
@@ -134,7 +134,7 @@ impl Columns {
             valid: self.valid,
             tool_version: self.tool_version,
             origin: origin.to_string(),
-            result_json: Some(json.to_string()),
+            result_json: None,
         }
     }
 }

@@ -11,6 +11,8 @@
 //! - [`runs`]: storing a result (recognising one already stored by its
 //!   content), listing, reading, labelling and removing runs.
 //! - [`export`]: runs as CSV or Parquet for other tools.
+//! - [`RUN_COLUMNS`]: a run's columns, the one table that reading, storing
+//!   and both exports follow.
 
 mod columns;
 mod db;

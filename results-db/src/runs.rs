@@ -114,7 +114,7 @@ impl ResultsDb {
             origin: origin.to_string(),
             reason: "not JSON".into(),
         })?;
-        let row = Columns::of(result).into_row(origin, now_unix_s().max(0) as u64, json);
+        let row = Columns::of(result).into_row(origin, now_unix_s().max(0) as u64);
         let run = || -> rusqlite::Result<Stored> {
             let tx =
                 rusqlite::Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)?;
