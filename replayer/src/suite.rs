@@ -305,7 +305,7 @@ fn suite_result(
     started_unix_s: u64,
 ) -> SuiteResult {
     let mut result = SuiteResult {
-        schema_version: results::identity::SCHEMA_VERSION,
+        schema_version: results::schema::SCHEMA_VERSION,
         suite_name: None,
         trace_set: None,
         tool: ToolInfo {

@@ -68,7 +68,7 @@ mod tests {
 
     fn result_on(model: &str) -> ConsistencyResult {
         ConsistencyResult {
-            schema_version: crate::identity::SCHEMA_VERSION,
+            schema_version: crate::schema::SCHEMA_VERSION,
             tool: ToolInfo {
                 name: "tracemark".into(),
                 version: "0".into(),
