@@ -19,12 +19,14 @@
 //! [`refuse_inputs`] refuses an output that is one of the command's inputs
 //! or the results database, by device and inode.
 
+mod error;
 mod same;
 mod target;
 mod temp;
 
+pub use error::OutputError;
 pub use same::refuse_inputs;
-pub use target::{resolve, Resolved};
+pub use target::{refused_kind, resolve, Resolved};
 pub use temp::sweep;
 
 use std::ffi::CString;
@@ -34,40 +36,6 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-
-/// Why an output was not written.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    #[error("{} is {kind}{via}; an output must be a regular file or a new path (refusing to replace it; `-` writes to standard output)", path.display())]
-    Special {
-        path: PathBuf,
-        kind: &'static str,
-        /// " (the target of the link L)" when the output was a link.
-        via: String,
-    },
-    #[error("{} is not a file name", path.display())]
-    NotAFileName { path: PathBuf },
-    #[error("{}: the file name is {len} bytes, longer than the {max} its filesystem allows", path.display())]
-    NameTooLong {
-        path: PathBuf,
-        len: usize,
-        max: usize,
-    },
-    #[error("{} is the same file as the input {}; refusing to write an output over an input (give another output path)", output.display(), input.display())]
-    IsInput { output: PathBuf, input: PathBuf },
-    #[error("{} is the results database {}; refusing to write an output over it (give another output path)", output.display(), db.display())]
-    IsDatabase { output: PathBuf, db: PathBuf },
-    #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: io::Error },
-}
-
-impl OutputError {
-    /// Whether the output was refused for what it names (a special file,
-    /// an input, a bad name), not for a failure while writing.
-    pub fn is_refusal(&self) -> bool {
-        !matches!(self, OutputError::Io { .. })
-    }
-}
 
 /// Checks, before any work, that `output` can be written: what it names
 /// (see [`resolve`]) and its folder (exists, writable, allows the name).

@@ -2,7 +2,7 @@
 //! is refused: compared by device and inode, so a symbolic link, a hard link
 //! or `/proc/self/fd/N` to the same file is caught as well as its name.
 
-use crate::OutputError;
+use crate::error::OutputError;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 

@@ -3,7 +3,7 @@
 //! replaced, the link stays); a directory, device node, FIFO or socket is
 //! refused.
 
-use crate::OutputError;
+use crate::error::OutputError;
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -27,8 +27,10 @@ pub enum Resolved {
     },
 }
 
-/// What `meta` is, when it is something an output must not replace.
-pub(crate) fn refused_kind(meta: &fs::Metadata) -> Option<&'static str> {
+/// What `meta` is, when it is something an output must not replace (or a
+/// file must not be opened as a database): a directory, device node, FIFO
+/// or socket. `None` for a regular file.
+pub fn refused_kind(meta: &fs::Metadata) -> Option<&'static str> {
     let t = meta.file_type();
     if t.is_dir() {
         Some("a directory")

@@ -332,7 +332,7 @@ pub fn run_consistency(
         rounds.push(round_result(phase, round, load, &r));
     }
     Ok(ConsistencyResult {
-        schema_version: results::identity::SCHEMA_VERSION,
+        schema_version: results::schema::SCHEMA_VERSION,
         tool: ToolInfo {
             name: "tracemark".into(),
             version: env!("CARGO_PKG_VERSION").into(),

@@ -5,7 +5,7 @@
 //! the kernel does not show is left out, never guessed.
 
 pub use results::identity::hash_serial;
-use results::identity::{DriveIdentity, FilesystemInfo};
+use results::schema::{DriveIdentity, FilesystemInfo};
 use results::schema::{HostInfo, TargetInfo};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};

@@ -426,11 +426,12 @@ pub fn record_rank(
     if let (Some(start), Some(c)) = (start_at, clock) {
         if c.ready_unix_ns > start {
             result.valid = false;
-            result.invalid_reasons.push(format!(
-                "rank {}: ready to issue {:.3} s after --start-at; its schedule started late (choose a later --start-at)",
-                placement.rank,
-                (c.ready_unix_ns - start) as f64 / 1e9
-            ));
+            result
+                .invalid_reasons
+                .push(results::schema::RunProblem::LateStart {
+                    rank: placement.rank,
+                    late_s: (c.ready_unix_ns - start) as f64 / 1e9,
+                });
         }
     }
     result.fleet = Some(FleetRank {

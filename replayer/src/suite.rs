@@ -121,7 +121,7 @@ pub fn run_suite(
     result.precondition = precondition;
     result.mark_validity();
     if let Some((trace, why)) = stopped {
-        mark_stopped(&mut result, &trace, &why, traces.len());
+        results::validity::mark_stopped(&mut result, &trace, &why, traces.len());
     }
     Ok(result)
 }
@@ -289,9 +289,9 @@ fn stopped_before_replay(
     let mut result = suite_result(target, opts, Vec::new(), true, started_unix_s);
     result.precondition = precondition;
     result.valid = false;
-    result.invalid_reasons = vec![format!(
+    result.invalid_reasons = vec![results::schema::RunProblem::Other(format!(
         "interrupted by {signal} {when}; none of the {traces} traces was replayed"
-    )];
+    ))];
     result
 }
 
@@ -305,7 +305,7 @@ fn suite_result(
     started_unix_s: u64,
 ) -> SuiteResult {
     let mut result = SuiteResult {
-        schema_version: results::identity::SCHEMA_VERSION,
+        schema_version: results::schema::SCHEMA_VERSION,
         suite_name: None,
         trace_set: None,
         tool: ToolInfo {
@@ -347,23 +347,6 @@ fn cut_short(e: ReplayError, pass: &str) -> Result<String, ReplayError> {
         }
         e => Err(e),
     }
-}
-
-/// Marks a run that ended early as not valid: the trace it stopped in says
-/// why, and the file says how much of the suite it holds.
-fn mark_stopped(result: &mut SuiteResult, trace: &str, why: &str, traces: usize) {
-    if let Some(t) = result.traces.iter_mut().rev().find(|t| t.name == trace) {
-        t.valid = false;
-        t.invalid_reason = Some(match t.invalid_reason.take() {
-            Some(earlier) => format!("{earlier}; {why}"),
-            None => why.to_string(),
-        });
-    }
-    result.invalid_reasons.push(format!(
-        "{trace}: {why}; a partial result ({} of {traces} traces replayed)",
-        result.traces.len()
-    ));
-    result.valid = false;
 }
 
 /// Passes everything to the caller's observer and builds the per-interval

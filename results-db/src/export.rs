@@ -18,29 +18,12 @@
 //! behind the cargo feature `parquet`; without it [`parquet_bytes`] says how
 //! to build it in.
 
-use crate::RunRow;
+use crate::columns::{RunRow, RUN_COLUMNS};
 
-/// The columns of an export, in order.
-pub const COLUMNS: [&str; 18] = [
-    "id",
-    "kind",
-    "started_unix_s",
-    "stored_unix_s",
-    "label",
-    "drive_model",
-    "drive_key",
-    "target_path",
-    "host",
-    "suite_name",
-    "trace_set",
-    "mode",
-    "score",
-    "score_low",
-    "score_high",
-    "valid",
-    "tool_version",
-    "origin",
-];
+/// The columns of an export, in order: the names of [`RUN_COLUMNS`].
+pub fn columns() -> Vec<&'static str> {
+    RUN_COLUMNS.iter().map(|c| c.name).collect()
+}
 
 /// Whether this build writes Parquet.
 pub const PARQUET_BUILT: bool = cfg!(feature = "parquet");
@@ -69,32 +52,14 @@ fn csv_field(s: &str) -> String {
     }
 }
 
-/// The runs as CSV: a header line of [`COLUMNS`], then a line per run.
+/// The runs as CSV: a header line of the columns' names, then a line per run.
 pub fn csv_text(rows: &[RunRow]) -> String {
-    let mut text = COLUMNS.join(",") + "\n";
-    let num = |v: Option<f64>| v.map(|x| x.to_string()).unwrap_or_default();
+    let mut text = columns().join(",") + "\n";
     for r in rows {
-        let fields = [
-            r.id.to_string(),
-            r.kind.name().to_string(),
-            r.started_unix_s.to_string(),
-            r.stored_unix_s.to_string(),
-            r.label.clone().unwrap_or_default(),
-            r.drive_model.clone().unwrap_or_default(),
-            r.drive_key.clone().unwrap_or_default(),
-            r.target_path.clone(),
-            r.host.clone(),
-            r.suite_name.clone().unwrap_or_default(),
-            r.trace_set.clone().unwrap_or_default(),
-            r.mode.clone().unwrap_or_default(),
-            num(r.score),
-            num(r.score_low),
-            num(r.score_high),
-            r.valid.to_string(),
-            r.tool_version.clone(),
-            r.origin.clone(),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
+        let line: Vec<String> = RUN_COLUMNS
+            .iter()
+            .map(|c| csv_field(&(c.value)(r).csv_text()))
+            .collect();
         text.push_str(&line.join(","));
         text.push('\n');
     }
@@ -109,12 +74,12 @@ pub fn parquet_bytes(_rows: &[RunRow]) -> Result<Vec<u8>, ExportError> {
 }
 
 #[cfg(feature = "parquet")]
-pub use with_parquet::parquet_bytes;
+pub use with_parquet::{parquet_bytes, schema as parquet_schema};
 
 #[cfg(feature = "parquet")]
 mod with_parquet {
     use super::ExportError;
-    use crate::RunRow;
+    use crate::columns::{Cell, ColumnType, RunRow, RUN_COLUMNS};
     use parquet::basic::{Compression, ZstdLevel};
     use parquet::data_type::{BoolType, ByteArray, ByteArrayType, DoubleType, Int64Type};
     use parquet::file::properties::WriterProperties;
@@ -122,27 +87,29 @@ mod with_parquet {
     use parquet::schema::parser::parse_message_type;
     use std::sync::Arc;
 
-    /// [`super::COLUMNS`] with their Parquet types.
-    const SCHEMA: &str = "message tracemark_runs {
-        required int64 id;
-        required binary kind (STRING);
-        required int64 started_unix_s (TIMESTAMP(MILLIS,true));
-        required int64 stored_unix_s (TIMESTAMP(MILLIS,true));
-        optional binary label (STRING);
-        optional binary drive_model (STRING);
-        optional binary drive_key (STRING);
-        required binary target_path (STRING);
-        required binary host (STRING);
-        optional binary suite_name (STRING);
-        optional binary trace_set (STRING);
-        optional binary mode (STRING);
-        optional double score;
-        optional double score_low;
-        optional double score_high;
-        required boolean valid;
-        required binary tool_version (STRING);
-        required binary origin (STRING);
-    }";
+    /// A column's Parquet type, as a message type's field.
+    fn field(name: &str, kind: ColumnType) -> String {
+        let ty = match kind {
+            ColumnType::Int => "required int64",
+            ColumnType::Time(_) => "required int64",
+            ColumnType::Text => "required binary",
+            ColumnType::OptionalText => "optional binary",
+            ColumnType::OptionalNumber => "optional double",
+            ColumnType::Bool => "required boolean",
+        };
+        let annotation = match kind {
+            ColumnType::Time(_) => " (TIMESTAMP(MILLIS,true))",
+            ColumnType::Text | ColumnType::OptionalText => " (STRING)",
+            _ => "",
+        };
+        format!("{ty} {name}{annotation};")
+    }
+
+    /// [`RUN_COLUMNS`] with their Parquet types, as a message type.
+    pub fn schema() -> String {
+        let fields: Vec<String> = RUN_COLUMNS.iter().map(|c| field(c.name, c.kind)).collect();
+        format!("message tracemark_runs {{ {} }}", fields.join(" "))
+    }
 
     fn err(e: impl std::fmt::Display) -> ExportError {
         ExportError::Parquet(e.to_string())
@@ -160,83 +127,58 @@ mod with_parquet {
             })
     }
 
-    /// An optional column: the present values and a definition level per row.
-    #[derive(Default)]
-    struct Optional<T> {
-        values: Vec<T>,
-        defined: Vec<i16>,
-    }
-
-    impl<T> Optional<T> {
-        fn push(&mut self, v: Option<T>) {
-            self.defined.push(i16::from(v.is_some()));
-            self.values.extend(v);
-        }
-    }
-
-    fn text(s: &str) -> ByteArray {
-        ByteArray::from(s)
-    }
-
-    fn optional_text(
-        rows: &[RunRow],
-        get: impl Fn(&RunRow) -> Option<&str>,
-    ) -> Optional<ByteArray> {
-        let mut column = Optional::default();
-        for r in rows {
-            column.push(get(r).map(text));
-        }
-        column
-    }
-
-    fn optional_number(rows: &[RunRow], get: impl Fn(&RunRow) -> Option<f64>) -> Optional<f64> {
-        let mut column = Optional::default();
-        for r in rows {
-            column.push(get(r));
-        }
-        column
-    }
-
-    /// One column's data, in the schema's order.
+    /// One column's data: the present values and, for an optional column,
+    /// a definition level per row.
     enum Column {
         Int(Vec<i64>),
-        Text(Vec<ByteArray>),
-        OptionalText(Optional<ByteArray>),
-        OptionalNumber(Optional<f64>),
+        Text(Vec<ByteArray>, Option<Vec<i16>>),
+        Number(Vec<f64>, Vec<i16>),
         Bool(Vec<bool>),
     }
 
-    pub fn parquet_bytes(rows: &[RunRow]) -> Result<Vec<u8>, ExportError> {
-        let mut started = Vec::with_capacity(rows.len());
-        let mut stored = Vec::with_capacity(rows.len());
+    /// One column's values over the rows, as its type writes them.
+    fn column(
+        rows: &[RunRow],
+        name: &str,
+        kind: ColumnType,
+        value: for<'a> fn(&'a RunRow) -> Cell<'a>,
+    ) -> Result<Column, ExportError> {
+        let mismatch = || err(format!("column {name}: a value not of its type"));
+        let mut column = match kind {
+            ColumnType::Int | ColumnType::Time(_) => Column::Int(Vec::new()),
+            ColumnType::Text => Column::Text(Vec::new(), None),
+            ColumnType::OptionalText => Column::Text(Vec::new(), Some(Vec::new())),
+            ColumnType::OptionalNumber => Column::Number(Vec::new(), Vec::new()),
+            ColumnType::Bool => Column::Bool(Vec::new()),
+        };
         for r in rows {
-            started.push(millis(r.id, "start time", r.started_unix_s)?);
-            stored.push(millis(r.id, "storage time", r.stored_unix_s)?);
+            match (&mut column, value(r), kind) {
+                (Column::Int(v), Cell::Int(x), _) => v.push(x),
+                (Column::Int(v), Cell::Time(s), ColumnType::Time(what)) => {
+                    v.push(millis(r.id, what, s)?)
+                }
+                (Column::Text(v, None), Cell::Text(s), _) => v.push(ByteArray::from(s)),
+                (Column::Text(v, Some(d)), Cell::OptionalText(s), _) => {
+                    d.push(i16::from(s.is_some()));
+                    v.extend(s.map(ByteArray::from));
+                }
+                (Column::Number(v, d), Cell::OptionalNumber(x), _) => {
+                    d.push(i16::from(x.is_some()));
+                    v.extend(x);
+                }
+                (Column::Bool(v), Cell::Bool(b), _) => v.push(b),
+                _ => return Err(mismatch()),
+            }
         }
-        let required_text = |get: fn(&RunRow) -> &str| rows.iter().map(|r| text(get(r))).collect();
-        let columns = [
-            Column::Int(rows.iter().map(|r| r.id).collect()),
-            Column::Text(required_text(|r| r.kind.name())),
-            Column::Int(started),
-            Column::Int(stored),
-            Column::OptionalText(optional_text(rows, |r| r.label.as_deref())),
-            Column::OptionalText(optional_text(rows, |r| r.drive_model.as_deref())),
-            Column::OptionalText(optional_text(rows, |r| r.drive_key.as_deref())),
-            Column::Text(required_text(|r| &r.target_path)),
-            Column::Text(required_text(|r| &r.host)),
-            Column::OptionalText(optional_text(rows, |r| r.suite_name.as_deref())),
-            Column::OptionalText(optional_text(rows, |r| r.trace_set.as_deref())),
-            Column::OptionalText(optional_text(rows, |r| r.mode.as_deref())),
-            Column::OptionalNumber(optional_number(rows, |r| r.score)),
-            Column::OptionalNumber(optional_number(rows, |r| r.score_low)),
-            Column::OptionalNumber(optional_number(rows, |r| r.score_high)),
-            Column::Bool(rows.iter().map(|r| r.valid).collect()),
-            Column::Text(required_text(|r| &r.tool_version)),
-            Column::Text(required_text(|r| &r.origin)),
-        ];
-        debug_assert_eq!(columns.len(), super::COLUMNS.len());
+        Ok(column)
+    }
 
-        let schema = Arc::new(parse_message_type(SCHEMA).map_err(err)?);
+    pub fn parquet_bytes(rows: &[RunRow]) -> Result<Vec<u8>, ExportError> {
+        let columns = RUN_COLUMNS
+            .iter()
+            .map(|c| column(rows, c.name, c.kind, c.value))
+            .collect::<Result<Vec<_>, _>>()?;
+        let schema = Arc::new(parse_message_type(&schema()).map_err(err)?);
         let props = Arc::new(
             WriterProperties::builder()
                 .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -248,16 +190,13 @@ mod with_parquet {
         while let Some(mut column) = group.next_column().map_err(err)? {
             let written = match data.next() {
                 Some(Column::Int(v)) => column.typed::<Int64Type>().write_batch(v, None, None),
-                Some(Column::Text(v)) => column.typed::<ByteArrayType>().write_batch(v, None, None),
-                Some(Column::OptionalText(o)) => {
+                Some(Column::Text(v, d)) => {
                     column
                         .typed::<ByteArrayType>()
-                        .write_batch(&o.values, Some(&o.defined), None)
+                        .write_batch(v, d.as_deref(), None)
                 }
-                Some(Column::OptionalNumber(o)) => {
-                    column
-                        .typed::<DoubleType>()
-                        .write_batch(&o.values, Some(&o.defined), None)
+                Some(Column::Number(v, d)) => {
+                    column.typed::<DoubleType>().write_batch(v, Some(d), None)
                 }
                 Some(Column::Bool(v)) => column.typed::<BoolType>().write_batch(v, None, None),
                 None => return Err(err("the schema has more columns than the export")),
@@ -304,7 +243,7 @@ mod tests {
         let text = csv_text(&[row(1, Some("a, \"b\""), Some(2431.5)), row(2, None, None)]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3);
-        assert_eq!(lines[0], COLUMNS.join(","));
+        assert_eq!(lines[0], columns().join(","));
         assert_eq!(
             lines[1],
             "1,suite,1764600000,1764700000,\"a, \"\"b\"\"\",,device /dev/zram1,/dev/zram1,bench,quick,ab12,realtime,2431.5,,,true,0.1.0,run"
@@ -324,5 +263,51 @@ mod tests {
     fn parquet_starts_and_ends_with_its_magic() {
         let bytes = parquet_bytes(&[row(1, None, Some(1.0)), row(2, Some("x"), None)]).unwrap();
         assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"));
+    }
+
+    /// Every run column is a field of the Parquet file, in order, and each
+    /// row holds the run's value of it.
+    #[cfg(feature = "parquet")]
+    #[test]
+    fn every_run_column_reaches_the_parquet_file() {
+        use crate::columns::{Cell, RUN_COLUMNS};
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        use parquet::record::Field;
+        let rows = [row(1, Some("lab"), Some(2.5)), row(2, None, None)];
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("runs.parquet");
+        std::fs::write(&path, parquet_bytes(&rows).unwrap()).unwrap();
+        let reader = SerializedFileReader::new(std::fs::File::open(&path).unwrap()).unwrap();
+        let fields: Vec<String> = reader
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .map(|c| c.name().to_string())
+            .collect();
+        assert_eq!(fields, columns());
+        let read: Vec<_> = reader.get_row_iter(None).unwrap().collect();
+        assert_eq!(read.len(), rows.len());
+        for (got, want) in read.into_iter().zip(&rows) {
+            let got = got.unwrap();
+            let cells: Vec<(&String, &Field)> = got.get_column_iter().collect();
+            assert_eq!(cells.len(), RUN_COLUMNS.len());
+            for ((name, field), c) in cells.into_iter().zip(RUN_COLUMNS) {
+                assert_eq!(name, c.name);
+                let same = match ((c.value)(want), field) {
+                    (Cell::Int(v), Field::Long(x)) => v == *x,
+                    (Cell::Time(s), Field::TimestampMillis(ms)) => (s * 1000) as i64 == *ms,
+                    (Cell::Text(s), Field::Str(x)) => s == x,
+                    (Cell::OptionalText(Some(s)), Field::Str(x)) => s == x,
+                    (Cell::OptionalText(None), Field::Null) => true,
+                    (Cell::OptionalNumber(Some(v)), Field::Double(x)) => v == *x,
+                    (Cell::OptionalNumber(None), Field::Null) => true,
+                    (Cell::Bool(b), Field::Bool(x)) => b == *x,
+                    _ => false,
+                };
+                assert!(same, "{}: {field:?} for {:?}", c.name, (c.value)(want));
+            }
+        }
     }
 }

@@ -4,8 +4,14 @@
 //! refused. A new step is added at the end, never by editing one that
 //! shipped (tests open a database of every earlier version).
 
-use crate::{DbError, ResultsDb};
+use crate::columns::Columns;
+use crate::error::{classify, DbError};
+use rusqlite::Connection;
 use rusqlite::{params, TransactionBehavior};
+use std::path::Path;
+
+/// `PRAGMA application_id` of a tracemark results database ("tmrd").
+pub const APPLICATION_ID: i32 = 0x746d_7264;
 
 /// One schema step: SQL, then (optionally) filling the new columns of the
 /// rows already stored, from their result JSON.
@@ -60,22 +66,22 @@ pub fn current_version() -> i64 {
 }
 
 /// Brings the database to the current version (see the module doc).
-pub fn migrate(db: &ResultsDb) -> Result<(), DbError> {
-    migrate_to(db, current_version())
+pub fn migrate(conn: &Connection, path: &Path) -> Result<(), DbError> {
+    migrate_to(conn, path, current_version())
 }
 
 /// Applies the steps up to `target` (tests build databases of earlier
 /// versions with it). The version is read again inside the write
 /// transaction, so two processes opening a new database at once apply each
 /// step once.
-pub fn migrate_to(db: &ResultsDb, target: i64) -> Result<(), DbError> {
-    let version = |c: &rusqlite::Connection| -> rusqlite::Result<i64> {
+pub fn migrate_to(conn: &Connection, path: &Path, target: i64) -> Result<(), DbError> {
+    let version = |c: &Connection| -> rusqlite::Result<i64> {
         c.query_row("PRAGMA user_version", [], |r| r.get(0))
     };
-    let found = version(db.conn()).map_err(|e| db.err(e))?;
+    let found = version(conn).map_err(|e| classify(path, e))?;
     if found > current_version() {
         return Err(DbError::TooNew {
-            path: db.path().to_path_buf(),
+            path: path.to_path_buf(),
             found,
             known: current_version(),
         });
@@ -84,7 +90,7 @@ pub fn migrate_to(db: &ResultsDb, target: i64) -> Result<(), DbError> {
         return Ok(());
     }
     let run = || -> rusqlite::Result<()> {
-        let tx = rusqlite::Transaction::new_unchecked(db.conn(), TransactionBehavior::Immediate)?;
+        let tx = rusqlite::Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
         let found = version(&tx)?;
         for (i, step) in STEPS.iter().enumerate().take(target as usize) {
             if (i as i64) < found {
@@ -98,12 +104,12 @@ pub fn migrate_to(db: &ResultsDb, target: i64) -> Result<(), DbError> {
         if found < target {
             tx.execute_batch(&format!(
                 "PRAGMA application_id = {}; PRAGMA user_version = {target};",
-                crate::APPLICATION_ID
+                APPLICATION_ID
             ))?;
         }
         tx.commit()
     };
-    run().map_err(|e| db.err(e))
+    run().map_err(|e| classify(path, e))
 }
 
 /// Step 2's columns for the rows stored before it, from their JSON.
@@ -120,7 +126,7 @@ fn backfill_identity(tx: &rusqlite::Transaction<'_>) -> rusqlite::Result<()> {
     for (id, json) in rows {
         // A row whose JSON no longer parses keeps empty columns: it is
         // still listed and shown, never dropped.
-        let Ok(cols) = crate::runs::Columns::of_json(&json, "stored run") else {
+        let Ok(cols) = Columns::of_json(&json, "stored run") else {
             continue;
         };
         update.execute(params![

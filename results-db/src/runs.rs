@@ -1,35 +1,12 @@
 //! Runs in the database: storing a result (whole, plus its columns),
 //! listing with filters, reading one back, labels, removal.
 
-use crate::{DbError, ResultsDb};
+use crate::columns::RunKind;
+use crate::columns::{select_list, Columns, RunRow, RUN_COLUMNS};
+use crate::db::ResultsDb;
+use crate::error::DbError;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 use sha2::{Digest, Sha256};
-
-/// What produced a result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunKind {
-    Replay,
-    Suite,
-    Consistency,
-}
-
-impl RunKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            RunKind::Replay => "replay",
-            RunKind::Suite => "suite",
-            RunKind::Consistency => "consistency",
-        }
-    }
-
-    fn parse(s: &str) -> RunKind {
-        match s {
-            "suite" => RunKind::Suite,
-            "consistency" => RunKind::Consistency,
-            _ => RunKind::Replay,
-        }
-    }
-}
 
 pub use results::parse::AnyResult;
 
@@ -38,88 +15,6 @@ pub use results::parse::AnyResult;
 /// run's validity is judged from its data. `origin` names the text.
 pub fn parse(json: &str, origin: &str) -> Result<AnyResult, DbError> {
     Ok(results::parse::any(json, origin)?)
-}
-
-/// The indexed columns of a run, from its result.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Columns {
-    pub kind: RunKind,
-    pub started_unix_s: u64,
-    pub target_path: String,
-    pub drive_model: Option<String>,
-    pub drive_key: String,
-    pub host: String,
-    pub mode: Option<String>,
-    pub suite_name: Option<String>,
-    pub trace_set: Option<String>,
-    pub score: Option<f64>,
-    pub score_low: Option<f64>,
-    pub score_high: Option<f64>,
-    pub valid: bool,
-    pub tool_version: String,
-}
-
-impl Columns {
-    pub fn of(result: &AnyResult) -> Columns {
-        match result {
-            AnyResult::Suite(r) => Columns {
-                kind: if r.suite_name.is_some() {
-                    RunKind::Suite
-                } else {
-                    RunKind::Replay
-                },
-                started_unix_s: r.started_unix_s,
-                target_path: r.target.path.clone(),
-                drive_model: r
-                    .target
-                    .drive_identity()
-                    .and_then(|d| d.model.clone())
-                    .or_else(|| r.target.model.clone()),
-                drive_key: r.target.drive_key(),
-                host: r.host.hostname.clone(),
-                mode: Some(r.mode.to_string()),
-                suite_name: r.suite_name.clone(),
-                trace_set: r.trace_set_hash(),
-                score: r.suite.map(|s| s.score),
-                score_low: r.suite.and_then(|s| s.score_ci).map(|c| c.low),
-                score_high: r.suite.and_then(|s| s.score_ci).map(|c| c.high),
-                // The one judge, from the data: an imported file's own
-                // `valid` key is not taken on trust.
-                valid: results::validity::judge(r).valid,
-                tool_version: r.tool.version.clone(),
-            },
-            AnyResult::Consistency(r) => Columns {
-                kind: RunKind::Consistency,
-                started_unix_s: r.started_unix_s,
-                target_path: r.target.path.clone(),
-                drive_model: r
-                    .target
-                    .drive_identity()
-                    .and_then(|d| d.model.clone())
-                    .or_else(|| r.target.model.clone()),
-                drive_key: r.target.drive_key(),
-                host: r.host.hostname.clone(),
-                mode: None,
-                suite_name: None,
-                trace_set: None,
-                // The steady state's score is the test's figure.
-                score: r
-                    .rounds
-                    .iter()
-                    .rev()
-                    .find(|x| x.phase == results::consistency::Phase::Steady)
-                    .map(|x| x.score),
-                score_low: None,
-                score_high: None,
-                valid: !r.interrupted,
-                tool_version: r.tool.version.clone(),
-            },
-        }
-    }
-
-    pub fn of_json(json: &str, origin: &str) -> Result<Columns, DbError> {
-        Ok(Columns::of(&parse(json, origin)?))
-    }
 }
 
 /// A content hash of a result that does not depend on its key order or
@@ -178,30 +73,6 @@ impl Stored {
     }
 }
 
-/// A stored run's columns (and its JSON when read with [`ResultsDb::get`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRow {
-    pub id: i64,
-    pub kind: RunKind,
-    pub stored_unix_s: u64,
-    pub started_unix_s: u64,
-    pub label: Option<String>,
-    pub target_path: String,
-    pub drive_model: Option<String>,
-    pub drive_key: Option<String>,
-    pub host: String,
-    pub mode: Option<String>,
-    pub suite_name: Option<String>,
-    pub trace_set: Option<String>,
-    pub score: Option<f64>,
-    pub score_low: Option<f64>,
-    pub score_high: Option<f64>,
-    pub valid: bool,
-    pub tool_version: String,
-    pub origin: String,
-    pub result_json: Option<String>,
-}
-
 /// Which runs `list` returns; every field set must match.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
@@ -217,33 +88,6 @@ pub struct Filter {
     /// Started before.
     pub until_unix_s: Option<u64>,
     pub limit: Option<u64>,
-}
-
-const ROW_COLUMNS: &str = "id, kind, stored_unix_s, started_unix_s, label, target_path, drive_model, drive_key, host, mode, suite_name, trace_set, score, score_low, score_high, valid, tool_version, origin";
-
-fn row(r: &rusqlite::Row<'_>, with_json: bool) -> rusqlite::Result<RunRow> {
-    let kind: String = r.get(1)?;
-    Ok(RunRow {
-        id: r.get(0)?,
-        kind: RunKind::parse(&kind),
-        stored_unix_s: r.get::<_, i64>(2)?.max(0) as u64,
-        started_unix_s: r.get::<_, i64>(3)?.max(0) as u64,
-        label: r.get(4)?,
-        target_path: r.get(5)?,
-        drive_model: r.get(6)?,
-        drive_key: r.get(7)?,
-        host: r.get(8)?,
-        mode: r.get(9)?,
-        suite_name: r.get(10)?,
-        trace_set: r.get(11)?,
-        score: r.get(12)?,
-        score_low: r.get(13)?,
-        score_high: r.get(14)?,
-        valid: r.get(15)?,
-        tool_version: r.get(16)?,
-        origin: r.get(17)?,
-        result_json: if with_json { r.get(18)? } else { None },
-    })
 }
 
 fn like(s: &str) -> String {
@@ -270,7 +114,7 @@ impl ResultsDb {
             origin: origin.to_string(),
             reason: "not JSON".into(),
         })?;
-        let c = Columns::of(result);
+        let row = Columns::of(result).into_row(origin, now_unix_s().max(0) as u64);
         let run = || -> rusqlite::Result<Stored> {
             let tx =
                 rusqlite::Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)?;
@@ -284,31 +128,20 @@ impl ResultsDb {
             if let Some(id) = existing {
                 return Ok(Stored::Duplicate(id));
             }
+            let stored: Vec<_> = RUN_COLUMNS.iter().filter(|c| c.stored).collect();
+            let names: Vec<&str> = stored.iter().map(|c| c.name).collect();
+            let mut values: Vec<rusqlite::types::Value> =
+                stored.iter().map(|c| (c.value)(&row).sql_value()).collect();
+            values.push(hash.clone().into());
+            values.push(json.to_string().into());
+            let places: Vec<String> = (1..=values.len()).map(|i| format!("?{i}")).collect();
             tx.execute(
-                "INSERT INTO runs (kind, stored_unix_s, started_unix_s, content_hash, target_path,
-                    drive_model, drive_key, host, mode, suite_name, trace_set, score, score_low,
-                    score_high, valid, tool_version, origin, result_json)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-                params![
-                    c.kind.name(),
-                    now_unix_s(),
-                    c.started_unix_s as i64,
-                    hash,
-                    c.target_path,
-                    c.drive_model,
-                    c.drive_key,
-                    c.host,
-                    c.mode,
-                    c.suite_name,
-                    c.trace_set,
-                    c.score,
-                    c.score_low,
-                    c.score_high,
-                    c.valid,
-                    c.tool_version,
-                    origin,
-                    json
-                ],
+                &format!(
+                    "INSERT INTO runs ({}, content_hash, result_json) VALUES ({})",
+                    names.join(", "),
+                    places.join(", ")
+                ),
+                rusqlite::params_from_iter(values),
             )?;
             let id = tx.last_insert_rowid();
             tx.commit()?;
@@ -325,7 +158,7 @@ impl ResultsDb {
 
     /// The runs the filter lets through, newest first (by start, then id).
     pub fn list(&self, f: &Filter) -> Result<Vec<RunRow>, DbError> {
-        let mut sql = format!("SELECT {ROW_COLUMNS} FROM runs WHERE 1");
+        let mut sql = format!("SELECT {} FROM runs WHERE 1", select_list());
         let mut args: Vec<Box<dyn rusqlite::ToSql>> = Vec::new();
         if let Some(d) = &f.drive {
             sql += " AND (drive_model LIKE ? ESCAPE '\\' OR target_path LIKE ? ESCAPE '\\' OR label LIKE ? ESCAPE '\\')";
@@ -364,7 +197,7 @@ impl ResultsDb {
         let run = || -> rusqlite::Result<Vec<RunRow>> {
             let mut q = self.conn().prepare(&sql)?;
             let refs: Vec<&dyn rusqlite::ToSql> = args.iter().map(|a| a.as_ref()).collect();
-            let rows = q.query_map(refs.as_slice(), |r| row(r, false))?;
+            let rows = q.query_map(refs.as_slice(), |r| RunRow::from_sql(r, false))?;
             rows.collect()
         };
         run().map_err(|e| self.err(e))
@@ -374,9 +207,12 @@ impl ResultsDb {
     pub fn get(&self, id: i64) -> Result<RunRow, DbError> {
         self.conn()
             .query_row(
-                &format!("SELECT {ROW_COLUMNS}, result_json FROM runs WHERE id = ?1"),
+                &format!(
+                    "SELECT {}, result_json FROM runs WHERE id = ?1",
+                    select_list()
+                ),
                 [id],
-                |r| row(r, true),
+                |r| RunRow::from_sql(r, true),
             )
             .optional()
             .map_err(|e| self.err(e))?

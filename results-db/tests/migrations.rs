@@ -3,7 +3,7 @@
 
 mod common;
 
-use results_db::migrations::{current_version, migrate_to, STEPS};
+use results_db::migrations::{current_version, STEPS};
 use results_db::{Filter, ResultsDb};
 use rusqlite::{params, Connection};
 
@@ -75,7 +75,7 @@ fn opening_twice_applies_no_step_again() {
     drop(db);
     let db = ResultsDb::open(&path).unwrap();
     assert_eq!(db.list(&Filter::default()).unwrap().len(), 1);
-    migrate_to(&db, current_version()).unwrap();
+    db.migrate_to(current_version()).unwrap();
 }
 
 #[test]

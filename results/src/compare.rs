@@ -508,7 +508,7 @@ impl Comparison {
                     message: format!(
                         "{} is not a valid result ({}); {}",
                         d.label,
-                        d.result.invalid_reasons.join("; "),
+                        crate::schema::sentences(&d.result.invalid_reasons),
                         if self.include_invalid {
                             "its ratios are shown because of --include-invalid"
                         } else {

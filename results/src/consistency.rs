@@ -88,8 +88,8 @@ pub struct Durations {
 pub struct ConsistencyResult {
     /// As [`crate::SuiteResult::schema_version`].
     #[serde(
-        default = "crate::identity::first_schema_version",
-        skip_serializing_if = "crate::identity::is_first_schema_version"
+        default = "crate::schema::first_schema_version",
+        skip_serializing_if = "crate::schema::is_first_schema_version"
     )]
     pub schema_version: u32,
     pub tool: ToolInfo,

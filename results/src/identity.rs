@@ -3,10 +3,7 @@
 //! and which set of traces was run. Everything here is optional in the file:
 //! results written before schema version 2 have none of it and still read.
 
-pub use crate::schema::{
-    first_schema_version, is_first_schema_version, DriveIdentity, FilesystemInfo, SCHEMA_VERSION,
-};
-use crate::schema::{SuiteResult, TargetInfo, TargetKind};
+use crate::schema::{DriveIdentity, SuiteResult, TargetInfo, TargetKind};
 use sha2::{Digest, Sha256};
 
 /// The form a drive's serial number is stored in unless `--keep-serial`:

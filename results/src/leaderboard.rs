@@ -115,7 +115,7 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
         let why = if !e.result.valid {
             Some(format!(
                 "not valid: {}",
-                e.result.invalid_reasons.join("; ")
+                crate::schema::sentences(&e.result.invalid_reasons)
             ))
         } else if e.result.interrupted {
             Some("interrupted".to_string())

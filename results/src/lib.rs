@@ -2,8 +2,10 @@
 //! writes results, and everything that reads them (as `trace-format` is
 //! between recorder and replayer).
 //!
-//! - [`schema`]: a run of a suite ([`SuiteResult`]) with its traces, passes,
-//!   target and host; [`options`]: the replay options it records;
+//! - [`schema`]: the types of a run of a suite ([`SuiteResult`]) with its
+//!   traces, passes, target and host, and why figures cannot be trusted
+//!   ([`schema::Problem`]), with their serde only (what they compute lives
+//!   beside them); [`options`]: the replay options it records;
 //!   [`consistency`]: the consistency test's result; [`identity`]: the
 //!   drive, filesystem and trace set a result was measured on.
 //! - [`parse`]: the one reader of result files (duplicate keys and newer
@@ -22,6 +24,7 @@ pub mod breakdown;
 pub mod comparable;
 pub mod compare;
 pub mod consistency;
+mod derived;
 pub mod fleet;
 pub mod fleet_merge;
 pub mod hdr;

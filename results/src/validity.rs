@@ -6,15 +6,8 @@
 //! module, so a run whose I/Os failed never passes for a fast drive.
 
 use crate::options::{ReplayOptions, TimingMode};
+pub use crate::schema::{Problem, Problems, RunProblem, FAR_OFF_LATENESS_P50_US};
 use crate::schema::{SuiteResult, TraceResult};
-
-/// Realtime replay aims at an issue lateness p99 under 50 µs; a median of
-/// 10 ms means the trace's timing was not kept (the closed-loop shift
-/// already takes out waits for a slow drive, so this is the replayer's own
-/// lateness). Medians of 1-2 ms occur on a machine whose CPUs are shared
-/// with other work (tests running beside each other): those results carry
-/// their CPU wait instead ([`cpu_wait_caution`]).
-pub const FAR_OFF_LATENESS_P50_US: f64 = 10_000.0;
 
 /// Share of a trace's I/Os that may be left out without being asked for
 /// (discards on a file, write-zeroes, empty requests) before the replay no
@@ -38,43 +31,6 @@ pub fn cpu_wait_caution(t: &TraceResult) -> Option<String> {
             share * 100.0
         )
     })
-}
-
-/// Why one trace's figures cannot be trusted.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Problem {
-    /// I/Os the device failed, per operation (the warm-up's included).
-    DeviceErrors {
-        total: u64,
-        per_op: Vec<(String, u64)>,
-    },
-    /// I/Os left out that the options did not ask to leave out.
-    Skipped { skipped: u64, of: u64 },
-    /// A pass, or the run, stopped before the trace's end.
-    Interrupted,
-    /// Realtime issue lateness far from the schedule.
-    LateIssue { p50_us: f64 },
-}
-
-impl std::fmt::Display for Problem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Problem::DeviceErrors { total, per_op } => {
-                let per_op: Vec<String> =
-                    per_op.iter().map(|(op, n)| format!("{op}: {n}")).collect();
-                write!(f, "{total} I/Os failed on the device ({})", per_op.join(", "))
-            }
-            Problem::Skipped { skipped, of } => write!(
-                f,
-                "{skipped} of {of} I/Os per pass were left out without being asked for"
-            ),
-            Problem::Interrupted => write!(f, "interrupted: a partial pass"),
-            Problem::LateIssue { p50_us } => write!(
-                f,
-                "realtime issue lateness median {p50_us:.0} µs (over {FAR_OFF_LATENESS_P50_US:.0} µs): the trace's timing was not kept"
-            ),
-        }
-    }
 }
 
 /// Everything wrong with one trace's figures, from its data alone.
@@ -131,32 +87,53 @@ pub fn trace_problems(t: &TraceResult, mode: TimingMode, options: &ReplayOptions
     problems
 }
 
+/// Which problems a judgement counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Judging {
+    /// As a replay writes its result: interruption is the caller's to mark,
+    /// with its cause, and issue lateness is judged by readers only, so a
+    /// loaded machine's replay still ends with its ordinary exit status.
+    AtWrite,
+    /// As every reader judges a result: everything its data shows, and
+    /// what it recorded.
+    Reading,
+}
+
+impl Judging {
+    fn counts(self, p: &Problem) -> bool {
+        self == Judging::Reading || !matches!(p, Problem::Interrupted | Problem::LateIssue { .. })
+    }
+}
+
 // The writer's marking lives beside the judge, so the schema holds types only.
 impl SuiteResult {
     /// Marks traces whose figures cannot be trusted (device errors, I/Os
-    /// left out unasked: [`crate::validity`]), and the result with them,
-    /// each with its reason. A replay whose I/Os fail measures the failures,
-    /// not the drive: its score must never pass for a real one.
-    /// Interruption is the caller's to mark, with its cause; issue lateness
-    /// is judged by readers only, so a loaded machine's replay still ends
-    /// with its ordinary exit status.
+    /// left out unasked), and the result with them, each with its reason:
+    /// [`judge`] as the replay writes its result. A replay whose I/Os fail
+    /// measures the failures, not the drive: its score must never pass for
+    /// a real one.
     pub fn mark_validity(&mut self) {
         self.invalid_reasons.clear();
-        for t in &mut self.traces {
-            let problems: Vec<String> = trace_problems(t, self.mode, &self.options)
-                .into_iter()
-                .filter(|p| !matches!(p, Problem::Interrupted | Problem::LateIssue { .. }))
-                .map(|p| p.to_string())
-                .collect();
-            if !problems.is_empty() {
-                let reason = problems.join("; ");
-                t.valid = false;
-                self.invalid_reasons.push(format!("{}: {reason}", t.name));
-                t.invalid_reason = Some(reason);
-            }
-        }
-        self.valid = self.traces.iter().all(|t| t.valid);
+        apply_judgement(self, Judging::AtWrite);
     }
+}
+
+/// Marks a run that ended early in `trace` as not valid: the trace says
+/// why (after any problem it had), and the result how much of the suite it
+/// holds (`traces` in the suite).
+pub fn mark_stopped(result: &mut SuiteResult, trace: &str, why: &str, traces: usize) {
+    let why = Problem::Other(why.to_string());
+    if let Some(t) = result.traces.iter_mut().rev().find(|t| t.name == trace) {
+        t.valid = false;
+        t.invalid_reason = Some(t.invalid_reason.take().unwrap_or_default().and(why.clone()));
+    }
+    result.invalid_reasons.push(RunProblem::Stopped {
+        trace: trace.to_string(),
+        why: Problems(vec![why]),
+        replayed: result.traces.len(),
+        traces,
+    });
+    result.valid = false;
 }
 
 /// The judgement of a whole result: valid or not, and why.
@@ -164,16 +141,21 @@ impl SuiteResult {
 pub struct Verdict {
     pub valid: bool,
     /// The result's reasons: those it recorded, then those found in its data.
-    pub reasons: Vec<String>,
+    pub reasons: Vec<RunProblem>,
     /// Per trace (in the result's order): None when its figures hold.
-    pub traces: Vec<Option<String>>,
+    pub traces: Vec<Option<Problems>>,
 }
 
 /// Judges a result from its data and from what it recorded: a trace is not
 /// valid when it was marked so or when [`trace_problems`] finds anything; the
 /// result is not valid when it was marked so, was interrupted, or holds a
-/// trace that is not.
+/// trace that is not. The one judge: replays mark their results with it
+/// ([`SuiteResult::mark_validity`]) and every reader judges with it.
 pub fn judge(r: &SuiteResult) -> Verdict {
+    judge_as(r, Judging::Reading)
+}
+
+fn judge_as(r: &SuiteResult, judging: Judging) -> Verdict {
     let mut reasons = r.invalid_reasons.clone();
     let mut traces = Vec::with_capacity(r.traces.len());
     for t in &r.traces {
@@ -181,34 +163,39 @@ pub fn judge(r: &SuiteResult) -> Verdict {
             let why = t
                 .invalid_reason
                 .clone()
-                .unwrap_or_else(|| "marked not valid".to_string());
-            if !reasons
-                .iter()
-                .any(|r| r.starts_with(&format!("{}: ", t.name)))
-            {
-                reasons.push(format!("{}: {why}", t.name));
+                .unwrap_or_else(|| Problems(vec![Problem::Other("marked not valid".into())]));
+            // A trace the result already names keeps the result's words.
+            if !reasons.iter().any(|p| p.trace() == Some(t.name.as_str())) {
+                reasons.push(RunProblem::Trace {
+                    trace: t.name.clone(),
+                    problems: why.clone(),
+                });
             }
             traces.push(Some(why));
             continue;
         }
-        let problems = trace_problems(t, r.mode, &r.options);
+        let problems: Vec<Problem> = trace_problems(t, r.mode, &r.options)
+            .into_iter()
+            .filter(|p| judging.counts(p))
+            .collect();
         if problems.is_empty() {
             traces.push(None);
             continue;
         }
-        let why = problems
-            .iter()
-            .map(Problem::to_string)
-            .collect::<Vec<_>>()
-            .join("; ");
-        reasons.push(format!("{}: {why}", t.name));
+        let why = Problems(problems);
+        reasons.push(RunProblem::Trace {
+            trace: t.name.clone(),
+            problems: why.clone(),
+        });
         traces.push(Some(why));
     }
-    if r.interrupted && r.valid && !traces.iter().any(Option::is_some) {
-        reasons.push("the run was interrupted: a partial result".to_string());
-    }
-    if !r.valid && reasons.is_empty() {
-        reasons.push("marked not valid".to_string());
+    if judging == Judging::Reading {
+        if r.interrupted && r.valid && !traces.iter().any(Option::is_some) {
+            reasons.push(RunProblem::Interrupted);
+        }
+        if !r.valid && reasons.is_empty() {
+            reasons.push(RunProblem::MarkedNotValid);
+        }
     }
     Verdict {
         valid: reasons.is_empty(),
@@ -220,7 +207,11 @@ pub fn judge(r: &SuiteResult) -> Verdict {
 /// Writes the [`judge`]ment into the result: `valid`, the reasons, and each
 /// trace's mark. Idempotent: a result judged before keeps its reasons.
 pub fn apply(r: &mut SuiteResult) {
-    let v = judge(r);
+    apply_judgement(r, Judging::Reading);
+}
+
+fn apply_judgement(r: &mut SuiteResult, judging: Judging) {
+    let v = judge_as(r, judging);
     for (t, why) in r.traces.iter_mut().zip(v.traces) {
         if let Some(why) = why {
             t.valid = false;

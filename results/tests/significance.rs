@@ -70,7 +70,7 @@ fn another_drive_twice_as_fast_is_significant() {
 fn runs_of_the_same_drive_widen_the_uncertainty() {
     let mut a = fixture();
     // One drive by a strong identity (its serial): only then are runs pooled.
-    a.target.drive = Some(results::identity::DriveIdentity {
+    a.target.drive = Some(results::schema::DriveIdentity {
         name: "sdb".into(),
         serial: Some(results::identity::hash_serial("S4EWNX0R123456")),
         ..Default::default()

@@ -58,9 +58,9 @@ fn device_errors_in_a_result_of_any_version_make_it_invalid() {
         assert!(!r.valid, "{name}: judged valid");
         assert!(!r.traces[0].valid, "{name}: trace judged valid");
         assert!(
-            r.invalid_reasons
-                .iter()
-                .any(|why| why.contains("124928 I/Os failed on the device (write: 124928)")),
+            r.invalid_reasons.iter().any(|why| why
+                .to_string()
+                .contains("124928 I/Os failed on the device (write: 124928)")),
             "{name}: {:?}",
             r.invalid_reasons
         );
@@ -138,7 +138,9 @@ fn skipped_interrupted_and_late_results_of_the_oldest_version_are_invalid() {
         let r = load_result(&fixture(name)).unwrap();
         assert!(!r.valid, "{name}");
         assert!(
-            r.invalid_reasons.iter().any(|r| r.contains(why)),
+            r.invalid_reasons
+                .iter()
+                .any(|r| r.to_string().contains(why)),
             "{name}: {:?}",
             r.invalid_reasons
         );

@@ -265,7 +265,7 @@ pub fn replay_sources(
     if !result.valid {
         eprintln!(
             "tracemark: the result is not valid: {}{}",
-            results::text::escape_control(&result.invalid_reasons.join("; ")),
+            results::text::escape_control(&results::schema::sentences(&result.invalid_reasons)),
             if args.json.is_some() {
                 " (written, marked \"valid\": false)"
             } else {

@@ -129,6 +129,9 @@ print(json.dumps({'rows': rows, 'columns': cols}))";
         .map(|c| c.as_str().unwrap())
         .collect();
     assert_eq!(columns, header, "{got}");
+    // Both from the one table of run columns.
+    let names: Vec<&str> = results_db::RUN_COLUMNS.iter().map(|c| c.name).collect();
+    assert_eq!(columns, names, "{got}");
     let rows = got["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 2, "{got}");
     for (row, line) in rows.iter().zip(&csv_rows) {

@@ -1,6 +1,6 @@
 //! The fleet result as a table for the terminal.
 
-use super::FleetResult;
+use super::result::FleetResult;
 use crate::text::escape_control;
 use std::fmt::Write;
 

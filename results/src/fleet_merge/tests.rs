@@ -1,6 +1,9 @@
 use super::*;
+use crate::fleet::RankFailureFile;
 use crate::fleet::{ClockSource, FleetRank, PassClock, RankFailure};
 use crate::schema::OpMetrics;
+use crate::schema::{Percentiles, SuiteResult};
+use hdrhistogram::Histogram;
 
 fn histogram(values: &[u64]) -> Histogram<u64> {
     let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
@@ -190,7 +193,7 @@ fn a_rank_whose_result_is_not_valid_fails_the_fleet() {
     let a = vec![1_000u64; 10];
     let mut bad = rank(1, 2, &a, 10 * S, 11 * S);
     bad.valid = false;
-    bad.invalid_reasons = vec!["t: 3 I/Os failed on the device (read: 3)".into()];
+    bad.invalid_reasons = vec!["t: 3 I/Os failed on the device (read: 3)".parse().unwrap()];
     let f = merge(&[
         input("r0.json", rank(0, 2, &a, 10 * S, 11 * S)),
         input("r1.json", bad),

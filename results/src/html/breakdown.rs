@@ -7,7 +7,7 @@
 //! `think`, a class's label, or `other`), each with `data-s` (its seconds).
 
 use super::axis::Axis;
-use super::{colour, esc};
+use super::page::{colour, esc};
 use crate::breakdown::{Breakdown, Difference, WaitClass};
 use crate::compare::{column_name, Comparison};
 use std::collections::BTreeMap;

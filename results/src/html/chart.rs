@@ -1,7 +1,7 @@
 //! The x/y line chart (latency CDFs, timelines).
 
 use super::axis::Axis;
-use super::{esc, points_attr};
+use super::page::{esc, points_attr};
 use std::fmt::Write;
 
 /// One line of a line chart.

@@ -2,7 +2,7 @@
 
 use super::axis::Axis;
 use super::chart::{line_chart, AxisSpec, Line};
-use super::{colour, esc, page_end, page_start};
+use super::page::{colour, esc, page_end, page_start};
 use crate::compare::{column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
 use crate::schema::Timeline;
 use std::fmt::Write;

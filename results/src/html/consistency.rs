@@ -2,7 +2,7 @@
 //! phase, and the table of rounds.
 
 use super::axis::Axis;
-use super::{esc, page_end, page_start, points_attr};
+use super::page::{esc, page_end, page_start, points_attr};
 use crate::consistency::{ConsistencyResult, Phase, Round};
 use std::fmt::Write;
 

@@ -8,7 +8,7 @@
 //! `td.task` when a ranked run predicts one); `rect.bar[data-drive]` and
 //! `line.ci[data-drive]` in the chart, one per drive.
 
-use super::{colour, esc, page_end, page_start};
+use super::page::{colour, esc, page_end, page_start};
 use crate::leaderboard::Leaderboard;
 use std::fmt::Write;
 

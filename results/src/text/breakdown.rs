@@ -1,7 +1,7 @@
 //! Where the predicted task time goes, as text: per trace after a replay,
 //! and against the first column in a comparison.
 
-use super::escape_control as esc;
+use super::escape::escape_control as esc;
 use crate::breakdown::{Breakdown, Difference};
 use crate::compare::{column_name, Comparison};
 use std::fmt::Write;

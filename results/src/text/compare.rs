@@ -1,6 +1,6 @@
 //! The comparison as text: one table per metric, ratios to the first column.
 
-use super::escape_control as esc;
+use super::escape::escape_control as esc;
 use crate::compare::{column_name, Comparison, Metric, INVALID, NOT_SIGNIFICANT};
 use std::fmt::Write;
 

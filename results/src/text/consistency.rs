@@ -9,10 +9,10 @@ pub fn format_table(r: &ConsistencyResult) -> String {
     let _ = writeln!(
         out,
         "consistency test on {}",
-        super::target_description(&r.target, 2)
+        super::target::target_description(&r.target, 2)
     );
     for line in crate::identity::describe_lines(&r.target, &r.host, &r.tool.version, None) {
-        let _ = writeln!(out, "{}", super::escape_control(&line));
+        let _ = writeln!(out, "{}", super::escape::escape_control(&line));
     }
     let d = &r.durations;
     let _ = writeln!(
@@ -68,7 +68,7 @@ mod tests {
 
     fn result_on(model: &str) -> ConsistencyResult {
         ConsistencyResult {
-            schema_version: crate::identity::SCHEMA_VERSION,
+            schema_version: crate::schema::SCHEMA_VERSION,
             tool: ToolInfo {
                 name: "tracemark".into(),
                 version: "0".into(),

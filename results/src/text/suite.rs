@@ -1,6 +1,6 @@
 //! The table people read.
 
-use super::escape_control as esc;
+use super::escape::escape_control as esc;
 use crate::options::{CpuIdle, IoWorkerCpu, Priority, TimingMode};
 use crate::schema::{IoPath, SuiteResult, TraceResult};
 use std::fmt::Write;
@@ -33,7 +33,7 @@ pub fn format_table(r: &SuiteResult) -> String {
         let _ = writeln!(
             out,
             "INVALID: these figures are no measure of the drive: {}",
-            esc(&verdict.reasons.join("; "))
+            esc(&crate::schema::sentences(&verdict.reasons))
         );
     }
     out
@@ -44,7 +44,7 @@ fn header(out: &mut String, r: &SuiteResult) {
     let _ = writeln!(
         out,
         "target {}, mode {}, {} pass{} + {}",
-        super::target_description(&r.target, 1),
+        super::target::target_description(&r.target, 1),
         r.mode,
         r.options.passes,
         if r.options.passes == 1 { "" } else { "es" },

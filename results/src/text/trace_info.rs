@@ -1,7 +1,7 @@
 //! `tracemark info`: what a trace holds, as the text people read. Every text
 //! from the trace file (names, descriptions, skipped input) is escaped.
 
-use super::escape_control;
+use super::escape::escape_control;
 use super::units::{bytes, duration_ns, percent, size_bound};
 use std::fmt::Write;
 use std::path::Path;

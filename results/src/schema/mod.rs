@@ -3,6 +3,10 @@
 //! field names are the JSON keys (documented in the crate README); a field
 //! added later is `#[serde(default)]` so older files still read.
 
+mod problem;
+
+pub use problem::{sentences, Problem, Problems, RunProblem, FAR_OFF_LATENESS_P50_US};
+
 use crate::options::{ReplayOptions, TimingMode};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -95,12 +99,6 @@ pub struct Skipped {
     pub by_option: u64,
 }
 
-impl Skipped {
-    pub fn total(&self) -> u64 {
-        self.read_only + self.discards + self.write_zeroes + self.empty + self.by_option
-    }
-}
-
 /// Latency summary, µs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
@@ -134,14 +132,6 @@ pub struct Fidelity {
     /// much as this is a share of `achieved_s`. Absent in older files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_wait_s: Option<f64>,
-}
-
-impl Fidelity {
-    /// `cpu_wait_s` as a share of the playback (None without either).
-    pub fn cpu_wait_share(&self) -> Option<f64> {
-        let w = self.cpu_wait_s?;
-        (self.achieved_s > 0.0).then(|| w / self.achieved_s)
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -238,12 +228,6 @@ pub struct Interval {
     pub high: f64,
 }
 
-impl Interval {
-    pub fn half_width(&self) -> f64 {
-        (self.high - self.low) / 2.0
-    }
-}
-
 /// Minimum, maximum and (population) standard deviation over passes.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Spread {
@@ -263,39 +247,12 @@ pub enum Dependencies {
     Order,
 }
 
-impl Dependencies {
-    pub fn name(self) -> &'static str {
-        match self {
-            Dependencies::Completion => "completion",
-            Dependencies::Order => "order",
-        }
-    }
-}
-
 /// What the target is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TargetKind {
     File,
     BlockDevice,
-}
-
-impl TargetKind {
-    /// As the result file writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            TargetKind::File => "file",
-            TargetKind::BlockDevice => "block_device",
-        }
-    }
-
-    /// As people read it: `file`, `block device`.
-    pub fn label(self) -> &'static str {
-        match self {
-            TargetKind::File => "file",
-            TargetKind::BlockDevice => "block device",
-        }
-    }
 }
 
 /// How the kernel runs io_uring requests on a target.
@@ -358,7 +315,7 @@ pub struct TraceResult {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub invalid_reason: Option<String>,
+    pub invalid_reason: Option<Problems>,
     /// The predicted task time: the means over the scored passes (absent
     /// where no pass predicted one, and in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -500,7 +457,7 @@ pub struct SuiteResult {
     #[serde(default = "yes", skip_serializing_if = "is_true")]
     pub valid: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub invalid_reasons: Vec<String>,
+    pub invalid_reasons: Vec<RunProblem>,
     /// What was written to the targets before scoring (absent when nothing
     /// was asked: `--precondition skip`, or files older than the option).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -542,23 +499,6 @@ pub struct Precondition {
 pub struct Sampled {
     pub blocks: u32,
     pub with_data: u32,
-}
-
-impl Sampled {
-    pub fn add(&mut self, other: Sampled) {
-        self.blocks += other.blocks;
-        self.with_data += other.with_data;
-    }
-
-    /// What the blocks say about the place they were read from.
-    pub fn state(&self) -> &'static str {
-        match (self.with_data, self.blocks) {
-            (_, 0) => "not sampled",
-            (0, _) => "never written",
-            (d, b) if d == b => "holding data",
-            _ => "partly written",
-        }
-    }
 }
 
 /// The state a replay found its targets in, sampled, over all targets. Two

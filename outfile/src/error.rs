@@ -1,0 +1,38 @@
+//! Why an output was not written.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Why an output was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{} is {kind}{via}; an output must be a regular file or a new path (refusing to replace it; `-` writes to standard output)", path.display())]
+    Special {
+        path: PathBuf,
+        kind: &'static str,
+        /// " (the target of the link L)" when the output was a link.
+        via: String,
+    },
+    #[error("{} is not a file name", path.display())]
+    NotAFileName { path: PathBuf },
+    #[error("{}: the file name is {len} bytes, longer than the {max} its filesystem allows", path.display())]
+    NameTooLong {
+        path: PathBuf,
+        len: usize,
+        max: usize,
+    },
+    #[error("{} is the same file as the input {}; refusing to write an output over an input (give another output path)", output.display(), input.display())]
+    IsInput { output: PathBuf, input: PathBuf },
+    #[error("{} is the results database {}; refusing to write an output over it (give another output path)", output.display(), db.display())]
+    IsDatabase { output: PathBuf, db: PathBuf },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+impl OutputError {
+    /// Whether the output was refused for what it names (a special file,
+    /// an input, a bad name), not for a failure while writing.
+    pub fn is_refusal(&self) -> bool {
+        !matches!(self, OutputError::Io { .. })
+    }
+}
