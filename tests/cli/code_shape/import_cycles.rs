@@ -10,7 +10,8 @@
 //! `cmd/fleet.rs` naming each other is not. A path is mapped to the file of
 //! the longest module it names (an item re-exported by a parent counts as
 //! the parent's). Test code (`tests/`, `#[cfg(test)]` items and files),
-//! comments and string literals are not read.
+//! comments and string literals are not read, except a string that is a
+//! path and nothing else (serde's `with = "crate::a::b"`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -145,9 +146,22 @@ fn tokens(code: &str) -> Vec<Token> {
     while i < chars.len() {
         let c = chars[i];
         let word_start = i == 0 || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
-        if (c == '"' || (word_start && (c == 'r' || c == 'b'))) && skip_string(&chars, i).is_some()
+        if let Some(end) = (c == '"' || (word_start && (c == 'r' || c == 'b')))
+            .then(|| skip_string(&chars, i))
+            .flatten()
         {
-            i = skip_string(&chars, i).unwrap_or(chars.len());
+            // A string that is a path and nothing else names code (serde's
+            // `with = "crate::x::y"`): it is read; other text is not.
+            let text: String = chars[i..end].iter().collect();
+            let inner = text.trim_matches(|c: char| c == '"' || c == '#' || c == 'r' || c == 'b');
+            let is_path = inner.contains("::")
+                && inner
+                    .chars()
+                    .all(|c| c.is_alphanumeric() || c == '_' || c == ':');
+            if is_path {
+                out.extend(tokens(inner));
+            }
+            i = end;
         } else if c == '\'' && (chars.get(i + 2) == Some(&'\'') || chars.get(i + 1) == Some(&'\\'))
         {
             // A character literal ('x', '\n', '\''); a lifetime has no closing quote.
@@ -504,10 +518,14 @@ const TREE: &[(&str, &str)] = &[
     (
         "src/cmd/replay.rs",
         "//! Not `crate::cmd::fleet::run`, which is a comment.\nuse super::{\n    store::Store,\n    \
-         Args,\n};\n\npub struct Plan;\n\npub fn go(_: Plan) {\n    let _ = \"crate::cmd::fleet\"; // super::fleet\n    \
+         Args,\n};\n\npub struct Plan;\n\npub fn go(_: Plan) {\n    let _ = \"from crate::cmd::fleet\"; // super::fleet\n    \
          let _ = '\"';\n}\n\n#[cfg(test)]\nmod tests {\n    use crate::cmd::fleet::run;\n}\n",
     ),
-    ("src/cmd/store.rs", "use super::Args;\n\npub struct Store(pub Args);\n"),
+    (
+        "src/cmd/store.rs",
+        "use super::Args;\n\n#[derive(Serialize)]\npub struct Store(\n    \
+         #[serde(serialize_with = \"crate::output::table::as_text\")] pub Args,\n);\n",
+    ),
     ("src/cmd/tests.rs", "use crate::cmd::fleet;\nuse super::replay::go;\n"),
     ("src/output/mod.rs", "pub mod table;\n"),
     ("src/output/table.rs", "pub fn table() {}\n"),
@@ -552,43 +570,51 @@ fn the_cycle_scan_reports_no_cycle_where_there_is_none() {
             "super::Args"
         ]
     );
+    // A string that is a path is read; other strings and comments are not.
+    let store: Vec<String> = crate_paths(TREE[4].1)
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(store, ["super::Args", "crate::output::table::as_text"]);
+    // In `replay.rs`: the use tree only, not the comment, the string of
+    // text, the character literal or the test module.
+    let replay: Vec<String> = crate_paths(TREE[3].1)
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    assert_eq!(replay, ["super::store::Store", "super::Args"]);
 }
 
 #[test]
 fn the_cycle_scan_finds_two_files_that_import_each_other() {
-    // `replay.rs` now calls into `fleet.rs`, which imports `replay.rs`.
+    // `replay.rs` now calls into `fleet.rs` (by `super::super::`, from the
+    // crate root), which imports `replay.rs`.
     let tree = with(
         "src/cmd/replay.rs",
-        "pub fn back() {\n    crate::cmd::fleet::run(super::Args);\n}\n",
+        "pub fn back() {\n    super::super::cmd::fleet::run(super::Args);\n}\n",
     );
     assert_eq!(
         scan_owned(&tree),
         [[
             "src/cmd/fleet.rs -> src/cmd/replay.rs (super::replay)",
-            "src/cmd/replay.rs -> src/cmd/fleet.rs (crate::cmd::fleet::run)",
+            "src/cmd/replay.rs -> src/cmd/fleet.rs (super::super::cmd::fleet::run)",
         ]]
     );
 }
 
 #[test]
 fn the_cycle_scan_finds_a_loop_through_three_files() {
-    // replay -> store (a grouped use), store -> table (`super::super::`, a
-    // path in code), table -> replay (a path in a type).
-    let mut tree = with(
-        "src/cmd/store.rs",
-        "pub fn f() {\n    super::super::output::table::table();\n}\n",
+    // replay -> store (a grouped use), store -> table (a path in a serde
+    // attribute), and now table -> replay (a path in a type).
+    let tree = with(
+        "src/output/table.rs",
+        "pub fn plan() -> Option<crate::cmd::replay::Plan> {\n    None\n}\n",
     );
-    let table = "pub fn plan() -> Option<crate::cmd::replay::Plan> {\n    None\n}\n";
-    tree.iter_mut()
-        .find(|(p, _)| *p == "src/output/table.rs")
-        .unwrap()
-        .1
-        .push_str(table);
     assert_eq!(
         scan_owned(&tree),
         [[
             "src/cmd/replay.rs -> src/cmd/store.rs (super::store::Store)",
-            "src/cmd/store.rs -> src/output/table.rs (super::super::output::table::table)",
+            "src/cmd/store.rs -> src/output/table.rs (crate::output::table::as_text)",
             "src/output/table.rs -> src/cmd/replay.rs (crate::cmd::replay::Plan)",
         ]]
     );
