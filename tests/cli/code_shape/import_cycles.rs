@@ -137,8 +137,8 @@ fn skip_string(chars: &[char], i: usize) -> Option<usize> {
     Some(chars.len())
 }
 
-/// The tokens of `code` (comments already removed), without string and
-/// character literals.
+/// The tokens of `code`, without comments and without string and
+/// character literals (but for a string that is a path).
 fn tokens(code: &str) -> Vec<Token> {
     let chars: Vec<char> = code.chars().collect();
     let mut out = Vec::new();
@@ -170,6 +170,15 @@ fn tokens(code: &str) -> Vec<Token> {
                 .position(|c| *c == '\'')
                 .map_or(chars.len(), |p| i + 3 + p);
             i = close;
+        } else if c == '/' && chars.get(i + 1) == Some(&'/') {
+            i = chars[i..]
+                .iter()
+                .position(|c| *c == '\n')
+                .map_or(chars.len(), |p| i + p);
+        } else if c == '/' && chars.get(i + 1) == Some(&'*') {
+            i = (i + 2..chars.len())
+                .find(|j| chars[*j] == '*' && chars.get(j + 1) == Some(&'/'))
+                .map_or(chars.len(), |j| j + 2);
         } else if c.is_alphanumeric() || c == '_' {
             let end = chars[i..]
                 .iter()
@@ -190,32 +199,11 @@ fn tokens(code: &str) -> Vec<Token> {
     out
 }
 
-/// The code of `source` outside tests, without comments.
+/// The lines of `source` outside tests, comments and all.
 fn code_outside_tests(source: &str) -> String {
     let mut code = String::new();
     for (_, line) in outside_test_items(source) {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("//") {
-            continue;
-        }
-        // A trailing comment: `//` outside a string (good enough for
-        // rustfmt-formatted code; a `//` inside a string only cuts that line).
-        let mut in_string = false;
-        let mut escaped = false;
-        let mut cut = line.len();
-        for (at, c) in line.char_indices() {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' if in_string => escaped = true,
-                '"' => in_string = !in_string,
-                '/' if !in_string && line[at..].starts_with("//") => {
-                    cut = at;
-                    break;
-                }
-                _ => {}
-            }
-        }
-        code.push_str(&line[..cut]);
+        code.push_str(line);
         code.push('\n');
     }
     code
@@ -519,7 +507,7 @@ const TREE: &[(&str, &str)] = &[
         "src/cmd/replay.rs",
         "//! Not `crate::cmd::fleet::run`, which is a comment.\nuse super::{\n    store::Store,\n    \
          Args,\n};\n\npub struct Plan;\n\npub fn go(_: Plan) {\n    let _ = \"from crate::cmd::fleet\"; // super::fleet\n    \
-         let _ = '\"';\n}\n\n#[cfg(test)]\nmod tests {\n    use crate::cmd::fleet::run;\n}\n",
+         let _ = '\"';\n    let _ = \"a\n// super::fleet\";\n    /* crate::cmd::fleet */\n}\n\n#[cfg(test)]\nmod tests {\n    use crate::cmd::fleet::run;\n}\n",
     ),
     (
         "src/cmd/store.rs",
@@ -576,8 +564,8 @@ fn the_cycle_scan_reports_no_cycle_where_there_is_none() {
         .map(|p| p.join("::"))
         .collect();
     assert_eq!(store, ["super::Args", "crate::output::table::as_text"]);
-    // In `replay.rs`: the use tree only, not the comment, the string of
-    // text, the character literal or the test module.
+    // In `replay.rs`: the use tree only, not the comments, the strings of
+    // text (one with a `//` line), the character literal or the test module.
     let replay: Vec<String> = crate_paths(TREE[3].1)
         .iter()
         .map(|p| p.join("::"))
