@@ -346,7 +346,8 @@ fn kept_whole_reason(source: &str) -> Option<&str> {
         .filter(|reason| !reason.is_empty())
 }
 
-/// `lines` outside tests exceed the limit and the file does not say why.
+/// The lines of `source` outside tests, if they are more than `limit` and
+/// the file does not say why it is kept whole.
 fn unexplained_length(source: &str, limit: usize) -> Option<usize> {
     let lines = outside_test_items(source).len();
     (lines > limit && kept_whole_reason(source).is_none()).then_some(lines)
