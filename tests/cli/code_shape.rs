@@ -1,12 +1,17 @@
 //! The code's shape, checked on every `.rs` file of the workspace: no file
-//! reaches 1,000 lines, and no function outside tests is longer than 100
-//! lines unless [`LONG_FUNCTIONS`] names it with the measured reason.
+//! reaches 1,000 lines; no function outside tests is longer than 100 lines
+//! unless [`LONG_FUNCTIONS`] names it with the measured reason; a file with
+//! more than 700 lines outside tests says in its opening comment why it is
+//! kept whole ([`KEPT_WHOLE`]); no two files of one crate import each other,
+//! directly or around a loop (`import_cycles`).
 //!
 //! The scan reads rustfmt-formatted code: a function runs from its `fn` line
 //! to the first line that is a lone `}` at the `fn` line's indentation. Test
 //! code is left out: `tests/` directories, `#[cfg(test)]` items (inline
 //! `mod tests { ... }` and the files of `#[cfg(test)] mod NAME;`) and
 //! `target/`.
+
+mod import_cycles;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -197,8 +202,9 @@ fn no_file_reaches_1000_lines() {
     );
 }
 
-#[test]
-fn no_function_outside_tests_is_over_100_lines() {
+/// Every `.rs` file outside tests (`tests/` directories and the files of
+/// `#[cfg(test)] mod NAME;`), with its text.
+fn sources_outside_tests() -> Vec<(PathBuf, String)> {
     let mut files = Vec::new();
     rust_files(root(), true, &mut files);
     let sources: Vec<(PathBuf, String)> = files
@@ -212,9 +218,18 @@ fn no_function_outside_tests_is_over_100_lines() {
         .iter()
         .flat_map(|(f, text)| test_module_files(f, text))
         .collect();
+    sources
+        .into_iter()
+        .filter(|(f, _)| !test_files.contains(f))
+        .collect()
+}
+
+#[test]
+fn no_function_outside_tests_is_over_100_lines() {
+    let sources = sources_outside_tests();
     let mut over = Vec::new();
     let mut allowed_found = HashSet::new();
-    for (file, text) in sources.iter().filter(|(f, _)| !test_files.contains(f)) {
+    for (file, text) in &sources {
         let rel = relative(file);
         for long in long_functions(text, MAX_FN_LINES) {
             let allowed = LONG_FUNCTIONS
@@ -309,6 +324,81 @@ fn test_module_files_are_found() {
     );
 }
 
+/// A file may have this many lines outside tests (comments and blank lines
+/// count)...
+const MAX_UNEXPLAINED_LINES: usize = 700;
+/// ...or more if its opening `//!` comment has a line starting with this,
+/// followed by the reason: `//! Kept in one file because the state machine
+/// and its tables are read together.`
+const KEPT_WHOLE: &str = "//! Kept in one file because";
+
+/// The reason the opening `//!` comment of `source` gives for keeping the
+/// file whole, if it gives one: the text after [`KEPT_WHOLE`] on its line
+/// (a reason continued on the next lines is fine; its first words must be
+/// on that line).
+fn kept_whole_reason(source: &str) -> Option<&str> {
+    source
+        .lines()
+        .map(str::trim_start)
+        .take_while(|line| line.starts_with("//!"))
+        .find_map(|line| line.strip_prefix(KEPT_WHOLE))
+        .map(|reason| reason.trim_matches(|c: char| c.is_whitespace() || c == '.' || c == ':'))
+        .filter(|reason| !reason.is_empty())
+}
+
+/// The lines of `source` outside tests, if they are more than `limit` and
+/// the file does not say why it is kept whole.
+fn unexplained_length(source: &str, limit: usize) -> Option<usize> {
+    let lines = outside_test_items(source).len();
+    (lines > limit && kept_whole_reason(source).is_none()).then_some(lines)
+}
+
+#[test]
+fn a_file_over_700_lines_outside_tests_says_why_it_is_kept_whole() {
+    let sources = sources_outside_tests();
+    let long: Vec<String> = sources
+        .iter()
+        .filter_map(|(f, text)| {
+            let lines = unexplained_length(text, MAX_UNEXPLAINED_LINES)?;
+            Some(format!("{}: {lines} lines outside tests", relative(f)))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files over {MAX_UNEXPLAINED_LINES} lines outside tests (split them by concern, \
+         or give the reason in the opening comment, on a line starting `{KEPT_WHOLE}`):\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn the_length_scan_counts_lines_outside_tests_and_reads_the_reason() {
+    // 3 lines of opening comment, 697 of code: 700, at the limit; a test
+    // module of 300 lines is not counted.
+    let opening = "//! A parser.\n//!\n//! Reads records.\n";
+    let tests = format!("#[cfg(test)]\nmod tests {{\n{}}}\n", body(298));
+    let source = format!("{opening}fn f() {{\n{}}}\n{tests}", body(695));
+    assert_eq!(outside_test_items(&source).len(), 700);
+    assert_eq!(unexplained_length(&source, MAX_UNEXPLAINED_LINES), None);
+    // One blank line more is over it.
+    let over = source.replacen("fn f()", "\nfn f()", 1);
+    assert_eq!(unexplained_length(&over, MAX_UNEXPLAINED_LINES), Some(701));
+    // A reason in the opening comment lets it be.
+    let reason = "//! Kept in one file because the records and their checks are read together.\n";
+    let explained = format!("{reason}{over}");
+    assert_eq!(
+        kept_whole_reason(&explained),
+        Some("the records and their checks are read together")
+    );
+    assert_eq!(unexplained_length(&explained, MAX_UNEXPLAINED_LINES), None);
+    // The marker without a reason, or outside the opening comment, does not.
+    let bare = format!("//! Kept in one file because.\n{over}");
+    assert_eq!(unexplained_length(&bare, MAX_UNEXPLAINED_LINES), Some(702));
+    let later = over.replacen("fn f()", &format!("{reason}fn f()"), 1);
+    assert_eq!(kept_whole_reason(&later), None);
+    assert_eq!(unexplained_length(&later, MAX_UNEXPLAINED_LINES), Some(702));
+}
+
 /// The calls that create, replace or truncate a file. Outside the writer
 /// crate (`outfile/`) only [`WRITER_EXCEPTIONS`] may use them.
 const FILE_WRITING_CALLS: &[&str] = &[
@@ -344,8 +434,9 @@ fn contains_call(line: &str, call: &str) -> bool {
     })
 }
 
-/// Lines of `source` outside `#[cfg(test)]` items, with their numbers.
-fn non_test_lines(source: &str) -> Vec<(usize, &str)> {
+/// Lines of `source` outside `#[cfg(test)]` items (an item's attributes,
+/// the `#[cfg(test)]` among them, belong to it), with their numbers.
+fn outside_test_items(source: &str) -> Vec<(usize, &str)> {
     let lines: Vec<&str> = source.lines().collect();
     let mut kept = Vec::new();
     let mut cfg_test = false;
@@ -354,21 +445,34 @@ fn non_test_lines(source: &str) -> Vec<(usize, &str)> {
         let line = lines[i];
         let trimmed = line.trim_start();
         let indent = &line[..line.len() - trimmed.len()];
+        let attribute_or_comment = trimmed.starts_with("#[") || trimmed.starts_with("//");
         if trimmed.starts_with("#[cfg(test)]") {
             cfg_test = true;
-        } else if std::mem::take(&mut cfg_test)
-            && !(trimmed.starts_with("#[") || trimmed.starts_with("//") || trimmed.is_empty())
-        {
+        } else if cfg_test && !attribute_or_comment && !trimmed.is_empty() {
+            cfg_test = false;
             i = item_end(&lines, i, indent) + 1;
             continue;
-        } else if trimmed.starts_with("#[") || trimmed.is_empty() {
-            cfg_test = cfg_test && trimmed.starts_with("#[");
-        } else if !trimmed.starts_with("//") {
-            kept.push((i + 1, line));
+        } else {
+            cfg_test = cfg_test && attribute_or_comment;
+            if !cfg_test {
+                kept.push((i + 1, line));
+            }
         }
         i += 1;
     }
     kept
+}
+
+/// Code lines of `source` outside `#[cfg(test)]` items, with their numbers:
+/// no comments, attributes or blank lines.
+fn non_test_lines(source: &str) -> Vec<(usize, &str)> {
+    outside_test_items(source)
+        .into_iter()
+        .filter(|(_, line)| {
+            let trimmed = line.trim_start();
+            !(trimmed.starts_with("#[") || trimmed.starts_with("//") || trimmed.is_empty())
+        })
+        .collect()
 }
 
 /// Every file tracemark writes goes through the one writer (`outfile`):

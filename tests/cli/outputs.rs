@@ -5,7 +5,7 @@
 //! never ends is an error, and `consistency --size` keeps the file's size.
 
 use crate::support::replay::{rec, write_trace};
-use crate::support::{result_fixture, tracemark};
+use crate::support::{output_inputs, result_fixture, tracemark};
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -470,73 +470,10 @@ fn a_kill_at_any_moment_leaves_every_other_output_whole() {
     let d = dir.path();
     let s = |p: &Path| p.display().to_string();
     let strs = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
-    // calibrate: a marked trace and a realtime replay of it.
-    let marked = d.join("chain.tmt");
-    crate::calibrate::write_marked_trace(&marked, 300);
-    let first = d.join("first.json");
-    let o = tracemark()
-        .current_dir(d)
-        .arg("replay")
-        .arg(&marked)
-        .args([
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--no-db",
-            "--target",
-            "scratch.bin",
-        ])
-        .arg("--json")
-        .arg(&first)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    // merge: three ranks of a multi-volume trace.
-    let fleet =
-        crate::support::fleet::converted_trace(d, &crate::support::fleet::alibaba_rows(1200, 200));
-    for rank in 0..3 {
-        let o = tracemark()
-            .current_dir(d)
-            .arg("replay")
-            .arg(&fleet)
-            .args(["--shard", &format!("{rank}/3"), "--mode", "compressed"])
-            .args(["--passes", "1", "--no-warmup", "--precondition", "skip"])
-            .args(["--cpu-idle", "os", "--no-db", "--target", "t{rank}.bin"])
-            .args(["--json", "r{rank}.json"])
-            .env_remove("SLURM_PROCID")
-            .env_remove("SLURM_NTASKS")
-            .env_remove("JOB_COMPLETION_INDEX")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
-    // leaderboard: a private database of a few runs.
+    let (marked, first) = output_inputs::marked_replay(d, 300);
+    let ranks = output_inputs::fleet_ranks(d, 3);
     let db = d.join("db").join("results.db");
-    for i in 0..3 {
-        let r = result_fixture::write(
-            d,
-            &format!("lb{i}.json"),
-            &result_fixture::result(
-                "realtime",
-                &format!("/dev/sd{i}"),
-                None,
-                &[result_fixture::Figures::new(
-                    "t",
-                    100.0 + i as f64,
-                    200.0,
-                    80.0,
-                )],
-            ),
-        );
-        let o = tracemark()
-            .args(["results", "import"])
-            .arg(&r)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    }
+    output_inputs::imported_runs(d, &db, 3);
     let small = trace(d, "small.tmt", 3000);
     let out = |n: &str| d.join(n);
     let jobs: Vec<(PathBuf, Vec<String>, Whole, u32)> = vec![
@@ -554,7 +491,13 @@ fn a_kill_at_any_moment_leaves_every_other_output_whole() {
         ),
         (
             out("fleet.json"),
-            strs(&["merge", "r2.json", "r0.json", "r1.json", "-o"]),
+            vec![
+                "merge".into(),
+                s(&ranks[2]),
+                s(&ranks[0]),
+                s(&ranks[1]),
+                "-o".into(),
+            ],
             Whole::Same,
             6,
         ),

@@ -1,12 +1,13 @@
 //! Shared helpers of the end-to-end tests (both test binaries): the one skip
 //! rule, the built binary, the root-test harness with its private devices and
-//! tracing instances, synthetic traces and result files, a headless browser,
-//! byte-for-byte snapshots.
+//! tracing instances, synthetic traces and result files, the inputs of the
+//! output tests, a headless browser, byte-for-byte snapshots.
 
 pub mod browser;
 pub mod devices;
 pub mod fleet;
 pub mod harness;
+pub mod output_inputs;
 pub mod replay;
 pub mod result_fixture;
 pub mod slurm;

@@ -3,7 +3,7 @@
 //! the cause, and leaves the previous file whole and nothing else.
 
 use crate::support::replay::{rec, write_trace, KIB};
-use crate::support::{require_root, require_tools, tracemark};
+use crate::support::{output_inputs, require_root, require_tools, tracemark};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_format::Op;
@@ -54,68 +54,12 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
     let db = d.join("results.db");
     let scratch = d.join("scratch.bin");
     let ctarget = d.join("consistency.bin");
-    // Two stored runs, and their result files.
-    let mut results = Vec::new();
-    for i in 0..2 {
-        let json = d.join(format!("r{i}.json"));
-        let o = tracemark()
-            .arg("replay")
-            .arg(&t)
-            .arg("--target")
-            .arg(&scratch)
-            .args(["--mode", "compressed", "--passes", "1", "--db"])
-            .arg(&db)
-            .arg("--json")
-            .arg(&json)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        results.push(json);
-    }
-    // Three ranks of a multi-volume trace, for `merge`.
-    let fleet =
-        crate::support::fleet::converted_trace(d, &crate::support::fleet::alibaba_rows(1200, 200));
-    let mut ranks = Vec::new();
-    for rank in 0..3 {
-        let json = d.join(format!("rank{rank}.json"));
-        let o = tracemark()
-            .current_dir(d)
-            .arg("replay")
-            .arg(&fleet)
-            .args(["--shard", &format!("{rank}/3"), "--mode", "compressed"])
-            .args(["--passes", "1", "--no-warmup", "--precondition", "skip"])
-            .args(["--cpu-idle", "os", "--no-db", "--target", "t{rank}.bin"])
-            .arg("--json")
-            .arg(&json)
-            .env_remove("SLURM_PROCID")
-            .env_remove("SLURM_NTASKS")
-            .env_remove("JOB_COMPLETION_INDEX")
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        ranks.push(json);
-    }
-    // A marked trace and a realtime replay of it, for `calibrate`.
-    let marked = d.join("chain.tmt");
-    crate::support::replay::write_marked_trace(&marked, 300, 80_000_000);
-    let first = d.join("first.json");
-    let o = tracemark()
-        .current_dir(d)
-        .arg("replay")
-        .arg(&marked)
-        .args([
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--no-db",
-            "--target",
-            "c.bin",
-        ])
-        .arg("--json")
-        .arg(&first)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Three stored runs and their result files; the ranks of a sharded
+    // replay, for `merge`; a marked trace and a realtime replay of it, for
+    // `calibrate`.
+    let results = output_inputs::imported_runs(d, &db, 3);
+    let ranks = output_inputs::fleet_ranks(d, 3);
+    let (marked, first) = output_inputs::marked_replay(d, 300);
     let s = |p: &Path| p.display().to_string();
     let commands: Vec<Vec<String>> = vec![
         vec![

@@ -91,10 +91,99 @@ pub enum Extra {
     Noise { cpu: u16, time: u64, len: usize },
 }
 
+/// What an event's header names: its provider (`group` in system headers,
+/// `guid` in full ones), its opcode and the version of its layout.
+#[derive(Debug, Clone, Copy)]
+struct Kind {
+    group: u8,
+    guid: Guid,
+    opcode: u8,
+    version: u16,
+}
+
+impl Kind {
+    /// A DiskIo event (version 3).
+    fn disk_io(opcode: u8) -> Kind {
+        Kind { group: 0x01, guid: DISK_IO_GUID, opcode, version: 3 }
+    }
+}
+
+/// Where and when an event was logged, and by whom.
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    cpu: u16,
+    time: u64,
+    thread: u32,
+    process: u32,
+}
+
+impl Origin {
+    /// Logged by no thread or process (the system's own events).
+    fn system(cpu: u16, time: u64) -> Origin {
+        Origin { cpu, time, thread: 0, process: 0 }
+    }
+}
+
+/// One event, header and data, and the CPU buffer and time it is filed by.
 struct Event {
     cpu: u16,
     time: u64,
     bytes: Vec<u8>,
+}
+
+/// An event's data, written field by field in the log's byte order and
+/// pointer size.
+struct Payload {
+    pointer64: bool,
+    bytes: Vec<u8>,
+}
+
+impl Payload {
+    fn u32(mut self, v: u32) -> Self {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    fn u64(mut self, v: u64) -> Self {
+        self.bytes.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// A pointer-sized field: 8 bytes in a 64-bit log, 4 in a 32-bit one.
+    fn ptr(self, v: u64) -> Self {
+        if self.pointer64 {
+            self.u64(v)
+        } else {
+            self.u32(v as u32)
+        }
+    }
+
+    fn raw(mut self, bytes: &[u8]) -> Self {
+        self.bytes.extend_from_slice(bytes);
+        self
+    }
+
+    /// Zeros up to `len` bytes of data.
+    fn zeros_to(mut self, len: usize) -> Self {
+        self.bytes.resize(len, 0);
+        self
+    }
+
+    /// Zeros up to the next multiple of 8 bytes.
+    fn align8(mut self) -> Self {
+        self.bytes.resize(self.bytes.len().div_ceil(8) * 8, 0);
+        self
+    }
+
+    /// `text` in UTF-16, NUL-padded to `chars` characters.
+    fn utf16(mut self, text: &str, chars: usize) -> Self {
+        let mut units: Vec<u16> = text.encode_utf16().collect();
+        units.resize(chars, 0);
+        for c in units {
+            self.bytes.extend_from_slice(&c.to_le_bytes());
+        }
+        self
+    }
 }
 
 impl Options {
@@ -106,17 +195,13 @@ impl Options {
         }
     }
 
-    fn ptr(&self, out: &mut Vec<u8>, v: u64) {
-        if self.pointer64 {
-            out.extend_from_slice(&v.to_le_bytes());
-        } else {
-            out.extend_from_slice(&(v as u32).to_le_bytes());
-        }
+    /// An empty event data block in this log's pointer size.
+    fn payload(&self) -> Payload {
+        Payload { pointer64: self.pointer64, bytes: Vec::new() }
     }
 
-    /// One event: `guid`/`group` name the provider; `data` its data.
-    #[allow(clippy::too_many_arguments)]
-    fn event(&self, style: Style, group: u8, guid: Guid, opcode: u8, version: u16, thread: u32, process: u32, time: u64, data: &[u8]) -> Vec<u8> {
+    /// The header of one event in `style`, then its `data`.
+    fn event(&self, style: Style, kind: Kind, from: Origin, data: &[u8]) -> Event {
         let p64 = self.pointer64;
         let mut e = Vec::new();
         match style {
@@ -127,14 +212,14 @@ impl Options {
                     (_, false) => (3, 24),
                     (_, true) => (4, 24),
                 };
-                e.extend_from_slice(&version.to_le_bytes());
+                e.extend_from_slice(&kind.version.to_le_bytes());
                 e.push(ty);
                 e.push(self.marker_flags);
                 e.extend_from_slice(&((len + data.len()) as u16).to_le_bytes());
-                e.extend_from_slice(&(u16::from(group) << 8 | u16::from(opcode)).to_le_bytes());
-                e.extend_from_slice(&thread.to_le_bytes());
-                e.extend_from_slice(&process.to_le_bytes());
-                e.extend_from_slice(&time.to_le_bytes());
+                e.extend_from_slice(&(u16::from(kind.group) << 8 | u16::from(kind.opcode)).to_le_bytes());
+                e.extend_from_slice(&from.thread.to_le_bytes());
+                e.extend_from_slice(&from.process.to_le_bytes());
+                e.extend_from_slice(&from.time.to_le_bytes());
                 if style == Style::System {
                     e.extend_from_slice(&[0; 8]);
                 }
@@ -143,41 +228,39 @@ impl Options {
                 e.extend_from_slice(&((48 + data.len()) as u16).to_le_bytes());
                 e.push(if p64 { 20 } else { 10 });
                 e.push(self.marker_flags);
-                e.push(opcode);
+                e.push(kind.opcode);
                 e.push(0);
-                e.extend_from_slice(&version.to_le_bytes());
-                e.extend_from_slice(&thread.to_le_bytes());
-                e.extend_from_slice(&process.to_le_bytes());
-                e.extend_from_slice(&time.to_le_bytes());
-                e.extend_from_slice(&guid.0);
+                e.extend_from_slice(&kind.version.to_le_bytes());
+                e.extend_from_slice(&from.thread.to_le_bytes());
+                e.extend_from_slice(&from.process.to_le_bytes());
+                e.extend_from_slice(&from.time.to_le_bytes());
+                e.extend_from_slice(&kind.guid.0);
                 e.extend_from_slice(&[0; 8]);
             }
         }
         e.extend_from_slice(data);
-        e
+        Event { cpu: from.cpu, time: from.time, bytes: e }
     }
 
     fn log_header(&self, cpus: u32) -> Vec<u8> {
         let p = self.pointer();
-        let mut d = Vec::new();
         let mode = 1 | if self.compressed { COMPRESSED_MODE } else { 0 };
+        let mut d = self.payload();
         for v in [self.buffer_size, 0x0002_0206, 6000, cpus, 0, 0, 15_625, 0, mode, 0, 1, p as u32, self.events_lost, self.cpu_mhz] {
-            d.extend_from_slice(&v.to_le_bytes());
+            d = d.u32(v);
         }
         // EndTime (8 bytes) sits at 16: the loop wrote it as two zeros.
-        self.ptr(&mut d, 0);
-        self.ptr(&mut d, 0);
-        d.resize(56 + 2 * p + 172, 0);
-        d.resize(d.len().div_ceil(8) * 8, 0);
-        d.extend_from_slice(&0u64.to_le_bytes());
-        d.extend_from_slice(&self.perf_freq.to_le_bytes());
-        d.extend_from_slice(&0u64.to_le_bytes());
-        d.extend_from_slice(&self.clock_type.to_le_bytes());
-        d.extend_from_slice(&self.buffers_lost.to_le_bytes());
-        for c in self.logger_name.encode_utf16().chain([0]) {
-            d.extend_from_slice(&c.to_le_bytes());
-        }
-        d
+        d.ptr(0)
+            .ptr(0)
+            .zeros_to(56 + 2 * p + 172)
+            .align8()
+            .u64(0)
+            .u64(self.perf_freq)
+            .u64(0)
+            .u32(self.clock_type)
+            .u32(self.buffers_lost)
+            .utf16(self.logger_name, self.logger_name.encode_utf16().count() + 1)
+            .bytes
     }
 
     fn buffer(&self, cpu: u16, events: &[u8], size: usize, compress: bool) -> Vec<u8> {
@@ -203,39 +286,49 @@ impl Options {
 
     /// The Init (when asked for) and completion events of one request.
     fn request_events(&self, r: &Request) -> Vec<Event> {
-        let style = self.style;
         let mut out = Vec::new();
         let (opcode, init_op) = match r.op {
             Op::Read => (kernel::READ, kernel::READ_INIT),
             Op::Write => (kernel::WRITE, kernel::WRITE_INIT),
             _ => (kernel::FLUSH, kernel::FLUSH_INIT),
         };
+        let at = |cpu, time| Origin { cpu, time, thread: r.thread, process: r.process };
         if r.with_init {
-            let mut d = Vec::new();
-            self.ptr(&mut d, r.irp);
-            d.extend_from_slice(&r.thread.to_le_bytes());
-            let bytes = self.event(style, 0x01, DISK_IO_GUID, init_op, 3, r.thread, r.process, r.issued, &d);
-            out.push(Event { cpu: r.issue_cpu, time: r.issued, bytes });
+            let d = self.payload().ptr(r.irp).u32(r.thread);
+            out.push(self.event(self.style, Kind::disk_io(init_op), at(r.issue_cpu, r.issued), &d.bytes));
         }
         let elapsed = r.completed - r.issued;
-        let mut d = Vec::new();
-        d.extend_from_slice(&r.disk.to_le_bytes());
-        d.extend_from_slice(&r.irp_flags.to_le_bytes());
-        if opcode == kernel::FLUSH {
-            d.extend_from_slice(&elapsed.to_le_bytes());
-            self.ptr(&mut d, r.irp);
+        let d = self.payload().u32(r.disk).u32(r.irp_flags);
+        let d = if opcode == kernel::FLUSH {
+            d.u64(elapsed).ptr(r.irp)
         } else {
-            d.extend_from_slice(&r.size.to_le_bytes());
-            d.extend_from_slice(&0u32.to_le_bytes());
-            d.extend_from_slice(&r.offset.to_le_bytes());
-            self.ptr(&mut d, 0x1e11);
-            self.ptr(&mut d, r.irp);
-            d.extend_from_slice(&elapsed.to_le_bytes());
-        }
-        d.extend_from_slice(&r.thread.to_le_bytes());
-        let bytes = self.event(style, 0x01, DISK_IO_GUID, opcode, 3, r.thread, r.process, r.completed, &d);
-        out.push(Event { cpu: r.complete_cpu, time: r.completed, bytes });
+            d.u32(r.size).u32(0).u64(r.offset).ptr(0x1e11).ptr(r.irp).u64(elapsed)
+        };
+        let d = d.u32(r.thread);
+        out.push(self.event(self.style, Kind::disk_io(opcode), at(r.complete_cpu, r.completed), &d.bytes));
         out
+    }
+
+    /// The event of one [`Extra`].
+    fn extra_event(&self, x: &Extra) -> Event {
+        match x {
+            Extra::Lost { cpu, time } => {
+                // Lost-event records always carry their provider's GUID.
+                let kind = Kind { group: 0, guid: LOST_EVENT_GUID, opcode: 32, version: 2 };
+                self.event(Style::Full, kind, Origin::system(*cpu, *time), &[])
+            }
+            Extra::PhyDisk { cpu, time, disk, sector, model } => {
+                let d = self.payload().u32(*disk).u32(*sector).u32(63).u32(255).u64(1000);
+                let d = d.raw(&[0; 16]).utf16(model, 256).raw(&[0; 16]);
+                let kind = Kind { group: 0x0b, guid: SYSTEM_CONFIG_GUID, opcode: kernel::PHY_DISK, version: 2 };
+                self.event(self.style, kind, Origin::system(*cpu, *time), &d.bytes)
+            }
+            Extra::Noise { cpu, time, len } => {
+                let kind = Kind { group: 0x05, guid: Guid([7; 16]), opcode: 1, version: 2 };
+                let from = Origin { cpu: *cpu, time: *time, thread: 1, process: 1 };
+                self.event(self.style, kind, from, &vec![0x5a; *len])
+            }
+        }
     }
 
     /// The whole log file.
@@ -245,41 +338,14 @@ impl Options {
         for r in requests {
             events.extend(self.request_events(r));
         }
-        for x in extras {
-            let (cpu, time, bytes) = match x {
-                Extra::Lost { cpu, time } => {
-                    // Lost-event records always carry their provider's GUID.
-                    let s = Style::Full;
-                    (*cpu, *time, self.event(s, 0, LOST_EVENT_GUID, 32, 2, 0, 0, *time, &[]))
-                }
-                Extra::PhyDisk { cpu, time, disk, sector, model } => {
-                    let mut d = Vec::new();
-                    for v in [*disk, *sector, 63, 255] {
-                        d.extend_from_slice(&v.to_le_bytes());
-                    }
-                    d.extend_from_slice(&1000u64.to_le_bytes());
-                    d.extend_from_slice(&[0; 16]);
-                    let mut name: Vec<u16> = model.encode_utf16().collect();
-                    name.resize(256, 0);
-                    for c in name {
-                        d.extend_from_slice(&c.to_le_bytes());
-                    }
-                    d.extend_from_slice(&[0; 16]);
-                    (*cpu, *time, self.event(style, 0x0b, SYSTEM_CONFIG_GUID, kernel::PHY_DISK, 2, 0, 0, *time, &d))
-                }
-                Extra::Noise { cpu, time, len } => {
-                    let d = vec![0x5a; *len];
-                    (*cpu, *time, self.event(style, 0x05, Guid([7; 16]), 1, 2, 1, 1, *time, &d))
-                }
-            };
-            events.push(Event { cpu, time, bytes });
-        }
+        events.extend(extras.iter().map(|x| self.extra_event(x)));
         events.sort_by_key(|e| (e.cpu, e.time));
         // The first buffer: the log file header alone.
         let head_style = if style == Style::Full { Style::Full } else { Style::System };
         let cpus = events.iter().map(|e| u32::from(e.cpu) + 1).max().unwrap_or(1);
-        let header = self.event(head_style, 0, EVENT_TRACE_GUID, 0, 2, 0, 0, 0, &self.log_header(cpus));
-        let mut first = header.clone();
+        let kind = Kind { group: 0, guid: EVENT_TRACE_GUID, opcode: 0, version: 2 };
+        let header = self.event(head_style, kind, Origin::system(0, 0), &self.log_header(cpus));
+        let mut first = header.bytes;
         first.resize(first.len().div_ceil(8) * 8, 0);
         let mut out = self.buffer(0, &first, self.buffer_size as usize, false);
         // Per CPU, fill buffers in time order; a buffer is written when full,
