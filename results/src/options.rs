@@ -31,6 +31,100 @@ impl TimingMode {
     }
 }
 
+/// How idle periods longer than a cap are replayed in realtime mode:
+/// shortened to the cap, or kept whole. Spelled `100ms`, `1s`, `500us` (any
+/// [`parse_duration`] text above zero) or `none`, on the command line
+/// (`--idle-cap`) and in a suite file (`idle_cap`) alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleCap {
+    Cap(Nanos),
+    KeepWhole,
+}
+
+impl IdleCap {
+    /// The cap as [`ReplayOptions::idle_cap`] records it (None: kept whole).
+    pub fn as_option(self) -> Option<Nanos> {
+        match self {
+            IdleCap::Cap(n) => Some(n),
+            IdleCap::KeepWhole => None,
+        }
+    }
+}
+
+impl std::str::FromStr for IdleCap {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IdleCap, String> {
+        let s = s.trim();
+        if s == "none" {
+            return Ok(IdleCap::KeepWhole);
+        }
+        let d = parse_duration(s).map_err(|e| format!("{e}, or none"))?;
+        match u64::try_from(d.as_nanos()) {
+            Ok(0) => Err(format!(
+                "'{s}': a cap must be above zero (none keeps idle periods whole; compressed mode removes them)"
+            )),
+            Ok(ns) => Ok(IdleCap::Cap(Nanos(ns))),
+            Err(_) => Err(format!("'{s}' is out of range")),
+        }
+    }
+}
+
+impl std::fmt::Display for IdleCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdleCap::KeepWhole => write!(f, "none"),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000_000 == 0 => {
+                write!(f, "{}s", ns / 1_000_000_000)
+            }
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            IdleCap::Cap(Nanos(ns)) => write!(f, "{ns}ns"),
+        }
+    }
+}
+
+impl Serialize for IdleCap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for IdleCap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The one duration grammar of the command line and of suite files:
+/// `500us`, `20ms`, `1.5s`, `2m`, `100ns`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (try 100ms, 2s, 500us)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        "m" | "min" => value * 60.0,
+        other => {
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m)"
+            ))
+        }
+    };
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(format!("'{s}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// How trace offsets become target offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -440,6 +534,44 @@ mod duration_secs {
         Duration::try_from_secs_f64(secs.max(0.0)).map_err(|_| {
             serde::de::Error::custom(format!("{secs} seconds is not a usable duration"))
         })
+    }
+}
+
+#[cfg(test)]
+mod grammar_tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+
+    /// Every text the duration grammar reads is an idle cap (above zero),
+    /// `none` keeps idle whole, and what an idle cap prints reads back.
+    #[test]
+    fn an_idle_cap_is_a_duration_or_none_and_prints_as_it_reads() {
+        for (text, want) in [
+            ("10ms", IdleCap::Cap(Nanos(10_000_000))),
+            ("1.5s", IdleCap::Cap(Nanos(1_500_000_000))),
+            ("2", IdleCap::Cap(Nanos(2_000_000_000))),
+            ("250us", IdleCap::Cap(Nanos(250_000))),
+            ("none", IdleCap::KeepWhole),
+        ] {
+            let cap: IdleCap = text.parse().unwrap();
+            assert_eq!(cap, want, "{text}");
+            assert_eq!(cap.to_string().parse::<IdleCap>(), Ok(cap));
+            let json = serde_json::to_string(&cap).unwrap();
+            assert_eq!(serde_json::from_str::<IdleCap>(&json).unwrap(), cap);
+        }
+        assert_eq!(IdleCap::Cap(Nanos(20_000_000)).to_string(), "20ms");
+        for bad in ["0ms", "0", "fast", "-1s", "10 parsecs"] {
+            assert!(bad.parse::<IdleCap>().is_err(), "{bad}");
+        }
     }
 }
 

@@ -3,7 +3,6 @@
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use recorder::formats::{format_names, Format};
-use std::time::Duration;
 use trace_format::WriterOptions;
 
 /// What a written trace says about itself, and how it is compressed: the
@@ -88,33 +87,9 @@ pub fn input_format() -> impl TypedValueParser<Value = AutoOr<Format>> {
     )
 }
 
-/// `500us`, `20ms`, `1.5s`, `2m`, or a bare number of seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let split = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(s.len());
-    let (num, unit) = s.split_at(split);
-    let value: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (try 100ms, 2s, 500us)"))?;
-    let secs = match unit.trim() {
-        "" | "s" => value,
-        "ms" => value / 1e3,
-        "us" | "µs" => value / 1e6,
-        "ns" => value / 1e9,
-        "m" | "min" => value * 60.0,
-        other => {
-            return Err(format!(
-                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m)"
-            ))
-        }
-    };
-    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
-        return Err(format!("'{s}' is out of range"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
+/// The one duration grammar (`100ms`, `1.5s`, a bare number of seconds),
+/// shared with suite files.
+pub use replayer::options::parse_duration;
 
 /// `4096`, `512K`, `1MiB`, `2G`: a byte count, binary units (K = KiB).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -144,16 +119,6 @@ pub fn parse_bytes(s: &str) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_parse_with_units() {
-        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
-        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
-        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
-        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("3 parsecs").is_err());
-    }
 
     #[test]
     fn byte_counts_parse_with_binary_units() {

@@ -4,12 +4,12 @@ use super::args::{parse_bytes, parse_duration};
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::engine::{Observer, PassKind};
-use replayer::options::{CpuIdle, IoWorkerCpu, PreconditionPolicy, Priority};
+use replayer::options::{CpuIdle, IdleCap, IoWorkerCpu, PreconditionPolicy, Priority};
 use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
-use trace_format::{Nanos, Op};
+use trace_format::Op;
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -76,9 +76,10 @@ pub struct RunArgs {
     /// How the trace's timing is reproduced.
     #[arg(long, value_enum, default_value_t = TimingMode::Realtime)]
     pub mode: TimingMode,
-    /// Realtime: shorten idle periods longer than this to this (e.g. 100ms, 2s, 500us).
-    #[arg(long, value_parser = parse_duration)]
-    pub idle_cap: Option<Duration>,
+    /// Realtime: shorten idle periods longer than this to this (e.g. 100ms,
+    /// 2s, 500us; none keeps them whole).
+    #[arg(long, value_name = "DUR|none")]
+    pub idle_cap: Option<IdleCap>,
     /// Schedule speed factor: 2 plays twice as fast, 0.5 half as fast.
     #[arg(long, default_value_t = 1.0)]
     pub time_scale: f64,
@@ -140,7 +141,7 @@ impl RunArgs {
         ReplayOptions {
             mode: self.mode,
             open_loop: self.open_loop,
-            idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
+            idle_cap: self.idle_cap.and_then(IdleCap::as_option),
             idle_policy: None,
             time_scale: self.time_scale,
             queue_depth: self.queue_depth,

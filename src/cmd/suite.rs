@@ -4,10 +4,10 @@ use super::replay::{replay_paths, RunArgs};
 use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use replayer::suite_file::{IdleCap, SuiteFile, SuiteFileError};
+use replayer::options::IdleCap;
+use replayer::suite_file::{SuiteFile, SuiteFileError};
 use results::text::escape_control as esc;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use trace_format::TraceFile;
 
 #[derive(Args, Debug)]
@@ -44,7 +44,7 @@ pub struct SuiteArgs {
 
 /// The idle cap of a suite file that sets none: the built-in profiles' cap,
 /// so a suite file and a profile of the same traces score alike.
-const DEFAULT_IDLE_CAP: Duration = Duration::from_secs(1);
+const DEFAULT_IDLE_CAP: IdleCap = IdleCap::Cap(trace_format::Nanos(1_000_000_000));
 
 /// The suite file to run: `--suite`, else the profile written out from the binary.
 pub fn suite_path(suite: Option<&Path>, profile: Option<&str>) -> Result<(PathBuf, String)> {
@@ -86,15 +86,13 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
     } else if args.keep_idle {
         "command line: none".to_string()
     } else if let Some(cap) = args.run.idle_cap {
-        {
-            let cap = IdleCap::Cap(trace_format::Nanos(cap.as_nanos() as u64));
-            format!("command line: cap {cap}")
+        match cap {
+            IdleCap::KeepWhole => "command line: none".to_string(),
+            cap => format!("command line: cap {cap}"),
         }
     } else {
-        let cap = suite.idle_cap.unwrap_or(IdleCap::Cap(trace_format::Nanos(
-            DEFAULT_IDLE_CAP.as_nanos() as u64,
-        )));
-        args.run.idle_cap = cap.as_option().map(|n| Duration::from_nanos(n.0));
+        let cap = suite.idle_cap.unwrap_or(DEFAULT_IDLE_CAP);
+        args.run.idle_cap = Some(cap);
         match (cap, suite.idle_cap.is_some()) {
             (IdleCap::KeepWhole, _) => format!("{source}: none"),
             (cap, true) => format!("{source}: cap {cap}"),

@@ -365,6 +365,36 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     let over = run(&["--idle-cap", "20ms"]);
     assert_eq!(over["options"]["idle_cap"], 20_000_000);
     assert_eq!(over["options"]["idle_policy"], "command line: cap 20ms");
+    // One grammar: the same cap spelled as a suite file and as the command
+    // line may spell it resolves to the same setting.
+    std::fs::write(&suite, format!("idle_cap = \"1.5ms\"\n{text}")).unwrap();
+    let from_file = run(&[]);
+    let from_cli = run(&["--idle-cap", "0.0015"]);
+    assert_eq!(from_file["options"]["idle_cap"], 1_500_000);
+    assert_eq!(from_cli["options"]["idle_cap"], 1_500_000);
+    // A bad duration: one error, naming the file and line, or the flag.
+    let fails = |extra: &[&str]| -> String {
+        let out = support::tracemark()
+            .current_dir(dir.path())
+            .args(["suite", "--no-db", "--suite"])
+            .arg(&suite)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(if extra.is_empty() { 1 } else { 2 })
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = fails(&["--idle-cap", "1.5 parsecs"]);
+    assert!(e.contains("--idle-cap") && e.contains("parsecs"), "{e}");
+    std::fs::write(&suite, format!("idle_cap = \"0ms\"\n{text}")).unwrap();
+    let e = fails(&[]);
+    assert!(
+        e.contains("suite.toml") && e.contains("line 1") && e.contains("above zero"),
+        "{e}"
+    );
 }
 
 /// The README's tables are what `traces/capture/table.sh` prints from the
