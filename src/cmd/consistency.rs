@@ -20,7 +20,8 @@ Durations left unset scale with the target: the unit is the time one
 precondition pass took (writing the whole target once); degradation starts at
 1 unit (+0.1 unit per round), steady rounds write for 2.5 units, recovery rounds
 idle 0.5 unit; each at least 1 s and at most PCMark 8's 10 min, 1 min, 25 min, 5 min.
-Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is still written).")]
+Exit codes: 0 done, 1 error, 128+N stopped by signal N: 130 SIGINT (Ctrl-C), 143 SIGTERM
+(the partial result is still written).")]
 pub struct ConsistencyArgs {
     /// Traces (.tmt) of the suite pass; default: the suite file.
     pub traces: Vec<PathBuf>,
@@ -131,25 +132,14 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         },
     };
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
-    let mut result =
-        replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
-    if args.store.keep_serial {
-        replayer::identity_probe::keep_serial(&mut result.target);
-    }
-    print!("{}", results::text::consistency_table(&result));
-    if let Some(path) = &args.json {
-        replayer::consistency::write_json(&result, path)?;
-    }
-    if let Some(path) = &args.html {
-        outfile::write(path, results::html::consistency_report(&result).as_bytes())
-            .with_context(|| format!("{}: cannot write the report", path.display()))?;
-    }
-    let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";
-    let interrupted = result.interrupted;
-    super::store::store(
+    let result = replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
+    super::store::finish_run(
+        results_db::runs::AnyResult::Consistency(Box::new(result)),
+        &args.store,
         db.as_ref(),
-        &results_db::runs::AnyResult::Consistency(Box::new(result)),
-        &json,
-    )?;
-    Ok(if interrupted { 130 } else { 0 })
+        super::store::Outputs {
+            json: args.json.as_deref(),
+            html: args.html.as_deref(),
+        },
+    )
 }

@@ -1,6 +1,7 @@
 //! `tracemark suite`: a profile of the reference suite (or any suite file), one score.
 
-use super::replay::{replay_paths, RunArgs};
+use super::args::RunArgs;
+use super::replay::replay_paths;
 use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
