@@ -82,8 +82,8 @@ pub enum TargetProblem {
     FillInterrupted,
 }
 
-impl From<results::options::InvalidOptions> for ReplayError {
-    fn from(e: results::options::InvalidOptions) -> Self {
+impl From<crate::plan::InvalidOptions> for ReplayError {
+    fn from(e: crate::plan::InvalidOptions) -> Self {
         ReplayError::Options(e.0)
     }
 }

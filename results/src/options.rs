@@ -163,9 +163,10 @@ pub struct ReplayOptions {
     pub open_loop: bool,
     /// Realtime only: idle periods longer than this are shortened to it.
     pub idle_cap: Option<Nanos>,
-    /// Where the idle handling came from, for a reader of the result: e.g.
-    /// `profile quick: cap 100ms`, `command line: none` (`suite` sets it;
-    /// absent from `replay`'s results and from older files).
+    /// Where the idle handling came from, in files of schema version 2
+    /// written by `suite` (`profile quick: cap 100ms`, `command line: none`);
+    /// later files say it in [`SettingChange`]s, where it differs from the
+    /// request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_policy: Option<String>,
     /// Schedule speed: 2.0 plays twice as fast, 0.5 half as fast.
@@ -237,6 +238,22 @@ pub struct ReplayOptions {
     /// (`--start-at`): every rank's pass starts its timeline there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_unix_ns: Option<u64>,
+}
+
+/// A setting a run used that is not the one asked for, and why: the suite
+/// file's idle cap where the command line gave none, `cpu_idle` `os` where
+/// the system refused `poll`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    /// The setting, as [`ReplayOptions`] names it (`idle_cap`, `cpu_idle`).
+    pub setting: String,
+    /// What the command line asked, as it spells it; absent when it asked
+    /// nothing and a default or the suite file chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<String>,
+    /// What the run used, spelled as the command line would.
+    pub effective: String,
+    pub why: String,
 }
 
 /// The part of a trace one rank of a fleet replays: whole source volumes,
@@ -466,53 +483,7 @@ impl Default for ReplayOptions {
     }
 }
 
-/// A combination of options that makes no sense; the message names the option.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidOptions(pub String);
-
 impl ReplayOptions {
-    /// Checks the combinations that make no sense.
-    pub fn validate(&self) -> Result<(), InvalidOptions> {
-        let bad = |s: &str| Err(InvalidOptions(s.to_string()));
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return bad("--time-scale must be a positive number");
-        }
-        if self.queue_depth == 0 || self.queue_depth > 4096 {
-            return bad("--queue-depth must be between 1 and 4096");
-        }
-        if self.passes == 0 {
-            return bad("--passes must be at least 1");
-        }
-        if self.mode == TimingMode::Compressed && self.idle_cap.is_some() {
-            return bad(
-                "--idle-cap applies to realtime mode; compressed mode removes all idle time",
-            );
-        }
-        if self.mode == TimingMode::Compressed && self.open_loop {
-            return bad("--open-loop applies to realtime mode");
-        }
-        if self.shard.is_some() && self.idle_cap.is_some() {
-            return bad(
-                "--idle-cap with --shard: each rank sees only its own volumes' idle periods, so ranks would cut different ones and leave the shared timeline; replay a fleet without --idle-cap",
-            );
-        }
-        if self.start_at_unix_ns.is_some() && (self.passes != 1 || self.warmup) {
-            return bad(
-                "--start-at schedules one pass: add --passes 1 --no-warmup (each pass of a fleet needs its own agreed start)",
-            );
-        }
-        for (i, a) in self.device_map.iter().enumerate() {
-            if self.device_map[..i].iter().any(|b| b.source == a.source) {
-                return Err(InvalidOptions(format!(
-                    "--device-map names device {} twice",
-                    a.source
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Whether `--skip-ops` leaves `op` out.
     pub fn skips(&self, op: Op) -> bool {
         self.skip_ops.contains(&op)

@@ -9,8 +9,10 @@ use std::collections::BTreeMap;
 
 /// The result file's schema version: 1 is every file without the field
 /// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
-/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
-pub const SCHEMA_VERSION: u32 = 2;
+/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash,
+/// 3 records the settings that differ from the request
+/// ([`SuiteResult::settings_changed`]) instead of `options.idle_policy`.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The schema version of a file that does not say (written before the field).
 pub fn first_schema_version() -> u32 {
@@ -486,7 +488,12 @@ pub struct SuiteResult {
     pub tool: ToolInfo,
     pub host: HostInfo,
     pub target: TargetInfo,
+    /// The settings the run used.
     pub options: ReplayOptions,
+    /// Each of `options` that is not what was asked, and why (absent when
+    /// none is, and before schema version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings_changed: Vec<crate::options::SettingChange>,
     pub mode: TimingMode,
     pub traces: Vec<TraceResult>,
     /// None when no trace moved data (or none finished).

@@ -4,6 +4,7 @@ use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use recorder::formats::{format_names, Format};
 use replayer::options::{CpuIdle, IdleCap, IoWorkerCpu, PreconditionPolicy, Priority};
+use replayer::plan::Request;
 use replayer::shard::ShardSpec;
 use replayer::{MappingKind, ReplayOptions, TimingMode};
 use std::path::PathBuf;
@@ -228,11 +229,20 @@ impl RunArgs {
             .map(PathBuf::as_path)
     }
 
-    pub fn options(&self) -> ReplayOptions {
+    /// What these arguments ask, for [`replayer::plan::Plan::resolve`].
+    pub fn request(&self) -> Request {
+        Request {
+            options: self.options(),
+            idle_cap: self.idle_cap,
+        }
+    }
+
+    /// The options as given; the idle cap is the plan's to resolve.
+    fn options(&self) -> ReplayOptions {
         ReplayOptions {
             mode: self.mode,
             open_loop: self.open_loop,
-            idle_cap: self.idle_cap.and_then(IdleCap::as_option),
+            idle_cap: None,
             idle_policy: None,
             time_scale: self.time_scale,
             queue_depth: self.queue_depth,

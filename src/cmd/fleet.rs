@@ -2,7 +2,7 @@
 //! replays a multi-volume trace together (started by mpirun, srun, a
 //! Kubernetes Indexed Job, or by hand on each host).
 
-use super::replay::{checked, replay_sources, ReplayArgs};
+use super::replay::{plan, replay_sources, ReplayArgs};
 use anyhow::{bail, Context, Result};
 use replayer::shard::{self, Placement, ShardSource, TraceVolumes};
 use replayer::{TmtSource, TraceSource};
@@ -14,12 +14,12 @@ use std::path::{Path, PathBuf};
 pub fn run(mut args: ReplayArgs) -> Result<i32> {
     let Some(spec) = args.fleet.shard else {
         // --start-at alone: one host's replay on an agreed start.
-        let mut opts = args.run.options();
-        opts.start_at_unix_ns = args.fleet.start_at;
-        let opts = checked(opts)?;
+        let mut request = args.run.request();
+        request.options.start_at_unix_ns = args.fleet.start_at;
+        let plan = plan(request, None)?;
         let sources = open_all(&args.traces)?;
         let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
-        return replay_sources(&refs, &args.run, &opts, &mut |_| {});
+        return replay_sources(&refs, &args.run, plan, &mut |_| {});
     };
     let placement = shard::from_environment(spec, |k| std::env::var(k).ok())?;
     let json = args
@@ -68,10 +68,10 @@ fn run_rank(args: &mut ReplayArgs, placement: &Placement) -> Result<i32> {
         })
         .collect();
     run.json = run.json.as_deref().map(|p| shard::expand_rank(p, rank));
-    let mut opts = run.options();
-    opts.shard = Some(selection.clone());
-    opts.start_at_unix_ns = args.fleet.start_at;
-    let opts = checked(opts)?;
+    let mut request = run.request();
+    request.options.shard = Some(selection.clone());
+    request.options.start_at_unix_ns = args.fleet.start_at;
+    let plan = plan(request, None)?;
     let part = ShardSource::new(&source, &selection);
     eprintln!(
         "rank {rank} of {} ({}): volumes {}",
@@ -84,7 +84,7 @@ fn run_rank(args: &mut ReplayArgs, placement: &Placement) -> Result<i32> {
             .collect::<Vec<_>>()
             .join(",")
     );
-    replay_sources(&[&part], &args.run, &opts, &mut |result| {
+    replay_sources(&[&part], &args.run, plan, &mut |result| {
         shard::record_rank(result, placement, &selection, &volumes, &table)
     })
 }

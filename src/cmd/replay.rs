@@ -4,8 +4,8 @@ use super::args::{FleetArgs, RunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::engine::{Observer, PassKind};
-use replayer::options::{CpuIdle, Priority};
-use replayer::{PassMetrics, ReplayOptions, TmtSource, TraceSource};
+use replayer::plan::{Plan, Request, SuiteSettings, ThisSystem};
+use replayer::{PassMetrics, TmtSource, TraceSource};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -30,21 +30,19 @@ pub struct ReplayArgs {
 
 /// A replay on this host alone (a fleet rank is `super::fleet::run`).
 pub fn run(args: ReplayArgs) -> Result<i32> {
-    replay_paths(&args.traces, &args.run, None, None)
+    let plan = plan(args.run.request(), None)?;
+    replay_paths(&args.traces, &args.run, plan, None)
 }
 
-/// Replays `traces` as `args` says: the table on stdout, the JSON result
-/// where asked (with `idle_policy` saying where the idle handling came from),
-/// and the run in the results database (a suite's under `suite_name`).
+/// Replays `traces` onto `args`' targets as `plan` says: the table on
+/// stdout, the JSON result where asked, and the run in the results database
+/// (a suite's under `suite_name`).
 pub fn replay_paths(
     traces: &[PathBuf],
     args: &RunArgs,
-    idle_policy: Option<String>,
+    plan: Plan,
     suite_name: Option<String>,
 ) -> Result<i32> {
-    let mut opts = args.options();
-    opts.idle_policy = idle_policy;
-    let opts = checked(opts)?;
     let named: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
     check_output(&named, args)?;
     let mut sources = Vec::with_capacity(traces.len());
@@ -52,7 +50,7 @@ pub fn replay_paths(
         sources.push(TmtSource::open(path)?);
     }
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
-    replay_sources(&refs, args, &opts, &mut |result| {
+    replay_sources(&refs, args, plan, &mut |result| {
         result.suite_name = suite_name.clone()
     })
 }
@@ -66,28 +64,21 @@ fn check_output(traces: &[&std::path::Path], args: &RunArgs) -> Result<()> {
     super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)
 }
 
-/// `opts` validated, with `--priority high` and `--cpu-idle poll` turned
-/// down (and a warning) where the system refuses them.
-pub fn checked(mut opts: ReplayOptions) -> Result<ReplayOptions> {
-    opts.validate()?;
-    if opts.priority == Priority::High {
-        if let Err(e) = replayer::engine::realtime_priority_available() {
-            eprintln!(
-                "warning: --priority high: SCHED_FIFO refused ({e}); replaying at normal priority (run as root or grant CAP_SYS_NICE)"
-            );
-            opts.priority = Priority::Normal;
-        }
+/// The run's plan on this machine, with a warning for each setting the
+/// system turned down.
+pub fn plan(request: Request, suite: Option<&SuiteSettings>) -> Result<Plan> {
+    let plan = Plan::resolve(request, suite, &ThisSystem)?;
+    for c in &plan.changes {
+        let advice = match c.setting.as_str() {
+            "priority" => "replaying at normal priority (run as root or grant CAP_SYS_NICE)",
+            "cpu_idle" => "the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
+            _ => continue,
+        };
+        let asked = c.requested.as_deref().unwrap_or_default();
+        let flag = c.setting.replace('_', "-");
+        eprintln!("warning: --{flag} {asked}: {}; {advice}", c.why);
     }
-    if opts.cpu_idle == CpuIdle::Poll {
-        if let Err(e) = replayer::cpu_idle::available() {
-            eprintln!(
-                "warning: --cpu-idle poll: {} refused ({e}); the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
-                replayer::cpu_idle::CPU_LATENCY_FILE
-            );
-            opts.cpu_idle = CpuIdle::Os;
-        }
-    }
-    Ok(opts)
+    Ok(plan)
 }
 
 /// Replays `refs` onto `args`' targets: the table on stdout, the JSON result
@@ -95,9 +86,10 @@ pub fn checked(mut opts: ReplayOptions) -> Result<ReplayOptions> {
 pub fn replay_sources(
     refs: &[&dyn TraceSource],
     args: &RunArgs,
-    opts: &ReplayOptions,
+    plan: Plan,
     finish: &mut dyn FnMut(&mut replayer::SuiteResult),
 ) -> Result<i32> {
+    let opts = &plan.options;
     let named: Vec<&std::path::Path> = refs.iter().filter_map(|s| s.path()).collect();
     check_output(&named, args)?;
     // Opened first: a database that cannot take the result fails now, not
@@ -108,6 +100,7 @@ pub fn replay_sources(
     let result = replayer::run_suite(refs, args.primary_target(), opts, &mut progress);
     progress.clear();
     let mut result = result?;
+    result.settings_changed.splice(0..0, plan.changes);
     finish(&mut result);
     super::store::finish_run(
         results_db::runs::AnyResult::Suite(Box::new(result)),
