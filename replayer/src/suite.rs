@@ -327,7 +327,7 @@ fn suite_result(
         target: target.info(),
         options: opts.clone(),
         settings_changed: Vec::new(),
-        mode: opts.mode,
+        legacy_mode: None,
         suite: SuiteSummary::of(&traces),
         traces,
         interrupted,

@@ -143,7 +143,7 @@ impl SuiteResult {
     pub fn mark_validity(&mut self) {
         self.invalid_reasons.clear();
         for t in &mut self.traces {
-            let problems: Vec<String> = trace_problems(t, self.mode, &self.options)
+            let problems: Vec<String> = trace_problems(t, self.options.mode, &self.options)
                 .into_iter()
                 .filter(|p| !matches!(p, Problem::Interrupted | Problem::LateIssue { .. }))
                 .map(|p| p.to_string())
@@ -191,7 +191,7 @@ pub fn judge(r: &SuiteResult) -> Verdict {
             traces.push(Some(why));
             continue;
         }
-        let problems = trace_problems(t, r.mode, &r.options);
+        let problems = trace_problems(t, r.mode(), &r.options);
         if problems.is_empty() {
             traces.push(None);
             continue;

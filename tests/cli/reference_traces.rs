@@ -222,12 +222,12 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
     assert!(dir.path().join("tracemark-scratch.bin").is_file());
 
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    for key in [
-        "tool", "host", "target", "options", "mode", "traces", "suite",
-    ] {
+    for key in ["tool", "host", "target", "options", "traces", "suite"] {
         assert!(!v[key].is_null(), "result has no '{key}'");
     }
-    assert_eq!(v["mode"], "compressed");
+    // The mode is recorded once, in the options (schema version 3).
+    assert_eq!(v["options"]["mode"], "compressed");
+    assert!(v.get("mode").is_none(), "mode written twice");
     // Compressed mode asks for no idle cap and gets none: nothing to explain.
     assert!(v["options"]["idle_cap"].is_null());
     assert!(v["options"].get("idle_policy").is_none());
