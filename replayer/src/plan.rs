@@ -3,6 +3,7 @@
 //! with the reason for every setting that differs from the request. The
 //! combinations that make no sense are refused here, and only here.
 
+pub use crate::error::InvalidOptions;
 use crate::options::{CpuIdle, IdleCap, Priority, ReplayOptions, SettingChange, TimingMode};
 use trace_format::Nanos;
 
@@ -130,11 +131,6 @@ fn change(setting: &str, requested: &str, effective: &str, why: String) -> Setti
         why,
     }
 }
-
-/// A combination of options that makes no sense; the message names the option.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidOptions(pub String);
 
 /// Refuses the combinations of options that make no sense, naming the
 /// command-line option. [`Plan::resolve`] calls it; so does
