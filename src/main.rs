@@ -66,6 +66,7 @@ fn main() {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Info(a) => cmd::info::run(a),
         Command::Export(a) => cmd::export::run(a),
+        Command::Replay(a) if a.fleet.is_set() => cmd::fleet::run(a),
         Command::Replay(a) => cmd::replay::run(a),
         Command::Suite(a) => cmd::suite::run(a),
         Command::Capture(a) => cmd::capture::run(a),

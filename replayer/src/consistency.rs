@@ -357,7 +357,7 @@ fn check_options(
     traces: &[&dyn TraceSource],
     opts: &ConsistencyOptions,
 ) -> Result<(), ReplayError> {
-    opts.suite.validate()?;
+    crate::plan::validate(&opts.suite)?;
     if traces.is_empty() {
         return Err(ReplayError::Options("no traces in the suite".into()));
     }

@@ -82,8 +82,14 @@ pub enum TargetProblem {
     FillInterrupted,
 }
 
-impl From<results::options::InvalidOptions> for ReplayError {
-    fn from(e: results::options::InvalidOptions) -> Self {
+/// A combination of options that makes no sense; the message names the
+/// option ([`crate::plan::validate`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidOptions(pub String);
+
+impl From<InvalidOptions> for ReplayError {
+    fn from(e: InvalidOptions) -> Self {
         ReplayError::Options(e.0)
     }
 }

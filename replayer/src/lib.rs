@@ -24,6 +24,8 @@
 //!   the result schema of the `results` crate.
 //! - [`shard`]: a fleet replay's part for one rank (whole volumes) and
 //!   where rank and size come from (the launcher's environment).
+//! - [`plan`]: a run's effective settings, resolved once from the request,
+//!   the suite file and the system, with why each that differs does.
 //! - [`suite`]: [`suite::run_suite`], the function both `tracemark replay` and
 //!   `tracemark suite` call.
 
@@ -39,6 +41,7 @@ pub mod in_use;
 pub mod interrupt;
 pub mod mapping;
 pub mod metrics;
+pub mod plan;
 pub mod precondition;
 pub mod prediction;
 pub mod schedule;

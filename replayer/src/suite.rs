@@ -5,7 +5,7 @@ use crate::cpu_idle::CpuIdleHold;
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{trace_result, PassOutcome, TimelineBuilder};
-use crate::options::{PreconditionPolicy, ReplayOptions};
+use crate::options::{PreconditionPolicy, ReplayOptions, SettingChange};
 use crate::source::TraceSource;
 use crate::ReplayError;
 use results::schema::{
@@ -50,14 +50,17 @@ pub fn run_suite(
     opts: &ReplayOptions,
     observer: &mut dyn Observer,
 ) -> Result<SuiteResult, ReplayError> {
-    opts.validate()?;
+    crate::plan::validate(opts)?;
     if traces.is_empty() {
         return Err(ReplayError::Options("no traces to replay".into()));
     }
     crate::host_time::use_fine_timer_slack();
-    // Refused (no root): the OS's idle policy, and the result says so (the
-    // command line warns before the run).
-    let idle_hold = CpuIdleHold::acquire(opts.cpu_idle).unwrap_or_else(|_| CpuIdleHold::none());
+    // Refused (no root): the OS's idle policy, and the result says so (a
+    // plan finds it first and the command line warns before the run).
+    let (idle_hold, idle_refused) = match CpuIdleHold::acquire(opts.cpu_idle) {
+        Ok(hold) => (hold, None),
+        Err(e) => (CpuIdleHold::none(), Some(e)),
+    };
     let started_unix_s = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -116,7 +119,15 @@ pub fn run_suite(
         results.push(result);
     }
     let mut result = suite_result(&target, opts, results, interrupted, started_unix_s);
-    result.options.cpu_idle = idle_hold.in_effect();
+    if let Some(e) = idle_refused {
+        result.options.cpu_idle = idle_hold.in_effect();
+        result.settings_changed.push(SettingChange {
+            setting: "cpu_idle".into(),
+            requested: Some(opts.cpu_idle.name().into()),
+            effective: idle_hold.in_effect().name().into(),
+            why: format!("{} refused ({e})", crate::cpu_idle::CPU_LATENCY_FILE),
+        });
+    }
     drop(idle_hold);
     result.precondition = precondition;
     result.mark_validity();
@@ -315,7 +326,8 @@ fn suite_result(
         host: host_info(),
         target: target.info(),
         options: opts.clone(),
-        mode: opts.mode,
+        settings_changed: Vec::new(),
+        legacy_mode: None,
         suite: SuiteSummary::of(&traces),
         traces,
         interrupted,

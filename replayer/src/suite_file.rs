@@ -2,7 +2,8 @@
 //!
 //! ```toml
 //! name = "tracemark reference suite"
-//! idle_cap = "100ms"              # realtime default "1s"; "10ms", "none" (kept whole)
+//! idle_cap = "100ms"              # realtime default "1s"; "10ms", "none" (kept whole),
+//!                                 # any duration `--idle-cap` takes
 //!
 //! [[trace]]
 //! name = "office-writer"
@@ -11,71 +12,9 @@
 //! description = "LibreOffice Writer: a long document edited and saved"
 //! ```
 
+use crate::options::IdleCap;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use trace_format::Nanos;
-
-/// How a suite replays idle periods in realtime mode unless the command line
-/// says otherwise: shortened to a cap, or kept whole.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IdleCap {
-    Cap(Nanos),
-    KeepWhole,
-}
-
-impl IdleCap {
-    /// `10ms`, `100ms`, `1s`, `500us` or `none`.
-    pub fn parse(s: &str) -> Result<IdleCap, String> {
-        let s = s.trim();
-        if s == "none" {
-            return Ok(IdleCap::KeepWhole);
-        }
-        let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        let (num, unit) = s.split_at(split);
-        let n: u64 = num
-            .parse()
-            .map_err(|_| format!("idle_cap '{s}': want e.g. \"100ms\", \"1s\" or \"none\""))?;
-        let scale = match unit {
-            "us" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            _ => return Err(format!("idle_cap '{s}': unit must be us, ms or s")),
-        };
-        n.checked_mul(scale)
-            .filter(|&ns| ns > 0)
-            .map(|ns| IdleCap::Cap(Nanos(ns)))
-            .ok_or_else(|| format!("idle_cap '{s}' is out of range"))
-    }
-
-    /// The cap for [`crate::ReplayOptions::idle_cap`] (None: kept whole).
-    pub fn as_option(self) -> Option<Nanos> {
-        match self {
-            IdleCap::Cap(n) => Some(n),
-            IdleCap::KeepWhole => None,
-        }
-    }
-}
-
-impl std::fmt::Display for IdleCap {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            IdleCap::KeepWhole => write!(f, "none"),
-            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000_000 == 0 => {
-                write!(f, "{}s", ns / 1_000_000_000)
-            }
-            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
-            IdleCap::Cap(Nanos(ns)) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
-            IdleCap::Cap(Nanos(ns)) => write!(f, "{ns}ns"),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for IdleCap {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        IdleCap::parse(&s).map_err(serde::de::Error::custom)
-    }
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -240,26 +179,27 @@ mod tests {
         )
         .unwrap();
         let s = SuiteFile::load_allow_empty(&p).unwrap();
-        assert_eq!(s.idle_cap, Some(IdleCap::Cap(Nanos(1_000_000_000))));
+        assert_eq!(
+            s.idle_cap,
+            Some(IdleCap::Cap(trace_format::Nanos(1_000_000_000)))
+        );
         assert!(s.traces.is_empty());
         let e = SuiteFile::load(&p).unwrap_err().to_string();
         assert!(
             e.contains("names no traces") && e.contains("copies, not captured yet"),
             "{e}"
         );
-        for (text, want) in [
-            ("10ms", Ok(IdleCap::Cap(Nanos(10_000_000)))),
-            ("none", Ok(IdleCap::KeepWhole)),
-            ("250us", Ok(IdleCap::Cap(Nanos(250_000)))),
-        ] {
-            assert_eq!(IdleCap::parse(text), want);
-            assert_eq!(IdleCap::parse(text).unwrap().to_string(), text);
-        }
-        for bad in ["10", "1.5s", "0ms", "fast", "-1s"] {
-            assert!(IdleCap::parse(bad).is_err(), "{bad}");
-        }
+        // The command line's grammar: a fraction and a bare number of
+        // seconds read as `--idle-cap` reads them.
+        std::fs::write(&p, "idle_cap = \"1.5\"\n").unwrap();
+        let s = SuiteFile::load_allow_empty(&p).unwrap();
+        assert_eq!(s.idle_cap, Some("1500ms".parse().unwrap()));
         std::fs::write(&p, "idle_cap = \"10 parsecs\"\n").unwrap();
         let e = SuiteFile::load_allow_empty(&p).unwrap_err().to_string();
-        assert!(e.contains("idle_cap"), "{e}");
+        // One error, naming the file, the line and the key.
+        assert!(
+            e.contains("data.toml") && e.contains("line 1") && e.contains("idle_cap"),
+            "{e}"
+        );
     }
 }

@@ -67,7 +67,7 @@ impl Columns {
                     .or_else(|| r.target.model.clone()),
                 drive_key: r.target.drive_key(),
                 host: r.host.hostname.clone(),
-                mode: Some(r.mode.to_string()),
+                mode: Some(r.mode().to_string()),
                 suite_name: r.suite_name.clone(),
                 trace_set: r.trace_set_hash(),
                 score: r.suite.map(|s| s.score),

@@ -15,7 +15,7 @@ pub fn settings(r: &SuiteResult) -> Vec<(&'static str, String)> {
         .idle_cap
         .map_or("none".to_string(), |n| format!("{} ms", n.0 as f64 / 1e6));
     let mut out = vec![
-        ("mode", r.mode.to_string()),
+        ("mode", r.mode().to_string()),
         ("time scale", format!("{}", o.time_scale)),
         ("idle cap", cap),
         ("queue depth", o.queue_depth.to_string()),

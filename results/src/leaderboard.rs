@@ -129,7 +129,7 @@ pub fn rank(suite_name: &str, trace_set: &str, entries: Vec<Entry>) -> Leaderboa
             continue;
         }
         if mode.is_empty() {
-            mode = e.result.mode.to_string();
+            mode = e.result.mode().to_string();
             settings = crate::comparable::describe(&e.result);
         }
         for t in &e.result.traces {

@@ -31,6 +31,100 @@ impl TimingMode {
     }
 }
 
+/// How idle periods longer than a cap are replayed in realtime mode:
+/// shortened to the cap, or kept whole. Spelled `100ms`, `1s`, `500us` (any
+/// [`parse_duration`] text above zero) or `none`, on the command line
+/// (`--idle-cap`) and in a suite file (`idle_cap`) alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdleCap {
+    Cap(Nanos),
+    KeepWhole,
+}
+
+impl IdleCap {
+    /// The cap as [`ReplayOptions::idle_cap`] records it (None: kept whole).
+    pub fn as_option(self) -> Option<Nanos> {
+        match self {
+            IdleCap::Cap(n) => Some(n),
+            IdleCap::KeepWhole => None,
+        }
+    }
+}
+
+impl std::str::FromStr for IdleCap {
+    type Err = String;
+    fn from_str(s: &str) -> Result<IdleCap, String> {
+        let s = s.trim();
+        if s == "none" {
+            return Ok(IdleCap::KeepWhole);
+        }
+        let d = parse_duration(s).map_err(|e| format!("{e}, or none"))?;
+        match u64::try_from(d.as_nanos()) {
+            Ok(0) => Err(format!(
+                "'{s}': a cap must be above zero (none keeps idle periods whole; compressed mode removes them)"
+            )),
+            Ok(ns) => Ok(IdleCap::Cap(Nanos(ns))),
+            Err(_) => Err(format!("'{s}' is out of range")),
+        }
+    }
+}
+
+impl std::fmt::Display for IdleCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            IdleCap::KeepWhole => write!(f, "none"),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000_000 == 0 => {
+                write!(f, "{}s", ns / 1_000_000_000)
+            }
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000_000 == 0 => write!(f, "{}ms", ns / 1_000_000),
+            IdleCap::Cap(Nanos(ns)) if ns % 1_000 == 0 => write!(f, "{}us", ns / 1_000),
+            IdleCap::Cap(Nanos(ns)) => write!(f, "{ns}ns"),
+        }
+    }
+}
+
+impl Serialize for IdleCap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for IdleCap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// The one duration grammar of the command line and of suite files:
+/// `500us`, `20ms`, `1.5s`, `2m`, `100ns`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (try 100ms, 2s, 500us)"))?;
+    let secs = match unit.trim() {
+        "" | "s" => value,
+        "ms" => value / 1e3,
+        "us" | "µs" => value / 1e6,
+        "ns" => value / 1e9,
+        "m" | "min" => value * 60.0,
+        other => {
+            return Err(format!(
+                "'{s}': unknown unit '{other}' (use ns, us, ms, s, m)"
+            ))
+        }
+    };
+    if !secs.is_finite() || !(0.0..=1e9).contains(&secs) {
+        return Err(format!("'{s}' is out of range"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
 /// How trace offsets become target offsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
@@ -69,9 +163,10 @@ pub struct ReplayOptions {
     pub open_loop: bool,
     /// Realtime only: idle periods longer than this are shortened to it.
     pub idle_cap: Option<Nanos>,
-    /// Where the idle handling came from, for a reader of the result: e.g.
-    /// `profile quick: cap 100ms`, `command line: none` (`suite` sets it;
-    /// absent from `replay`'s results and from older files).
+    /// Where the idle handling came from, in files of schema version 2
+    /// written by `suite` (`profile quick: cap 100ms`, `command line: none`);
+    /// later files say it in [`SettingChange`]s, where it differs from the
+    /// request.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_policy: Option<String>,
     /// Schedule speed: 2.0 plays twice as fast, 0.5 half as fast.
@@ -143,6 +238,22 @@ pub struct ReplayOptions {
     /// (`--start-at`): every rank's pass starts its timeline there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_at_unix_ns: Option<u64>,
+}
+
+/// A setting a run used that is not the one asked for, and why: the suite
+/// file's idle cap where the command line gave none, `cpu_idle` `os` where
+/// the system refused `poll`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SettingChange {
+    /// The setting, as [`ReplayOptions`] names it (`idle_cap`, `cpu_idle`).
+    pub setting: String,
+    /// What the command line asked, as it spells it; absent when it asked
+    /// nothing and a default or the suite file chose.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested: Option<String>,
+    /// What the run used, spelled as the command line would.
+    pub effective: String,
+    pub why: String,
 }
 
 /// The part of a trace one rank of a fleet replays: whole source volumes,
@@ -372,53 +483,7 @@ impl Default for ReplayOptions {
     }
 }
 
-/// A combination of options that makes no sense; the message names the option.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct InvalidOptions(pub String);
-
 impl ReplayOptions {
-    /// Checks the combinations that make no sense.
-    pub fn validate(&self) -> Result<(), InvalidOptions> {
-        let bad = |s: &str| Err(InvalidOptions(s.to_string()));
-        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return bad("--time-scale must be a positive number");
-        }
-        if self.queue_depth == 0 || self.queue_depth > 4096 {
-            return bad("--queue-depth must be between 1 and 4096");
-        }
-        if self.passes == 0 {
-            return bad("--passes must be at least 1");
-        }
-        if self.mode == TimingMode::Compressed && self.idle_cap.is_some() {
-            return bad(
-                "--idle-cap applies to realtime mode; compressed mode removes all idle time",
-            );
-        }
-        if self.mode == TimingMode::Compressed && self.open_loop {
-            return bad("--open-loop applies to realtime mode");
-        }
-        if self.shard.is_some() && self.idle_cap.is_some() {
-            return bad(
-                "--idle-cap with --shard: each rank sees only its own volumes' idle periods, so ranks would cut different ones and leave the shared timeline; replay a fleet without --idle-cap",
-            );
-        }
-        if self.start_at_unix_ns.is_some() && (self.passes != 1 || self.warmup) {
-            return bad(
-                "--start-at schedules one pass: add --passes 1 --no-warmup (each pass of a fleet needs its own agreed start)",
-            );
-        }
-        for (i, a) in self.device_map.iter().enumerate() {
-            if self.device_map[..i].iter().any(|b| b.source == a.source) {
-                return Err(InvalidOptions(format!(
-                    "--device-map names device {} twice",
-                    a.source
-                )));
-            }
-        }
-        Ok(())
-    }
-
     /// Whether `--skip-ops` leaves `op` out.
     pub fn skips(&self, op: Op) -> bool {
         self.skip_ops.contains(&op)
@@ -440,6 +505,44 @@ mod duration_secs {
         Duration::try_from_secs_f64(secs.max(0.0)).map_err(|_| {
             serde::de::Error::custom(format!("{secs} seconds is not a usable duration"))
         })
+    }
+}
+
+#[cfg(test)]
+mod grammar_tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse_with_units() {
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+
+    /// Every text the duration grammar reads is an idle cap (above zero),
+    /// `none` keeps idle whole, and what an idle cap prints reads back.
+    #[test]
+    fn an_idle_cap_is_a_duration_or_none_and_prints_as_it_reads() {
+        for (text, want) in [
+            ("10ms", IdleCap::Cap(Nanos(10_000_000))),
+            ("1.5s", IdleCap::Cap(Nanos(1_500_000_000))),
+            ("2", IdleCap::Cap(Nanos(2_000_000_000))),
+            ("250us", IdleCap::Cap(Nanos(250_000))),
+            ("none", IdleCap::KeepWhole),
+        ] {
+            let cap: IdleCap = text.parse().unwrap();
+            assert_eq!(cap, want, "{text}");
+            assert_eq!(cap.to_string().parse::<IdleCap>(), Ok(cap));
+            let json = serde_json::to_string(&cap).unwrap();
+            assert_eq!(serde_json::from_str::<IdleCap>(&json).unwrap(), cap);
+        }
+        assert_eq!(IdleCap::Cap(Nanos(20_000_000)).to_string(), "20ms");
+        for bad in ["0ms", "0", "fast", "-1s", "10 parsecs"] {
+            assert!(bad.parse::<IdleCap>().is_err(), "{bad}");
+        }
     }
 }
 

@@ -174,7 +174,7 @@ fn judge_as(r: &SuiteResult, judging: Judging) -> Verdict {
             traces.push(Some(why));
             continue;
         }
-        let problems: Vec<Problem> = trace_problems(t, r.mode, &r.options)
+        let problems: Vec<Problem> = trace_problems(t, r.mode(), &r.options)
             .into_iter()
             .filter(|p| judging.counts(p))
             .collect();

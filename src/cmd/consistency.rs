@@ -1,11 +1,12 @@
 //! `tracemark consistency`: PCMark 8's extended storage test (precondition,
 //! degradation, steady state, recovery), a suite pass after every round.
 
-use super::args::{parse_bytes, parse_duration};
-use anyhow::{Context, Result};
+use super::args::{parse_bytes, parse_duration, RunArgs};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
-use replayer::{ReplayOptions, TimingMode, TmtSource, TraceSource};
+use replayer::options::PreconditionPolicy;
+use replayer::{TmtSource, TraceSource};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -20,26 +21,24 @@ Durations left unset scale with the target: the unit is the time one
 precondition pass took (writing the whole target once); degradation starts at
 1 unit (+0.1 unit per round), steady rounds write for 2.5 units, recovery rounds
 idle 0.5 unit; each at least 1 s and at most PCMark 8's 10 min, 1 min, 25 min, 5 min.
-Exit codes: 0 done, 1 error, 130 interrupted (Ctrl-C; the partial result is still written).")]
+Exit codes: 0 done, 1 error, 128+N stopped by signal N: 130 SIGINT (Ctrl-C), 143 SIGTERM
+(the partial result is still written).")]
+#[command(
+    mut_arg("target", |a| a.required(true).help("A block device or a regular file (created, --size)")),
+    mut_arg("mode", |a| a.default_value("compressed")),
+    mut_arg("queue_depth", |a| a.default_value("32").help("Most I/Os in flight in the suite passes")),
+    mut_arg("passes", |a| a.default_value("1").help("Scored passes per trace in each suite pass (no warm-up: the drive's state is what is measured)")),
+    mut_arg("precondition", |a| a.default_value("skip").help("skip: the test preconditions the whole target itself")),
+)]
 pub struct ConsistencyArgs {
     /// Traces (.tmt) of the suite pass; default: the suite file.
     pub traces: Vec<PathBuf>,
     /// The suite file (default: the quick profile of the reference suite), when no traces are given.
     #[arg(long)]
     pub suite: Option<PathBuf>,
-    /// A block device or a regular file (created, `--size`).
-    #[arg(long, short)]
-    pub target: PathBuf,
     /// Size of a file target, e.g. 256M, 4G.
     #[arg(long, default_value = "256M", value_parser = parse_bytes)]
     pub size: u64,
-    /// Allow writing to a block device (its contents are destroyed). A mounted
-    /// device, or one with a mounted partition or a holder, is refused anyway.
-    #[arg(long)]
-    pub allow_write: bool,
-    /// Where O_DIRECT is refused, go through the page cache instead of stopping.
-    #[arg(long)]
-    pub allow_buffered: bool,
     #[arg(long, default_value_t = 8)]
     pub rounds_degrade: u32,
     #[arg(long, default_value_t = 5)]
@@ -61,24 +60,12 @@ pub struct ConsistencyArgs {
     /// I/Os in flight during the precondition and the random writes.
     #[arg(long, default_value_t = 32)]
     pub write_queue_depth: u32,
-    /// How the suite passes replay the traces.
-    #[arg(long, value_enum, default_value_t = TimingMode::Compressed)]
-    pub mode: TimingMode,
-    /// Most I/Os in flight in the suite passes.
-    #[arg(long, default_value_t = 32)]
-    pub queue_depth: u32,
-    /// Scored passes per trace in each suite pass (no warm-up: the drive's
-    /// state is what is measured).
-    #[arg(long, default_value_t = 1)]
-    pub passes: u32,
-    /// Write the result file (JSON) here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
     /// Write the HTML report here.
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// How the suite passes replay the traces: the options of `replay`.
     #[command(flatten)]
-    pub store: super::store::StoreArgs,
+    pub run: RunArgs,
 }
 
 /// Prints each step on stderr.
@@ -90,11 +77,21 @@ impl ConsistencyObserver for Steps {
 }
 
 pub fn run(args: ConsistencyArgs) -> Result<i32> {
-    let outputs = args.json.iter().chain(&args.html).map(PathBuf::as_path);
+    let [target] = args.run.target.as_slice() else {
+        bail!("consistency tests one target; give --target once");
+    };
+    let mut request = args.run.request();
+    // The drive's state after the writes is what is measured: no warm-up.
+    request.options.warmup = false;
+    let plan = super::replay::plan(request, None)?;
+    if plan.options.precondition != PreconditionPolicy::Skip {
+        bail!("consistency preconditions the whole target itself: leave out --precondition");
+    }
+    let outputs = args.run.json.iter().chain(&args.html).map(PathBuf::as_path);
     let mut inputs: Vec<&std::path::Path> = args.traces.iter().map(PathBuf::as_path).collect();
-    inputs.push(args.target.as_path());
-    super::store::check_outputs(outputs, &inputs, &args.store.db)?;
-    let db = args.store.open()?;
+    inputs.push(target.as_path());
+    super::store::check_outputs(outputs, &inputs, &args.run.store.db)?;
+    let db = args.run.store.open()?;
     let paths = if args.traces.is_empty() {
         let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
         let suite = super::suite::load_suite(&path, &source)?;
@@ -117,39 +114,17 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         idle: args.idle,
         write_queue_depth: args.write_queue_depth,
         file_size: args.size,
-        suite: ReplayOptions {
-            mode: args.mode,
-            queue_depth: args.queue_depth,
-            passes: args.passes,
-            warmup: false,
-            allow_write: args.allow_write,
-            allow_buffered: args.allow_buffered,
-            // The test preconditions the whole target itself, and then
-            // measures the state the writes leave.
-            precondition: replayer::options::PreconditionPolicy::Skip,
-            ..Default::default()
-        },
+        suite: plan.options,
     };
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
-    let mut result =
-        replayer::consistency::run_consistency(&refs, &args.target, &opts, &mut Steps)?;
-    if args.store.keep_serial {
-        replayer::identity_probe::keep_serial(&mut result.target);
-    }
-    print!("{}", results::text::consistency_table(&result));
-    if let Some(path) = &args.json {
-        replayer::consistency::write_json(&result, path)?;
-    }
-    if let Some(path) = &args.html {
-        outfile::write(path, results::html::consistency_report(&result).as_bytes())
-            .with_context(|| format!("{}: cannot write the report", path.display()))?;
-    }
-    let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";
-    let interrupted = result.interrupted;
-    super::store::store(
+    let result = replayer::consistency::run_consistency(&refs, target, &opts, &mut Steps)?;
+    super::store::finish_run(
+        results_db::runs::AnyResult::Consistency(Box::new(result)),
+        &args.run.store,
         db.as_ref(),
-        &results_db::runs::AnyResult::Consistency(Box::new(result)),
-        &json,
-    )?;
-    Ok(if interrupted { 130 } else { 0 })
+        super::store::Outputs {
+            json: args.run.json.as_deref(),
+            html: args.html.as_deref(),
+        },
+    )
 }

@@ -1,15 +1,13 @@
 //! `tracemark replay`: replay traces against a drive and score it.
 
-use super::args::{parse_bytes, parse_duration};
+use super::args::{FleetArgs, RunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::engine::{Observer, PassKind};
-use replayer::options::{CpuIdle, IoWorkerCpu, PreconditionPolicy, Priority};
-use replayer::{MappingKind, PassMetrics, ReplayOptions, TimingMode, TmtSource, TraceSource};
+use replayer::plan::{Plan, Request, SuiteSettings, ThisSystem};
+use replayer::{PassMetrics, TmtSource, TraceSource};
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
-use trace_format::{Nanos, Op};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -27,164 +25,24 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub run: RunArgs,
     #[command(flatten)]
-    pub fleet: super::fleet::FleetArgs,
+    pub fleet: FleetArgs,
 }
 
-/// How to replay: every option of `replay`, shared with `suite`.
-#[derive(Args, Debug)]
-pub struct RunArgs {
-    /// A block device or a regular file. Default: ./tracemark-scratch.bin,
-    /// created and filled with random data, sized to what the traces touch,
-    /// reused by later runs. A file that does not exist is created the same way.
-    /// Give it several times to replay a multi-device trace's device i onto
-    /// the i-th target (devices beyond the list go to the first).
-    #[arg(long, short)]
-    pub target: Vec<PathBuf>,
-    /// Route one trace device to a target: SRC is the device's index in the
-    /// trace (0, 1, ...) or its MAJ:MIN as `tracemark info` lists it
-    /// (e.g. 8:16=/dev/sdc). Repeatable; wins over the order of --target.
-    #[arg(long, value_name = "SRC=TARGET")]
-    pub device_map: Vec<replayer::options::DeviceRoute>,
-    /// Leave the first BYTES of every target alone: the mapped range starts
-    /// there (e.g. 1GiB, 4096). A multiple of the logical block size.
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes, default_value = "0")]
-    pub target_offset: u64,
-    /// Operations not to replay, counted as skipped (comma-separated).
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "OPS")]
-    pub skip_ops: Vec<Op>,
-    /// How the issuing thread is scheduled during each pass (high without
-    /// root or CAP_SYS_NICE: a warning, and normal priority).
-    #[arg(long, value_enum, default_value_t = Priority::Normal)]
-    pub priority: Priority,
-    /// Where io_uring's worker threads run on a target whose requests run on
-    /// them (zram, some loop devices; the result says `io-wq`): a cross-CPU
-    /// wake-up made a QD1 zram read 5x slower in some runs; on a loaded
-    /// machine the one CPU may be a busy one.
-    #[arg(long, value_enum, default_value_t = IoWorkerCpu::Any)]
-    pub io_worker_cpu: IoWorkerCpu,
-    /// What the CPUs do while idle during the run: waking a CPU from an idle
-    /// state adds to access times a latency that moves with the machine, not
-    /// with the drive.
-    #[arg(long, value_enum, default_value_t = CpuIdle::Poll)]
-    pub cpu_idle: CpuIdle,
-    /// What is written before scoring, so reads touch data as on a drive in
-    /// use (in 1 MiB regions). Regions tracemark already wrote (a marker in
-    /// ~/.local/state/tracemark says so) are not written again. A block
-    /// device needs --allow-write for this.
-    #[arg(long, value_enum, default_value_t = PreconditionPolicy::ReadRegions)]
-    pub precondition: PreconditionPolicy,
-    /// How the trace's timing is reproduced.
-    #[arg(long, value_enum, default_value_t = TimingMode::Realtime)]
-    pub mode: TimingMode,
-    /// Realtime: shorten idle periods longer than this to this (e.g. 100ms, 2s, 500us).
-    #[arg(long, value_parser = parse_duration)]
-    pub idle_cap: Option<Duration>,
-    /// Schedule speed factor: 2 plays twice as fast, 0.5 half as fast.
-    #[arg(long, default_value_t = 1.0)]
-    pub time_scale: f64,
-    /// Realtime: issue on the original absolute schedule, regardless of completions.
-    #[arg(long)]
-    pub open_loop: bool,
-    /// Most I/Os in flight at once (in every mode). The default is the
-    /// depth the validity study's predictions were checked at: a trace's
-    /// writeback bursts reach well past 32 in flight, and an I/O held back
-    /// for a slot is not timed while it waits, so a shallower cap hides the
-    /// queueing a task's flush waits behind.
-    #[arg(long, default_value_t = 128)]
-    pub queue_depth: u32,
-    /// Issuing rings, one thread each. 0: one per target the trace's devices
-    /// go to when there are two CPUs per ring, else one. 1: one ring for all. N > 1: one per target, and in compressed
-    /// mode a single target's stream split over N rings.
-    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=64))]
-    pub threads: u32,
-    /// Scored passes per trace (after one unscored warm-up pass).
-    #[arg(long, short = 'p', default_value_t = 3)]
-    pub passes: u32,
-    /// Skip the unscored warm-up pass.
-    #[arg(long)]
-    pub no_warmup: bool,
-    /// Replay reads only; writes, flushes, discards are skipped and counted.
-    #[arg(long)]
-    pub read_only: bool,
-    /// Allow writing to a block device (its contents are destroyed). A mounted
-    /// device, or one with a mounted partition or a holder, is refused anyway.
-    #[arg(long)]
-    pub allow_write: bool,
-    /// Where O_DIRECT is refused, replay through the page cache instead of stopping.
-    #[arg(long)]
-    pub allow_buffered: bool,
-    /// How trace offsets become target offsets.
-    #[arg(long, value_enum, default_value_t = MappingKind::Compact)]
-    pub mapping: MappingKind,
-    /// Fail when no I/O completes for this long (e.g. 60s).
-    #[arg(long, value_parser = parse_duration, default_value = "60s")]
-    pub io_timeout: Duration,
-    /// Write the result file (JSON) here.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
-    #[command(flatten)]
-    pub store: super::store::StoreArgs,
-}
-
-impl RunArgs {
-    /// The primary target: the first --target, else the first --device-map
-    /// target, else none (the scratch file).
-    pub fn primary_target(&self) -> Option<&std::path::Path> {
-        self.target
-            .first()
-            .or_else(|| self.device_map.first().map(|r| &r.target))
-            .map(PathBuf::as_path)
-    }
-
-    pub fn options(&self) -> ReplayOptions {
-        ReplayOptions {
-            mode: self.mode,
-            open_loop: self.open_loop,
-            idle_cap: self.idle_cap.map(|d| Nanos(d.as_nanos() as u64)),
-            idle_policy: None,
-            time_scale: self.time_scale,
-            queue_depth: self.queue_depth,
-            threads: self.threads,
-            passes: self.passes,
-            warmup: !self.no_warmup,
-            read_only: self.read_only,
-            allow_write: self.allow_write,
-            allow_buffered: self.allow_buffered,
-            mapping: self.mapping,
-            io_timeout: self.io_timeout,
-            extra_targets: self.target.iter().skip(1).cloned().collect(),
-            device_map: self.device_map.clone(),
-            target_offset: self.target_offset,
-            skip_ops: self.skip_ops.clone(),
-            priority: self.priority,
-            precondition: self.precondition,
-            io_worker_cpu: self.io_worker_cpu,
-            cpu_idle: self.cpu_idle,
-            shard: None,
-            start_at_unix_ns: None,
-        }
-    }
-}
-
+/// A replay on this host alone (a fleet rank is `super::fleet::run`).
 pub fn run(args: ReplayArgs) -> Result<i32> {
-    if args.fleet.is_set() {
-        return super::fleet::run(args);
-    }
-    replay_paths(&args.traces, &args.run, None, None)
+    let plan = plan(args.run.request(), None)?;
+    replay_paths(&args.traces, &args.run, plan, None)
 }
 
-/// Replays `traces` as `args` says: the table on stdout, the JSON result
-/// where asked (with `idle_policy` saying where the idle handling came from),
-/// and the run in the results database (a suite's under `suite_name`).
+/// Replays `traces` onto `args`' targets as `plan` says: the table on
+/// stdout, the JSON result where asked, and the run in the results database
+/// (a suite's under `suite_name`).
 pub fn replay_paths(
     traces: &[PathBuf],
     args: &RunArgs,
-    idle_policy: Option<String>,
+    plan: Plan,
     suite_name: Option<String>,
 ) -> Result<i32> {
-    let mut opts = args.options();
-    opts.idle_policy = idle_policy;
-    let opts = checked(opts)?;
     let named: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
     check_output(&named, args)?;
     let mut sources = Vec::with_capacity(traces.len());
@@ -192,7 +50,7 @@ pub fn replay_paths(
         sources.push(TmtSource::open(path)?);
     }
     let refs: Vec<&dyn TraceSource> = sources.iter().map(|s| s as &dyn TraceSource).collect();
-    replay_sources(&refs, args, &opts, &mut |result| {
+    replay_sources(&refs, args, plan, &mut |result| {
         result.suite_name = suite_name.clone()
     })
 }
@@ -206,28 +64,21 @@ fn check_output(traces: &[&std::path::Path], args: &RunArgs) -> Result<()> {
     super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)
 }
 
-/// `opts` validated, with `--priority high` and `--cpu-idle poll` turned
-/// down (and a warning) where the system refuses them.
-pub fn checked(mut opts: ReplayOptions) -> Result<ReplayOptions> {
-    opts.validate()?;
-    if opts.priority == Priority::High {
-        if let Err(e) = replayer::engine::realtime_priority_available() {
-            eprintln!(
-                "warning: --priority high: SCHED_FIFO refused ({e}); replaying at normal priority (run as root or grant CAP_SYS_NICE)"
-            );
-            opts.priority = Priority::Normal;
-        }
+/// The run's plan on this machine, with a warning for each setting the
+/// system turned down.
+pub fn plan(request: Request, suite: Option<&SuiteSettings>) -> Result<Plan> {
+    let plan = Plan::resolve(request, suite, &ThisSystem)?;
+    for c in &plan.changes {
+        let advice = match c.setting.as_str() {
+            "priority" => "replaying at normal priority (run as root or grant CAP_SYS_NICE)",
+            "cpu_idle" => "the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
+            _ => continue,
+        };
+        let asked = c.requested.as_deref().unwrap_or_default();
+        let flag = c.setting.replace('_', "-");
+        eprintln!("warning: --{flag} {asked}: {}; {advice}", c.why);
     }
-    if opts.cpu_idle == CpuIdle::Poll {
-        if let Err(e) = replayer::cpu_idle::available() {
-            eprintln!(
-                "warning: --cpu-idle poll: {} refused ({e}); the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
-                replayer::cpu_idle::CPU_LATENCY_FILE
-            );
-            opts.cpu_idle = CpuIdle::Os;
-        }
-    }
-    Ok(opts)
+    Ok(plan)
 }
 
 /// Replays `refs` onto `args`' targets: the table on stdout, the JSON result
@@ -235,9 +86,10 @@ pub fn checked(mut opts: ReplayOptions) -> Result<ReplayOptions> {
 pub fn replay_sources(
     refs: &[&dyn TraceSource],
     args: &RunArgs,
-    opts: &ReplayOptions,
+    plan: Plan,
     finish: &mut dyn FnMut(&mut replayer::SuiteResult),
 ) -> Result<i32> {
+    let opts = &plan.options;
     let named: Vec<&std::path::Path> = refs.iter().filter_map(|s| s.path()).collect();
     check_output(&named, args)?;
     // Opened first: a database that cannot take the result fails now, not
@@ -248,35 +100,17 @@ pub fn replay_sources(
     let result = replayer::run_suite(refs, args.primary_target(), opts, &mut progress);
     progress.clear();
     let mut result = result?;
+    result.settings_changed.splice(0..0, plan.changes);
     finish(&mut result);
-    if args.store.keep_serial {
-        replayer::identity_probe::keep_serial(&mut result.target);
-    }
-    print!("{}", results::text::suite_table(&result));
-    if let Some(path) = &args.json {
-        replayer::suite::write_json(&result, path)?;
-    }
-    let json = serde_json::to_string_pretty(&result).context("the result as JSON")? + "\n";
-    super::store::store(
+    super::store::finish_run(
+        results_db::runs::AnyResult::Suite(Box::new(result)),
+        &args.store,
         db.as_ref(),
-        &results_db::runs::AnyResult::Suite(Box::new(result.clone())),
-        &json,
-    )?;
-    if !result.valid {
-        eprintln!(
-            "tracemark: the result is not valid: {}{}",
-            results::text::escape_control(&results::schema::sentences(&result.invalid_reasons)),
-            if args.json.is_some() {
-                " (written, marked \"valid\": false)"
-            } else {
-                ""
-            }
-        );
-    }
-    if result.interrupted {
-        return Ok(128 + replayer::interrupt::stop_signal().unwrap_or(libc::SIGINT));
-    }
-    Ok(if result.valid { 0 } else { 2 })
+        super::store::Outputs {
+            json: args.json.as_deref(),
+            html: None,
+        },
+    )
 }
 
 /// A progress bar on stderr (indicatif: the terminal's width, an ETA), only

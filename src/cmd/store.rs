@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use results_db::runs::AnyResult;
 use results_db::{ResultsDb, Stored};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The database options of every command that runs or reads results.
 #[derive(Args, Debug, Clone, Default)]
@@ -84,6 +84,82 @@ pub fn store(db: Option<&ResultsDb>, result: &AnyResult, json: &str) -> Result<(
         results::text::escape_control(&db.path().display().to_string()),
         stored.id()
     );
+    Ok(())
+}
+
+/// Where a finished run's result goes besides stdout and the database.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outputs<'a> {
+    /// `--json`: the result file.
+    pub json: Option<&'a Path>,
+    /// `--html`: the report (a consistency test's).
+    pub html: Option<&'a Path>,
+}
+
+/// How every command that runs something ends: the serial kept or hashed as
+/// asked, the table on stdout, the result file and report where asked, the
+/// result in the database, and the exit status (0 done, 2 not valid, 128+N
+/// stopped by signal N).
+pub fn finish_run(
+    mut result: AnyResult,
+    store_args: &StoreArgs,
+    db: Option<&ResultsDb>,
+    out: Outputs,
+) -> Result<i32> {
+    let target = match &mut result {
+        AnyResult::Suite(r) => &mut r.target,
+        AnyResult::Consistency(r) => &mut r.target,
+    };
+    if store_args.keep_serial {
+        replayer::identity_probe::keep_serial(target);
+    }
+    let (valid, reasons, interrupted) = match &result {
+        AnyResult::Suite(r) => {
+            print!("{}", results::text::suite_table(r));
+            (r.valid, results::schema::sentences(&r.invalid_reasons), r.interrupted)
+        }
+        AnyResult::Consistency(r) => {
+            print!("{}", results::text::consistency_table(r));
+            (true, String::new(), r.interrupted)
+        }
+    };
+    write_outputs(&result, out)?;
+    let json = match &result {
+        AnyResult::Suite(r) => serde_json::to_string_pretty(r),
+        AnyResult::Consistency(r) => serde_json::to_string_pretty(r),
+    }
+    .context("the result as JSON")?
+        + "\n";
+    store(db, &result, &json)?;
+    if !valid {
+        eprintln!(
+            "tracemark: the result is not valid: {}{}",
+            results::text::escape_control(&reasons),
+            if out.json.is_some() {
+                " (written, marked \"valid\": false)"
+            } else {
+                ""
+            }
+        );
+    }
+    if interrupted {
+        return Ok(128 + replayer::interrupt::stop_signal().unwrap_or(libc::SIGINT));
+    }
+    Ok(if valid { 0 } else { 2 })
+}
+
+/// The result file and the report, where asked.
+fn write_outputs(result: &AnyResult, out: Outputs) -> Result<()> {
+    if let Some(path) = out.json {
+        match result {
+            AnyResult::Suite(r) => replayer::suite::write_json(r, path)?,
+            AnyResult::Consistency(r) => replayer::consistency::write_json(r, path)?,
+        }
+    }
+    if let (Some(path), AnyResult::Consistency(r)) = (out.html, result) {
+        outfile::write(path, results::html::consistency_report(r).as_bytes())
+            .with_context(|| format!("{}: cannot write the report", path.display()))?;
+    }
     Ok(())
 }
 

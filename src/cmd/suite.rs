@@ -1,13 +1,16 @@
 //! `tracemark suite`: a profile of the reference suite (or any suite file), one score.
 
-use super::replay::{replay_paths, RunArgs};
+use super::args::RunArgs;
+use super::replay::replay_paths;
 use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use replayer::suite_file::{IdleCap, SuiteFile, SuiteFileError};
+use replayer::options::IdleCap;
+use replayer::plan::{Plan, SuiteSettings};
+use replayer::suite_file::{SuiteFile, SuiteFileError};
+use replayer::TimingMode;
 use results::text::escape_control as esc;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use trace_format::TraceFile;
 
 #[derive(Args, Debug)]
@@ -42,10 +45,6 @@ pub struct SuiteArgs {
     pub run: RunArgs,
 }
 
-/// The idle cap of a suite file that sets none: the built-in profiles' cap,
-/// so a suite file and a profile of the same traces score alike.
-const DEFAULT_IDLE_CAP: Duration = Duration::from_secs(1);
-
 /// The suite file to run: `--suite`, else the profile written out from the binary.
 pub fn suite_path(suite: Option<&Path>, profile: Option<&str>) -> Result<(PathBuf, String)> {
     match suite {
@@ -72,35 +71,22 @@ pub fn load_suite(path: &Path, source: &str) -> Result<SuiteFile> {
     }
 }
 
-pub fn run(mut args: SuiteArgs) -> Result<i32> {
+pub fn run(args: SuiteArgs) -> Result<i32> {
     let (path, source) = suite_path(args.suite.as_deref(), args.profile.as_deref())?;
     let suite = load_suite(&path, &source)?;
     if args.verify {
         return verify(&suite, &source);
     }
-    let realtime = args.run.mode == replayer::TimingMode::Realtime;
-    let policy = if !realtime {
-        "compressed mode: idle removed".to_string()
-    } else if args.run.open_loop {
-        "command line: --open-loop".to_string()
-    } else if args.keep_idle {
-        "command line: none".to_string()
-    } else if let Some(cap) = args.run.idle_cap {
-        {
-            let cap = IdleCap::Cap(trace_format::Nanos(cap.as_nanos() as u64));
-            format!("command line: cap {cap}")
-        }
-    } else {
-        let cap = suite.idle_cap.unwrap_or(IdleCap::Cap(trace_format::Nanos(
-            DEFAULT_IDLE_CAP.as_nanos() as u64,
-        )));
-        args.run.idle_cap = cap.as_option().map(|n| Duration::from_nanos(n.0));
-        match (cap, suite.idle_cap.is_some()) {
-            (IdleCap::KeepWhole, _) => format!("{source}: none"),
-            (cap, true) => format!("{source}: cap {cap}"),
-            (cap, false) => format!("default: cap {cap}"),
-        }
+    let mut request = args.run.request();
+    if args.keep_idle {
+        request.idle_cap = Some(IdleCap::KeepWhole);
+    }
+    let settings = SuiteSettings {
+        source: source.clone(),
+        idle_cap: suite.idle_cap,
     };
+    let plan = super::replay::plan(request, Some(&settings))?;
+    let policy = idle_words(&plan, &settings);
     let title = if suite.name.is_empty() {
         path.display().to_string()
     } else {
@@ -123,7 +109,28 @@ pub fn run(mut args: SuiteArgs) -> Result<i32> {
     }
     println!();
     let traces: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
-    replay_paths(&traces, &args.run, Some(policy), Some(title))
+    replay_paths(&traces, &args.run, plan, Some(title))
+}
+
+/// Where the run's idle handling comes from, as the header line says it.
+fn idle_words(plan: &Plan, suite: &SuiteSettings) -> String {
+    let o = &plan.options;
+    if o.mode != TimingMode::Realtime {
+        return "compressed mode: idle removed".to_string();
+    }
+    if o.open_loop {
+        return "command line: --open-loop".to_string();
+    }
+    let cap = o.idle_cap.map_or(IdleCap::KeepWhole, IdleCap::Cap);
+    let from = match plan.changes.iter().any(|c| c.setting == "idle_cap") {
+        false => "command line",
+        true if suite.idle_cap.is_some() => suite.source.as_str(),
+        true => "default",
+    };
+    match cap {
+        IdleCap::KeepWhole => format!("{from}: none"),
+        cap => format!("{from}: cap {cap}"),
+    }
 }
 
 /// Reads every trace of the suite through (records decoded, chunk checksums

@@ -222,13 +222,16 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
     assert!(dir.path().join("tracemark-scratch.bin").is_file());
 
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    for key in [
-        "tool", "host", "target", "options", "mode", "traces", "suite",
-    ] {
+    for key in ["tool", "host", "target", "options", "traces", "suite"] {
         assert!(!v[key].is_null(), "result has no '{key}'");
     }
-    assert_eq!(v["mode"], "compressed");
-    assert_eq!(v["options"]["idle_policy"], "compressed mode: idle removed");
+    // The mode is recorded once, in the options (schema version 3).
+    assert_eq!(v["options"]["mode"], "compressed");
+    assert!(v.get("mode").is_none(), "mode written twice");
+    // Compressed mode asks for no idle cap and gets none: nothing to explain.
+    assert!(v["options"]["idle_cap"].is_null());
+    assert!(v["options"].get("idle_policy").is_none());
+    assert!(idle_change(&v).is_none(), "{v}");
     for key in ["name", "version"] {
         assert!(v["tool"][key].is_string(), "tool.{key}");
     }
@@ -282,6 +285,15 @@ fn the_suite_runs_end_to_end_with_every_result_field() {
     );
     assert!(v["suite"]["bandwidth_mb_s"].as_f64().unwrap() > 0.0);
     assert!(v["suite"]["access_time_us"].as_f64().unwrap() > 0.0);
+}
+
+/// The recorded reason the run's idle cap is not the command line's, if it
+/// is not.
+fn idle_change(v: &serde_json::Value) -> Option<&serde_json::Value> {
+    v["settings_changed"]
+        .as_array()?
+        .iter()
+        .find(|c| c["setting"] == "idle_cap")
 }
 
 /// In realtime mode the suite caps idle periods at 1 s (the built-in
@@ -342,12 +354,19 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     };
     let capped = run(&[]);
     assert_eq!(capped["options"]["idle_cap"], 1_000_000_000);
-    assert_eq!(capped["options"]["idle_policy"], "default: cap 1s");
+    let why = format!(
+        "suite file {} sets no idle_cap: the default",
+        suite.display()
+    );
+    let change = idle_change(&capped).expect("the default cap is explained");
+    assert_eq!(change["effective"], "1s");
+    assert!(change.get("requested").is_none(), "{change}");
+    assert_eq!(change["why"], why.as_str());
     let playback = capped["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback < 1.2, "capped playback {playback} s");
     let whole = run(&["--keep-idle"]);
     assert!(whole["options"]["idle_cap"].is_null());
-    assert_eq!(whole["options"]["idle_policy"], "command line: none");
+    assert!(idle_change(&whole).is_none(), "asked and had: {whole}");
     let playback = whole["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback >= 1.4, "uncapped playback {playback} s");
     // The suite file's idle_cap is its default; the command line still wins.
@@ -355,8 +374,10 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     std::fs::write(&suite, format!("idle_cap = \"none\"\n{text}")).unwrap();
     let from_file = run(&[]);
     assert!(from_file["options"]["idle_cap"].is_null());
-    let source = format!("suite file {}: none", suite.display());
-    assert_eq!(from_file["options"]["idle_policy"], source.as_str());
+    let why = format!("suite file {}: idle_cap", suite.display());
+    let change = idle_change(&from_file).expect("the suite file's cap is explained");
+    assert_eq!(change["effective"], "none");
+    assert_eq!(change["why"], why.as_str());
     let playback = from_file["traces"][0]["playback_s"].as_f64().unwrap();
     assert!(playback >= 1.4, "idle_cap = none: playback {playback} s");
     std::fs::write(&suite, format!("idle_cap = \"50ms\"\n{text}")).unwrap();
@@ -364,7 +385,40 @@ fn the_suite_caps_idle_by_default_and_keeps_it_when_asked() {
     assert_eq!(from_file["options"]["idle_cap"], 50_000_000);
     let over = run(&["--idle-cap", "20ms"]);
     assert_eq!(over["options"]["idle_cap"], 20_000_000);
-    assert_eq!(over["options"]["idle_policy"], "command line: cap 20ms");
+    // The command line wins over the suite file: nothing to explain.
+    assert!(idle_change(&over).is_none(), "{over}");
+    // One grammar: the same cap spelled as a suite file and as the command
+    // line may spell it resolves to the same setting.
+    std::fs::write(&suite, format!("idle_cap = \"1.5ms\"\n{text}")).unwrap();
+    let from_file = run(&[]);
+    let from_cli = run(&["--idle-cap", "0.0015"]);
+    assert_eq!(from_file["options"]["idle_cap"], 1_500_000);
+    assert_eq!(from_cli["options"]["idle_cap"], 1_500_000);
+    assert_eq!(idle_change(&from_file).unwrap()["effective"], "1500us");
+    assert!(idle_change(&from_cli).is_none());
+    // A bad duration: one error, naming the file and line, or the flag.
+    let fails = |extra: &[&str]| -> String {
+        let out = support::tracemark()
+            .current_dir(dir.path())
+            .args(["suite", "--no-db", "--suite"])
+            .arg(&suite)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(if extra.is_empty() { 1 } else { 2 })
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let e = fails(&["--idle-cap", "1.5 parsecs"]);
+    assert!(e.contains("--idle-cap") && e.contains("parsecs"), "{e}");
+    std::fs::write(&suite, format!("idle_cap = \"0ms\"\n{text}")).unwrap();
+    let e = fails(&[]);
+    assert!(
+        e.contains("suite.toml") && e.contains("line 1") && e.contains("above zero"),
+        "{e}"
+    );
 }
 
 /// The README's tables are what `traces/capture/table.sh` prints from the

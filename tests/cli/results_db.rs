@@ -99,7 +99,7 @@ fn a_replay_is_stored_in_the_data_directory_and_listed() {
     // And the JSON stored whole.
     let json = run_in(dir.path(), &data, &["results", "show", "1", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
     assert_eq!(v["traces"][0]["name"], "small");
     assert!(
         v["target"]["filesystem"]["fs_type"].is_string(),

@@ -42,7 +42,7 @@ fn result_file_has_the_documented_schema() {
     assert!(dir.path().join("tracemark-scratch.bin").exists());
     let v = crate::support::read_json(&json);
     assert_eq!(v["tool"]["name"], "tracemark");
-    assert_eq!(v["mode"], "compressed");
+    assert_eq!(v["options"]["mode"], "compressed");
     assert_eq!(v["interrupted"], false);
     assert_eq!(v["target"]["kind"], "file");
     assert!(v["target"]["size_bytes"].as_u64().unwrap() >= 2 * MIB);

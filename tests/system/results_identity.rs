@@ -80,7 +80,7 @@ fn a_loop_device_run_records_its_identity_and_is_listed_by_model() {
     assert_eq!(drive["nr_requests"].to_string(), sysfs("nr_requests"));
     assert!(sysfs("scheduler").contains(&format!("[{}]", drive["scheduler"].as_str().unwrap())));
     assert!(v["target"].get("filesystem").is_none());
-    assert_eq!(v["schema_version"], 2);
+    assert_eq!(v["schema_version"], 3);
 
     let list = support::tracemark()
         .args(["results", "list", "--db"])

@@ -271,7 +271,7 @@ fn drives_table(out: &mut String, c: &Comparison) {
             esc(&r.target.path),
             r.target.kind.name(),
             r.target.size_bytes as f64 / 1e9,
-            r.mode,
+            r.mode(),
             o.queue_depth,
             o.time_scale,
             o.idle_cap.map_or("none".to_string(), |n| format!("{} ms", n.0 as f64 / 1e6)),

@@ -13,8 +13,11 @@ use std::collections::BTreeMap;
 
 /// The result file's schema version: 1 is every file without the field
 /// (before the drive's identity was recorded), 2 adds [`DriveIdentity`],
-/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash.
-pub const SCHEMA_VERSION: u32 = 2;
+/// [`FilesystemInfo`], the host's CPU and memory and the trace set's hash,
+/// 3 records the settings that differ from the request
+/// ([`SuiteResult::settings_changed`]) instead of `options.idle_policy`,
+/// and the timing mode once (in `options`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The schema version of a file that does not say (written before the field).
 pub fn first_schema_version() -> u32 {
@@ -443,8 +446,16 @@ pub struct SuiteResult {
     pub tool: ToolInfo,
     pub host: HostInfo,
     pub target: TargetInfo,
+    /// The settings the run used.
     pub options: ReplayOptions,
-    pub mode: TimingMode,
+    /// Each of `options` that is not what was asked, and why (absent when
+    /// none is, and before schema version 3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings_changed: Vec<crate::options::SettingChange>,
+    /// `options.mode` again, in files before schema version 3 (kept so such
+    /// a file is written back as it was); read [`SuiteResult::mode`].
+    #[serde(default, skip_serializing_if = "Option::is_none", rename = "mode")]
+    pub legacy_mode: Option<TimingMode>,
     pub traces: Vec<TraceResult>,
     /// None when no trace moved data (or none finished).
     pub suite: Option<SuiteSummary>,
@@ -466,6 +477,13 @@ pub struct SuiteResult {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fleet: Option<crate::fleet::FleetRank>,
+}
+
+impl SuiteResult {
+    /// How the trace's timing was reproduced (`options.mode`).
+    pub fn mode(&self) -> TimingMode {
+        self.options.mode
+    }
 }
 
 /// What preconditioning did, over all targets.

@@ -46,7 +46,7 @@ fn columns(out: &mut String, c: &Comparison) {
             column_name(i),
             if c.drive_flagged(i) { "!" } else { "" },
             esc(&d.label),
-            r.mode,
+            r.mode(),
             r.options.queue_depth,
             r.options.passes,
             if r.options.passes == 1 { "" } else { "es" },

@@ -24,7 +24,7 @@ pub fn format_table(r: &SuiteResult) -> String {
     let verdict = crate::validity::judge(r);
     table(&mut out, r, &verdict);
     for t in &r.traces {
-        notes(&mut out, t, r.mode);
+        notes(&mut out, t, r.mode());
     }
     if r.interrupted {
         let _ = writeln!(out, "interrupted: partial result");
@@ -45,7 +45,7 @@ fn header(out: &mut String, r: &SuiteResult) {
         out,
         "target {}, mode {}, {} pass{} + {}",
         super::target::target_description(&r.target, 1),
-        r.mode,
+        r.mode(),
         r.options.passes,
         if r.options.passes == 1 { "" } else { "es" },
         if r.options.warmup {
@@ -77,7 +77,7 @@ fn run_notes(out: &mut String, r: &SuiteResult) {
         .chain(&r.target.others)
         .any(|t| t.io_path == Some(IoPath::IoWq));
     if on_io_wq
-        && r.mode == TimingMode::Realtime
+        && r.mode() == TimingMode::Realtime
         && r.options.io_worker_cpu == IoWorkerCpu::Issuer
         && r.options.priority == Priority::Normal
     {
