@@ -424,13 +424,12 @@ pub fn capture(
     messages.extend(lost_and_missing_messages(&lost, &tracing.missing));
 
     let mut outcome = normaliser.finish()?;
-    let marks = task_marks(
+    outcome.tail.task = task_marks(
         &command,
         stop,
         outcome.origin.filter(|_| tracing.mono),
         opts.untraced,
     );
-    outcome.tail.notes.extend(marks.to_notes());
     // Never silently: a bio capture whose completions the kernel did not
     // trace has no latencies, and the trace says so.
     if let Some(message) = no_completions(events, &device, starts, completions, &tracing.missing) {
@@ -579,7 +578,7 @@ fn task_marks(
     untraced: Option<Duration>,
 ) -> trace_format::TaskMarks {
     let mut marks = trace_format::TaskMarks {
-        untraced_ns: untraced.map(|d| d.as_nanos().min(u64::MAX as u128) as u64),
+        untraced: untraced.map(|d| trace_format::Nanos(d.as_nanos().min(u64::MAX as u128) as u64)),
         ..trace_format::TaskMarks::default()
     };
     let (Some(origin), Some(spawned)) = (origin, command.spawned_mono) else {
@@ -595,11 +594,11 @@ fn task_marks(
         return marks;
     };
     if start <= origin.0 {
-        marks.start_before_ns = Some(origin.0 - start);
+        marks.start_before = Some(trace_format::Nanos(origin.0 - start));
     } else {
-        marks.start_after_ns = Some(start - origin.0);
+        marks.start_after = Some(trace_format::Nanos(start - origin.0));
     }
-    marks.end_ns = Some(done.saturating_sub(origin.0));
+    marks.end = Some(trace_format::Nanos(done.saturating_sub(origin.0)));
     marks
 }
 

@@ -4,11 +4,14 @@ use super::Footer;
 use crate::error::FormatError;
 use crate::frame::{decode_meta, u32_at, FOOTER_MAGIC, PREAMBLE_LEN};
 use crate::meta::TraceHeader;
+use crate::section::Sections;
+use crate::task::TaskMarks;
 use crate::{MAGIC, VERSION_MAJOR};
 
 /// Checks the header block at the start of `bytes` and returns the header and
-/// the block's length. `bytes` may be longer than the block.
-pub(super) fn parse_header_block(bytes: &[u8]) -> Result<(TraceHeader, usize), FormatError> {
+/// the block's length and the file's minor version. `bytes` may be longer
+/// than the block.
+pub(super) fn parse_header_block(bytes: &[u8]) -> Result<(TraceHeader, usize, u16), FormatError> {
     if bytes.len() < MAGIC.len() || bytes[..MAGIC.len()] != MAGIC {
         let n = bytes.len().min(MAGIC.len());
         if n < MAGIC.len() && bytes[..n] == MAGIC[..n] {
@@ -55,7 +58,7 @@ pub(super) fn parse_header_block(bytes: &[u8]) -> Result<(TraceHeader, usize), F
     }
     let header = decode_meta(&bytes[PREAMBLE_LEN..PREAMBLE_LEN + header_len])
         .map_err(FormatError::CorruptHeader)?;
-    Ok((header, block_len))
+    Ok((header, block_len, minor))
 }
 
 /// Parses and checks the footer block plus trailer found at the end of `bytes`.
@@ -71,4 +74,13 @@ pub(super) fn parse_footer_block(block: &[u8]) -> Result<Footer, String> {
         return Err("checksum mismatch".into());
     }
     decode_meta(&block[8..8 + len])
+}
+
+/// Puts the task into the footer's tail: the task section's, or for a file
+/// without one, what the notes of format 1.0 held (taken out of the notes).
+pub(super) fn attach_task(footer: &mut Footer, sections: Sections) {
+    footer.tail.task = match sections.task {
+        Some(task) => task,
+        None => TaskMarks::from_legacy_notes(&mut footer.tail.notes),
+    };
 }

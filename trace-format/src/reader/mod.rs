@@ -10,10 +10,11 @@ use crate::error::{FormatError, FormatErrorKind};
 use crate::frame::{decode_frame, u32_at, u64_at, PREAMBLE_LEN, TRAILER_LEN};
 use crate::meta::{Summary, TraceHeader, TraceTail};
 use crate::record::IoRecord;
+use crate::section::{parse_sections, Sections};
 use crate::units::Nanos;
 use crate::{END_MAGIC, MAGIC, VERSION_MAJOR};
 use backing::{Backing, FileStamp};
-use blocks::{parse_footer_block, parse_header_block};
+use blocks::{attach_task, parse_footer_block, parse_header_block};
 use checks::{check_chunk, check_devices, check_index, chunk_error, summary_mismatch};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -108,7 +109,7 @@ impl TraceFile {
             let want = (PREAMBLE_LEN as u64 + header_len + 4).min(file_len);
             backing.read_at(0, want as usize, &mut buf)?;
         }
-        let (header, header_len) = parse_header_block(&buf)?;
+        let (header, header_len, minor) = parse_header_block(&buf)?;
         let header_len = header_len as u64;
         if file_len < header_len + TRAILER_LEN as u64 {
             return Err(no_trailer());
@@ -136,8 +137,33 @@ impl TraceFile {
             ));
         }
         backing.read_at(footer_offset, footer_len as usize, &mut buf)?;
-        let footer = parse_footer_block(&buf).map_err(FormatError::CorruptFooter)?;
-        check_index(&footer, header_len, footer_offset).map_err(FormatError::CorruptFooter)?;
+        let mut footer = parse_footer_block(&buf).map_err(FormatError::CorruptFooter)?;
+        // From minor 1 on, sections may lie between the last chunk and the footer.
+        let chunks_end = match footer.chunks.last() {
+            Some(c) if minor > 0 => c
+                .offset
+                .checked_add(u64::from(c.stored_len))
+                .filter(|&end| end <= footer_offset)
+                .ok_or_else(|| {
+                    FormatError::CorruptFooter("the index runs past the footer".into())
+                })?,
+            None if minor > 0 => header_len,
+            _ => footer_offset,
+        };
+        check_index(&footer, header_len, chunks_end).map_err(FormatError::CorruptFooter)?;
+        let sections = if chunks_end < footer_offset {
+            let len = footer_offset - chunks_end;
+            if len > MAX_BLOCK {
+                return Err(FormatError::CorruptFooter(format!(
+                    "implausible {len} bytes between the last chunk and the footer"
+                )));
+            }
+            backing.read_at(chunks_end, len as usize, &mut buf)?;
+            parse_sections(&buf)?
+        } else {
+            Sections::default()
+        };
+        attach_task(&mut footer, sections);
         Ok(TraceFile {
             backing,
             header,

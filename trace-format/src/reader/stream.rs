@@ -1,6 +1,6 @@
 //! Reading a `.tmt` in one pass from any `Read`.
 
-use super::blocks::{parse_footer_block, parse_header_block};
+use super::blocks::{attach_task, parse_footer_block, parse_header_block};
 use super::checks::{check_index, chunk_error, summary_mismatch};
 use super::{ChunkInfo, Footer};
 use crate::error::FormatError;
@@ -9,6 +9,7 @@ use crate::frame::{
 };
 use crate::meta::{Summary, TraceHeader};
 use crate::record::IoRecord;
+use crate::section::{parse_section, section_len, Sections, SECTION_HEAD_LEN, SECTION_MAGIC};
 use crate::END_MAGIC;
 use std::io::Read;
 
@@ -29,6 +30,11 @@ pub struct TraceReader<R: Read> {
     counted: Summary,
     /// The highest device index of any record read.
     max_device: u16,
+    /// The file's minor version (sections exist from 1 on).
+    minor: u16,
+    /// Where the first section started (the chunks end there).
+    chunks_end: Option<u64>,
+    sections: Sections,
 }
 
 impl<R: Read> TraceReader<R> {
@@ -53,7 +59,7 @@ impl<R: Read> TraceReader<R> {
             .take(header_len as u64 + 4)
             .read_to_end(&mut block)
             .map_err(FormatError::Stream)?;
-        let (header, block_len) = parse_header_block(&block)?;
+        let (header, block_len, minor) = parse_header_block(&block)?;
         Ok(TraceReader {
             input,
             header,
@@ -66,6 +72,9 @@ impl<R: Read> TraceReader<R> {
             done: false,
             counted: Summary::default(),
             max_device: 0,
+            minor,
+            chunks_end: None,
+            sections: Sections::default(),
         })
     }
 
@@ -94,7 +103,19 @@ impl<R: Read> TraceReader<R> {
         Ok(())
     }
 
-    /// Reads the next chunk into the buffer, or the footer (returns false).
+    /// Reads and checks the section whose magic is in the frame.
+    fn read_section(&mut self) -> Result<(), FormatError> {
+        self.read_exact_or(SECTION_HEAD_LEN - 4, "a section head")?;
+        let total = section_len(&self.frame)?;
+        self.read_exact_or(total - SECTION_HEAD_LEN, "a section")?;
+        parse_section(&self.frame, &mut self.sections)?;
+        self.chunks_end.get_or_insert(self.position);
+        self.position += total as u64;
+        Ok(())
+    }
+
+    /// Reads the next chunk into the buffer, or a section (returns true with
+    /// no record), or the footer (returns false).
     fn next_block(&mut self) -> Result<bool, FormatError> {
         let index = self.seen.len();
         self.frame.clear();
@@ -116,7 +137,7 @@ impl<R: Read> TraceReader<R> {
                 ));
             }
             self.read_exact_or(len + 4, "the footer")?;
-            let footer = parse_footer_block(&self.frame).map_err(FormatError::CorruptFooter)?;
+            let mut footer = parse_footer_block(&self.frame).map_err(FormatError::CorruptFooter)?;
             let footer_len = self.frame.len() as u64;
             self.frame.clear();
             self.read_exact_or(TRAILER_LEN, "the trailer")?;
@@ -133,8 +154,9 @@ impl<R: Read> TraceReader<R> {
                     "the chunk index disagrees with the chunks read".into(),
                 ));
             }
-            let start = self.seen.first().map_or(self.position, |c| c.offset);
-            check_index(&footer, start, self.position).map_err(FormatError::CorruptFooter)?;
+            let data_end = self.chunks_end.unwrap_or(self.position);
+            let start = self.seen.first().map_or(data_end, |c| c.offset);
+            check_index(&footer, start, data_end).map_err(FormatError::CorruptFooter)?;
             let table = footer.tail.devices.len();
             if usize::from(self.max_device) >= table.max(1) {
                 return Err(FormatError::CorruptFooter(format!(
@@ -151,8 +173,18 @@ impl<R: Read> TraceReader<R> {
                     "bytes follow the trailer".into(),
                 ));
             }
+            attach_task(&mut footer, std::mem::take(&mut self.sections));
             self.footer = Some(footer);
             return Ok(false);
+        }
+        if self.frame[..4] == SECTION_MAGIC && self.minor > 0 {
+            self.read_section()?;
+            return Ok(true);
+        }
+        if self.chunks_end.is_some() {
+            return Err(FormatError::CorruptFooter(
+                "a chunk follows a section (sections come after the last chunk)".into(),
+            ));
         }
         let fail = |r: String| chunk_error(index, index + 1, r);
         self.read_exact_or(CHUNK_HEAD_LEN - 4, "a chunk head")
