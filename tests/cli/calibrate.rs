@@ -111,6 +111,8 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     for model in DependencyModel::ALL {
         assert_eq!(marks.capture_drive.get(model), ns(model.name()));
     }
+    info_shows_the_task(dir.path(), "chain.tmt", None);
+    info_shows_the_task(dir.path(), "calibrated.tmt", Some(&marks));
 
     // The next replay: per model, untraced + its own uncalibrated figure -
     // the calibration replay's.
@@ -237,5 +239,51 @@ fn in_place_through_a_link_calibrates_the_target_and_keeps_its_mode() {
             before.map(|t| t.is_char_device() || t.is_fifo()),
             after.map(|t| t.is_char_device() || t.is_fifo())
         );
+    }
+}
+
+/// `tracemark info` (text and JSON) shows the trace's marks, its untraced
+/// time and, once calibrated, the capture drive's prediction per model.
+fn info_shows_the_task(dir: &Path, trace: &str, calibrated: Option<&trace_format::TaskMarks>) {
+    let text = tracemark()
+        .current_dir(dir)
+        .args(["info", trace])
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Task (capture marks)\n"), "{text}");
+    assert!(
+        text.contains("  done           20.5 ms after time 0\n"),
+        "{text}"
+    );
+    assert!(text.contains("  untraced       80.0 ms\n"), "{text}");
+    let json = tracemark()
+        .current_dir(dir)
+        .args(["info", "--json", trace])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let task = &json["task"];
+    assert_eq!(task["end_ns"], 20_500_000, "{task}");
+    assert_eq!(task["untraced_ns"], UNTRACED_NS, "{task}");
+    match calibrated {
+        None => {
+            assert!(
+                text.contains("  calibrated     no (tracemark calibrate)\n"),
+                "{text}"
+            );
+            assert!(task.get("capture_drive_ns").is_none(), "{task}");
+        }
+        Some(marks) => {
+            let blocking = marks.capture_drive.get(DependencyModel::Blocking).unwrap();
+            let shown = format!("blocking {}", results::text::units::duration_ns(blocking.0));
+            assert!(
+                text.contains("  calibrated     on the capture drive: all "),
+                "{text}"
+            );
+            assert!(text.contains(&shown), "{text}");
+            assert_eq!(task["capture_drive_ns"]["blocking"], blocking.0, "{task}");
+        }
     }
 }
