@@ -41,7 +41,10 @@
 //! the original at the current record, and the records admitted but not yet
 //! completed in the replay (both bounded by queue depths).
 
+mod observer;
+
 use crate::waits::{self, Path, Sequence};
+pub use observer::{NoPrediction, TaskObserver};
 use results::breakdown::{ClassWaits, WaitClass, WaitOp};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
