@@ -40,6 +40,12 @@
 //! replay. The computation streams: it keeps the I/Os that were in flight in
 //! the original at the current record, and the records admitted but not yet
 //! completed in the replay (both bounded by queue depths).
+//!
+//! The engine does not call the model: [`TaskObserver`] listens to a pass's
+//! I/O events (each record read, each completion) and feeds it. A pass
+//! predicts only in realtime mode on one ring ([`NoPrediction`] says why
+//! not otherwise); the marks, untraced time and calibration come from the
+//! trace's task section (`trace_format::TaskMarks`).
 
 mod observer;
 
