@@ -243,6 +243,7 @@ fn split_into(
             skipped: outcome.tail.skipped.clone(),
             notes: outcome.tail.notes.clone(),
             capture_start_unix_ns: outcome.tail.capture_start_unix_ns,
+            task: outcome.tail.task,
         };
         let (buffered, summary) = out.writer.finish(&tail)?;
         let output = out.output.clone();

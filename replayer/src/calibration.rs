@@ -1,16 +1,15 @@
 //! Calibrating a trace on its capture drive (`tracemark calibrate`): the
-//! task time a replay there predicted goes into the trace, as notes of its
-//! tail, and every later replay's predicted task time is set against it (see
+//! task time a replay there predicted goes into the trace's task section,
+//! and every later replay's predicted task time is set against it (see
 //! [`crate::prediction`]). The capture's latencies are those of one traced
 //! run; a replay measures the same drive's latencies its own way, and only a
 //! replay set against a replay leaves the drives' difference alone.
 
-use crate::prediction::DependencyModel;
 use results::schema::{SuiteResult, TraceResult};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use trace_format::RecordChecksum;
-use trace_format::{task_note, CaptureDrivePrediction, TaskMarks, TraceFile, TraceWriter};
+use trace_format::{ModelTimes, Nanos, TraceFile, TraceWriter};
 
 /// What went wrong, for callers that act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,10 +64,10 @@ pub struct Calibration {
     /// The trace's name in the result.
     pub name: String,
     /// The capture drive's predictions now in the trace.
-    pub capture_drive: CaptureDrivePrediction,
-    /// The untraced time the predictions start from, ns (when the trace
-    /// has one).
-    pub untraced_ns: Option<u64>,
+    pub capture_drive: ModelTimes,
+    /// The untraced time the predictions start from (when the trace has
+    /// one).
+    pub untraced: Option<Nanos>,
     /// The trace held an earlier calibration, now replaced.
     pub replaced: bool,
 }
@@ -122,25 +121,21 @@ fn replay_of<'a>(
     Ok(t)
 }
 
-/// The capture drive's uncalibrated prediction per model, ns.
-fn capture_drive_prediction(t: &TraceResult) -> CaptureDrivePrediction {
+/// The capture drive's uncalibrated prediction per model: the result's
+/// seconds per model name, read back through the one spelling of the names.
+fn capture_drive_prediction(t: &TraceResult) -> ModelTimes {
     let Some(task) = &t.task else {
-        return CaptureDrivePrediction::default();
+        return ModelTimes::default();
     };
     // A replay of a trace that was calibrated before: its uncalibrated
     // figures are the ones set against the capture's latencies.
     let models = task.uncalibrated.as_ref().unwrap_or(&task.models);
-    let ns = |m: DependencyModel| {
+    ModelTimes::from_fn(|m| {
         models
             .get(m.name())
             .filter(|s| s.is_finite() && **s >= 0.0)
-            .map(|s| (s * 1e9).round() as u64)
-    };
-    CaptureDrivePrediction {
-        all_ns: ns(DependencyModel::All),
-        blocking_ns: ns(DependencyModel::Blocking),
-        stream_ns: ns(DependencyModel::Stream),
-    }
+            .map(|s| Nanos::from_secs_f64(*s))
+    })
 }
 
 /// Writes `trace` to `out` (which may be `trace` itself) with the task time
@@ -169,19 +164,8 @@ pub fn calibrate(
     let capture_drive = capture_drive_prediction(t);
 
     let mut tail = file.footer().tail.clone();
-    let before = TaskMarks::from_notes(&tail.notes);
-    let capture_drive_keys = [
-        task_note::CAPTURE_DRIVE_ALL_NS,
-        task_note::CAPTURE_DRIVE_BLOCKING_NS,
-        task_note::CAPTURE_DRIVE_STREAM_NS,
-    ];
-    tail.notes
-        .retain(|(k, _)| !capture_drive_keys.contains(&k.as_str()));
-    let marks = TaskMarks {
-        capture_drive,
-        ..TaskMarks::default()
-    };
-    tail.notes.extend(marks.to_notes());
+    let before = tail.task;
+    tail.task.capture_drive = capture_drive;
 
     let write_error = |source| CalibrationError::Write {
         path: out.to_path_buf(),
@@ -209,7 +193,7 @@ pub fn calibrate(
     Ok(Calibration {
         name: t.name.clone(),
         capture_drive,
-        untraced_ns: before.untraced_ns,
+        untraced: before.untraced,
         replaced: before.capture_drive.is_set(),
     })
 }

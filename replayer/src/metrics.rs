@@ -9,7 +9,7 @@ use results::schema::{
 };
 use results::stats::{mean, mean_ci95, score};
 use std::collections::BTreeMap;
-use trace_format::Op;
+use trace_format::{Nanos, Op};
 
 /// Latencies are recorded in nanoseconds, up to an hour, 3 significant digits.
 pub fn new_histogram() -> Histogram<u64> {
@@ -74,7 +74,7 @@ pub struct PassOutcome {
 
 /// A pass's prediction in the result schema.
 pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
-    let secs = |ns: u64| ns as f64 / 1e9;
+    let secs = |ns: Nanos| ns.as_secs_f64();
     TaskTime {
         predicted_s: secs(p.predicted(DependencyModel::PRIMARY)),
         model: DependencyModel::PRIMARY.name().to_string(),
@@ -82,10 +82,10 @@ pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
             .iter()
             .map(|m| (m.name().to_string(), secs(p.predicted(*m))))
             .collect(),
-        captured_s: secs(p.captured_ns),
-        untraced_s: p.untraced_ns.map(secs),
+        captured_s: secs(p.captured),
+        untraced_s: p.untraced.map(secs),
         span: if p.marked { "task marks" } else { "trace span" }.to_string(),
-        uncalibrated: p.uncalibrated_ns.is_some().then(|| {
+        uncalibrated: p.uncalibrated.is_some().then(|| {
             DependencyModel::ALL
                 .iter()
                 .map(|m| (m.name().to_string(), secs(p.uncalibrated(*m))))

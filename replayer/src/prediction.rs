@@ -40,104 +40,75 @@
 //! replay. The computation streams: it keeps the I/Os that were in flight in
 //! the original at the current record, and the records admitted but not yet
 //! completed in the replay (both bounded by queue depths).
+//!
+//! The engine does not call the model: [`TaskObserver`] listens to a pass's
+//! I/O events (each record read, each completion) and feeds it. A pass
+//! predicts only in realtime mode on one ring ([`NoPrediction`] says why
+//! not otherwise); the marks, untraced time and calibration come from the
+//! trace's task section (`trace_format::TaskMarks`).
+
+mod observer;
 
 use crate::waits::{self, Path, Sequence};
+pub use observer::{NoPrediction, TaskObserver};
 use results::breakdown::{ClassWaits, WaitClass, WaitOp};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-pub use trace_format::TaskMarks;
-use trace_format::{Flags, IoRecord, Op};
-
-/// Which earlier I/Os an I/O waits for in the prediction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum DependencyModel {
-    /// Every I/O that completed before it (the replay's own closed loop).
-    All,
-    /// Only I/Os an application waits for: reads, flushes and writes the
-    /// application made synchronous (sync, FUA or preflush), and the plain
-    /// writes (the kernel's writeback) a flush or preflush write covers.
-    /// Other plain writes no application I/O waits for.
-    Blocking,
-    /// Blocking I/Os of the same issuing process, and synchronous writes and
-    /// flushes of any process (a journal commit holds up every writer).
-    Stream,
-}
-
-impl DependencyModel {
-    pub const ALL: [DependencyModel; 3] = [
-        DependencyModel::All,
-        DependencyModel::Blocking,
-        DependencyModel::Stream,
-    ];
-
-    /// The model a result's predicted task time uses.
-    pub const PRIMARY: DependencyModel = DependencyModel::Blocking;
-
-    pub fn name(self) -> &'static str {
-        match self {
-            DependencyModel::All => "all",
-            DependencyModel::Blocking => "blocking",
-            DependencyModel::Stream => "stream",
-        }
-    }
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
+pub use trace_format::{DependencyModel, ModelTimes, TaskMarks};
+use trace_format::{Flags, IoRecord, Nanos, Op};
 
 /// What one pass predicts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskTimePrediction {
-    /// The task's time in the trace as captured, ns (its marks, or the
-    /// trace's first issue to last completion).
-    pub captured_ns: u64,
+    /// The task's time in the trace as captured (its marks, or the trace's
+    /// first issue to last completion).
+    pub captured: Nanos,
     /// The untraced time the prediction starts from, when the trace has it.
-    pub untraced_ns: Option<u64>,
+    pub untraced: Option<Nanos>,
     /// Whether the span came from the capture's task marks.
     pub marked: bool,
-    /// Predicted task time per model, ns, indexed like [`DependencyModel::ALL`]
-    /// (calibrated where the trace carries the capture drive's prediction).
-    pub predicted_ns: [u64; 3],
+    /// Predicted task time, every model set (calibrated where the trace
+    /// carries the capture drive's prediction).
+    pub predicted: ModelTimes,
     /// Before calibration: the untraced time plus this replay's shift from
-    /// the captured latencies, per model; `None` for an uncalibrated trace.
-    pub uncalibrated_ns: Option<[u64; 3]>,
+    /// the captured latencies, every model set; `None` for an uncalibrated
+    /// trace.
+    pub uncalibrated: Option<ModelTimes>,
     /// The primary model's path of waits to the task's end, per class of
     /// I/O (latencies on the target).
     pub waits: Vec<ClassWaits>,
 }
 
 impl TaskTimePrediction {
-    pub fn predicted(&self, model: DependencyModel) -> u64 {
-        self.predicted_ns[model.index()]
+    pub fn predicted(&self, model: DependencyModel) -> Nanos {
+        self.predicted.get(model).unwrap_or(Nanos::ZERO)
     }
 
     /// The prediction before calibration (the prediction itself for an
     /// uncalibrated trace).
-    pub fn uncalibrated(&self, model: DependencyModel) -> u64 {
-        self.uncalibrated_ns.unwrap_or(self.predicted_ns)[model.index()]
+    pub fn uncalibrated(&self, model: DependencyModel) -> Nanos {
+        self.uncalibrated
+            .unwrap_or(self.predicted)
+            .get(model)
+            .unwrap_or(Nanos::ZERO)
     }
+}
+
+/// Per model: `raw` as times.
+fn model_times(raw: [u64; 3]) -> ModelTimes {
+    ModelTimes::from_fn(|m| Some(Nanos(raw[m.index()])))
 }
 
 /// Sets raw predictions (`base` plus each model's shift) against the
 /// capture drive's: `base + raw - capture drive`, per model that has one.
-fn calibrate(
-    raw: [u64; 3],
-    base: u64,
-    capture_drive: &trace_format::CaptureDrivePrediction,
-) -> [u64; 3] {
-    let on_capture_drive = [
-        capture_drive.all_ns,
-        capture_drive.blocking_ns,
-        capture_drive.stream_ns,
-    ];
-    let mut out = raw;
-    for (p, c) in out.iter_mut().zip(on_capture_drive) {
-        if let Some(c) = c {
-            *p = (base as i64 + *p as i64 - c as i64).max(0) as u64;
-        }
-    }
-    out
+fn calibrate(raw: [u64; 3], base: u64, capture_drive: &ModelTimes) -> ModelTimes {
+    ModelTimes::from_fn(|m| {
+        let p = raw[m.index()];
+        Some(Nanos(match capture_drive.get(m) {
+            Some(c) => (base as i64 + p as i64 - c.0 as i64).max(0) as u64,
+            None => p,
+        }))
+    })
 }
 
 /// How a record takes part in the dependencies of the blocking and stream
@@ -536,7 +507,7 @@ impl TaskTimeModel {
 
     /// The "done" mark, on the records' clock.
     fn end_time(&self) -> Option<u64> {
-        self.marks.end_ns
+        self.marks.end.map(|e| e.0)
     }
 
     fn take_end_if_passed(&mut self, t: u64) {
@@ -589,19 +560,20 @@ impl TaskTimeModel {
             return None;
         }
         let first = self.first_time?;
-        if let Some(end_rel) = self.marks.end_ns {
+        let untraced = self.marks.untraced.map(|u| u.0);
+        if let Some(end_rel) = self.end_time() {
             if self.end_shifts.is_none() {
                 self.absorb_until(end_rel);
                 self.end_shifts = Some(self.shifts.at_end(end_rel));
             }
             let (shifts, path) = self.end_shifts.take().unwrap_or_default();
-            let captured = self.marks.captured_ns().unwrap_or(end_rel);
-            let base = self.marks.untraced_ns.unwrap_or(captured);
+            let captured = self.marks.captured().map_or(end_rel, |c| c.0);
+            let base = untraced.unwrap_or(captured);
             let raw = shifts.map(|s| (base as i64 + s).max(0) as u64);
             Some(self.prediction(captured, base, raw, true, &path))
         } else {
             let captured = self.last_completion.saturating_sub(first);
-            let base = self.marks.untraced_ns.unwrap_or(captured);
+            let base = untraced.unwrap_or(captured);
             let raw = self
                 .last_predicted
                 .map(|p| (base as i64 + (p - self.last_completion as i64)).max(0) as u64);
@@ -619,11 +591,11 @@ impl TaskTimeModel {
     ) -> TaskTimePrediction {
         let capture_drive = &self.marks.capture_drive;
         TaskTimePrediction {
-            captured_ns: captured,
-            untraced_ns: self.marks.untraced_ns,
+            captured: Nanos(captured),
+            untraced: self.marks.untraced,
             marked,
-            predicted_ns: calibrate(raw, base, capture_drive),
-            uncalibrated_ns: capture_drive.is_set().then_some(raw),
+            predicted: calibrate(raw, base, capture_drive),
+            uncalibrated: capture_drive.is_set().then(|| model_times(raw)),
             waits: waits::class_waits(path),
         }
     }

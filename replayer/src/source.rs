@@ -77,7 +77,7 @@ impl TraceSource for TmtSource {
     }
 
     fn task_marks(&self) -> crate::prediction::TaskMarks {
-        trace_format::TaskMarks::from_notes(&self.file.footer().tail.notes)
+        self.file.footer().tail.task
     }
 
     fn records(&self) -> RecordIter<'_> {

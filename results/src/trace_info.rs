@@ -95,6 +95,10 @@ pub struct TraceInfo {
     pub skipped_examples: Vec<SkippedExampleJson>,
     pub source_files: Vec<String>,
     pub source_format: String,
+    /// The captured task (its marks, untraced time and calibration), when
+    /// the trace has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskJson>,
     /// The largest step every time and latency is a multiple of, ns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_step_ns: Option<Option<u64>>,
@@ -157,6 +161,45 @@ pub struct QueueDepthJson {
 }
 
 /// Idle periods by length (see `trace_format::stats::IdlePeriods`).
+/// The captured task, ns (fields alphabetical, absent when unknown).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskJson {
+    /// What a replay on the capture drive predicted, per dependency model
+    /// (a calibrated trace).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub capture_drive_ns: BTreeMap<&'static str, u64>,
+    /// Start to "done", as captured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub captured_ns: Option<u64>,
+    /// The "done" point after time 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub end_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_after_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_before_ns: Option<u64>,
+    /// The task's time in an untraced run on the capture drive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untraced_ns: Option<u64>,
+}
+
+impl TaskJson {
+    fn new(t: &trace_format::TaskMarks) -> TaskJson {
+        TaskJson {
+            capture_drive_ns: t
+                .capture_drive
+                .iter()
+                .map(|(m, n)| (m.name(), n.0))
+                .collect(),
+            captured_ns: t.captured().map(|n| n.0),
+            end_ns: t.end.map(|n| n.0),
+            start_after_ns: t.start_after.map(|n| n.0),
+            start_before_ns: t.start_before.map(|n| n.0),
+            untraced_ns: t.untraced.map(|n| n.0),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct IdlePeriodsJson {
     pub bounds_ns: Vec<u64>,
@@ -252,6 +295,7 @@ impl TraceInfo {
                 .collect(),
             source_files: h.source_files.clone(),
             source_format: h.source_format.clone(),
+            task: (!tail.task.is_empty()).then(|| TaskJson::new(&tail.task)),
             time_step_ns: None,
             with_latency: s.with_latency,
             write_bytes: s.write_bytes,

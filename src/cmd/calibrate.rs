@@ -41,16 +41,19 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
     let out = args.output.as_ref().unwrap_or(&args.trace);
     let c = replayer::calibration::calibrate(&args.trace, &result, &args.from, out)
         .with_context(|| format!("calibrating {}", args.trace.display()))?;
-    let secs =
-        |ns: Option<u64>| ns.map_or("-".to_string(), |ns| format!("{:.3} s", ns as f64 / 1e9));
+    let secs = |ns: Option<trace_format::Nanos>| {
+        ns.map_or("-".to_string(), |ns| format!("{:.3} s", ns.as_secs_f64()))
+    };
+    let model = |m| secs(c.capture_drive.get(m));
+    use trace_format::DependencyModel as M;
     println!(
         "{}: calibrated{}: on the capture drive the replay predicted {} (blocking), {} (stream), {} (all); untraced {}",
         out.display(),
         if c.replaced { " (the earlier calibration replaced)" } else { "" },
-        secs(c.capture_drive.blocking_ns),
-        secs(c.capture_drive.stream_ns),
-        secs(c.capture_drive.all_ns),
-        secs(c.untraced_ns),
+        model(M::Blocking),
+        model(M::Stream),
+        model(M::All),
+        secs(c.untraced),
     );
     Ok(0)
 }

@@ -11,7 +11,7 @@ use crate::support::result_fixture::{result, write, Figures};
 use serde_json::{json, Value};
 use std::fs;
 use std::path::Path;
-use trace_format::{IoRecord, Op, TaskMarks, TraceHeader, TraceTail, TraceWriter};
+use trace_format::{IoRecord, Nanos, Op, TaskMarks, TraceHeader, TraceTail, TraceWriter};
 
 /// Ten 64 KiB reads in a chain, one after the other on the device (each
 /// 400 µs in the capture, 1 ms apart), the done mark after the last.
@@ -28,11 +28,11 @@ fn write_chain(path: &Path) {
         w.push(r).unwrap();
     }
     let marks = TaskMarks {
-        end_ns: Some(10_000_000),
+        end: Some(Nanos(10_000_000)),
         ..TaskMarks::default()
     };
     w.finish(&TraceTail {
-        notes: marks.to_notes(),
+        task: marks,
         ..TraceTail::default()
     })
     .unwrap();

@@ -8,7 +8,7 @@ use crate::support::{read_json, tracemark};
 use replayer::calibration::{calibrate, CalibrationProblem};
 use std::fs;
 use std::path::Path;
-use trace_format::{task_note, IoRecord, TaskMarks, TraceFile};
+use trace_format::{DependencyModel, IoRecord, Nanos, TraceFile};
 
 const UNTRACED_NS: u64 = 80_000_000;
 
@@ -102,15 +102,17 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     assert!(stdout.contains("calibrated.tmt: calibrated"), "{stdout}");
     let calibrated = dir.path().join("calibrated.tmt");
     assert_eq!(records(&calibrated), original, "the records are kept");
-    let marks = TaskMarks::from_notes(&TraceFile::open(&calibrated).unwrap().footer().tail.notes);
-    assert_eq!(marks.untraced_ns, Some(UNTRACED_NS));
+    let marks = TraceFile::open(&calibrated).unwrap().footer().tail.task;
+    assert_eq!(marks.untraced, Some(Nanos(UNTRACED_NS)));
     let ns = |name: &str| {
         let s = on_capture_drive.iter().find(|(k, _)| k == name).unwrap().1;
-        Some((s * 1e9).round() as u64)
+        Some(Nanos((s * 1e9).round() as u64))
     };
-    assert_eq!(marks.capture_drive.blocking_ns, ns("blocking"));
-    assert_eq!(marks.capture_drive.stream_ns, ns("stream"));
-    assert_eq!(marks.capture_drive.all_ns, ns("all"));
+    for model in DependencyModel::ALL {
+        assert_eq!(marks.capture_drive.get(model), ns(model.name()));
+    }
+    info_shows_the_task(dir.path(), "chain.tmt", None);
+    info_shows_the_task(dir.path(), "calibrated.tmt", Some(&marks));
 
     // The next replay: per model, untraced + its own uncalibrated figure -
     // the calibration replay's.
@@ -134,21 +136,16 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     let out = calibrate_cli(dir.path(), &["calibrated.tmt", "--from", "second.json"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("earlier calibration replaced"));
-    let again = TaskMarks::from_notes(&TraceFile::open(&calibrated).unwrap().footer().tail.notes);
+    let again = TraceFile::open(&calibrated).unwrap().footer().tail.task;
     let blocking_before = before.iter().find(|(k, _)| k == "blocking").unwrap().1;
     assert_eq!(
-        again.capture_drive.blocking_ns,
-        Some((blocking_before * 1e9).round() as u64)
+        again.capture_drive.get(DependencyModel::Blocking),
+        Some(Nanos((blocking_before * 1e9).round() as u64))
     );
     let file = TraceFile::open(&calibrated).unwrap();
-    let notes = &file.footer().tail.notes;
-    assert_eq!(
-        notes
-            .iter()
-            .filter(|(k, _)| k == task_note::CAPTURE_DRIVE_BLOCKING_NS)
-            .count(),
-        1,
-        "one calibration in the trace"
+    assert!(
+        file.footer().tail.notes.is_empty(),
+        "the calibration is in the task section, not in the notes"
     );
 }
 
@@ -225,7 +222,7 @@ fn in_place_through_a_link_calibrates_the_target_and_keeps_its_mode() {
         .file_type()
         .is_symlink());
     let real = d.join("real.tmt");
-    let marks = TaskMarks::from_notes(&TraceFile::open(&real).unwrap().footer().tail.notes);
+    let marks = TraceFile::open(&real).unwrap().footer().tail.task;
     assert!(marks.capture_drive.is_set(), "the real trace is calibrated");
     assert_eq!(
         fs::metadata(&real).unwrap().permissions().mode() & 0o7777,
@@ -242,5 +239,51 @@ fn in_place_through_a_link_calibrates_the_target_and_keeps_its_mode() {
             before.map(|t| t.is_char_device() || t.is_fifo()),
             after.map(|t| t.is_char_device() || t.is_fifo())
         );
+    }
+}
+
+/// `tracemark info` (text and JSON) shows the trace's marks, its untraced
+/// time and, once calibrated, the capture drive's prediction per model.
+fn info_shows_the_task(dir: &Path, trace: &str, calibrated: Option<&trace_format::TaskMarks>) {
+    let text = tracemark()
+        .current_dir(dir)
+        .args(["info", trace])
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("Task (capture marks)\n"), "{text}");
+    assert!(
+        text.contains("  done           20.5 ms after time 0\n"),
+        "{text}"
+    );
+    assert!(text.contains("  untraced       80.0 ms\n"), "{text}");
+    let json = tracemark()
+        .current_dir(dir)
+        .args(["info", "--json", trace])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let task = &json["task"];
+    assert_eq!(task["end_ns"], 20_500_000, "{task}");
+    assert_eq!(task["untraced_ns"], UNTRACED_NS, "{task}");
+    match calibrated {
+        None => {
+            assert!(
+                text.contains("  calibrated     no (tracemark calibrate)\n"),
+                "{text}"
+            );
+            assert!(task.get("capture_drive_ns").is_none(), "{task}");
+        }
+        Some(marks) => {
+            let blocking = marks.capture_drive.get(DependencyModel::Blocking).unwrap();
+            let shown = format!("blocking {}", results::text::units::duration_ns(blocking.0));
+            assert!(
+                text.contains("  calibrated     on the capture drive: all "),
+                "{text}"
+            );
+            assert!(text.contains(&shown), "{text}");
+            assert_eq!(task["capture_drive_ns"]["blocking"], blocking.0, "{task}");
+        }
     }
 }

@@ -420,7 +420,7 @@ const WRITER_EXCEPTIONS: &[(&str, &str, &str)] = &[
     ("recorder/src/capture/ring.rs", "OpenOptions::new(", "reads the kernel's tracefs ring buffers"),
     ("recorder/src/capture/text_pipe.rs", "OpenOptions::new(", "reads the kernel's tracefs trace pipe"),
     ("recorder/src/capture/session.rs", "OpenOptions::new(", "writes tracefs control files (kernel settings, not files)"),
-    ("trace-format/src/reader.rs", "OpenOptions::new(", "opens a trace for reading"),
+    ("trace-format/src/reader/mod.rs", "OpenOptions::new(", "opens a trace for reading"),
 ];
 
 /// Whether `line` has `call` not as the tail of a longer name

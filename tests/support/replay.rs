@@ -157,12 +157,12 @@ pub fn write_marked_trace(path: &Path, reads: u64, untraced_ns: u64) -> Vec<IoRe
         w.push(r).unwrap();
     }
     let marks = trace_format::TaskMarks {
-        end_ns: Some(reads * 1_000_000 + 500_000),
-        untraced_ns: Some(untraced_ns),
+        end: Some(trace_format::Nanos(reads * 1_000_000 + 500_000)),
+        untraced: Some(trace_format::Nanos(untraced_ns)),
         ..trace_format::TaskMarks::default()
     };
     let tail = TraceTail {
-        notes: marks.to_notes(),
+        task: marks,
         ..TraceTail::default()
     };
     w.finish(&tail).unwrap();

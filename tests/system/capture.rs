@@ -689,10 +689,9 @@ fn a_capture_marks_the_task_the_command_signals_and_its_untraced_time() {
     );
     capture_script(&dev.path, &out, &["--untraced", "1.5s"], &script);
     let recs = records(&out);
-    let marks =
-        trace_format::TaskMarks::from_notes(&TraceFile::open(&out).unwrap().footer().tail.notes);
-    assert_eq!(marks.untraced_ns, Some(1_500_000_000));
-    let end = marks.end_ns.expect("a done mark");
+    let marks = TraceFile::open(&out).unwrap().footer().tail.task;
+    assert_eq!(marks.untraced, Some(trace_format::Nanos(1_500_000_000)));
+    let end = marks.end.expect("a done mark").0;
     let first_write = recs.iter().find(|r| r.op == Op::Write).unwrap().time.0;
     let last_read = recs
         .iter()
@@ -709,7 +708,7 @@ fn a_capture_marks_the_task_the_command_signals_and_its_untraced_time() {
         "the 300 ms pause lies after the mark"
     );
     // The start mark came about 50 ms before the first read.
-    let before = marks.start_before_ns.expect("a start mark before time 0");
+    let before = marks.start_before.expect("a start mark before time 0").0;
     assert!(
         (20_000_000..2_000_000_000).contains(&before),
         "start {before} ns before time 0"
@@ -752,15 +751,14 @@ fn a_capture_without_marks_signalled_marks_the_command_start_and_exit() {
     let script = format!("sleep 0.2; {}", dd(&dev.path, Op::Read, 0, 64 * KIB, 4));
     capture_script(&dev.path, &out, &[], &script);
     let recs = records(&out);
-    let marks =
-        trace_format::TaskMarks::from_notes(&TraceFile::open(&out).unwrap().footer().tail.notes);
-    assert_eq!(marks.untraced_ns, None);
-    let before = marks.start_before_ns.expect("the command's start");
+    let marks = TraceFile::open(&out).unwrap().footer().tail.task;
+    assert_eq!(marks.untraced, None);
+    let before = marks.start_before.expect("the command's start").0;
     assert!(
         before >= 150_000_000,
         "the 200 ms sleep came before the first I/O: {before}"
     );
-    let end = marks.end_ns.expect("the command's exit");
+    let end = marks.end.expect("the command's exit").0;
     let last = recs
         .iter()
         .map(|r| r.completion().unwrap().0)

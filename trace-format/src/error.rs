@@ -22,6 +22,12 @@ pub enum FormatError {
     CorruptHeader(String),
     #[error("footer is corrupt: {0}")]
     CorruptFooter(String),
+    #[error("{section} section is corrupt: {reason}")]
+    CorruptSection {
+        /// Which section (`task`).
+        section: &'static str,
+        reason: String,
+    },
     #[error("chunk {chunk} (of {chunks}) is corrupt: {reason}")]
     CorruptChunk {
         chunk: usize,
@@ -60,6 +66,8 @@ pub enum FormatErrorKind {
     CorruptHeader,
     CorruptFooter,
     CorruptChunk,
+    /// A section (the task section) is damaged or impossible.
+    CorruptSection,
     /// A record names a device the trace's device table does not have.
     UnknownDevice,
     /// A record's time is before the previous record's.
@@ -83,6 +91,7 @@ impl FormatError {
             FormatError::Truncated(_) => K::Truncated,
             FormatError::CorruptHeader(_) => K::CorruptHeader,
             FormatError::CorruptFooter(_) => K::CorruptFooter,
+            FormatError::CorruptSection { .. } => K::CorruptSection,
             FormatError::CorruptChunk { kind, .. } | FormatError::BadRecord { kind, .. } => *kind,
             FormatError::NotAFile { .. } => K::NotAFile,
             FormatError::Changed => K::Changed,

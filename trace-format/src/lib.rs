@@ -2,7 +2,8 @@
 //!
 //! A `.tmt` file is a header, a run of zstd-compressed columnar chunks of
 //! records, each protected by a CRC-32C, and a footer holding the chunk index,
-//! the summary and what the writer learnt while writing. `FORMAT.md` in this
+//! the summary and what the writer learnt while writing; between the last chunk
+//! and the footer, typed sections (the captured task). `FORMAT.md` in this
 //! crate specifies the bytes.
 //!
 //! Write with [`TraceWriter`] (memory bounded by one chunk), read with
@@ -18,18 +19,21 @@ mod reader;
 mod record;
 mod record_checksum;
 pub mod rng;
+mod section;
 pub mod stats;
+mod task;
 mod units;
 mod writer;
 
 pub use error::{FormatError, FormatErrorKind};
 pub use meta::{
-    task_note, CaptureDrivePrediction, DeviceEntry, DeviceInfo, IssueEvent, SkippedExample,
-    SkippedInput, Summary, TaskMarks, TraceHeader, TraceTail,
+    DeviceEntry, DeviceInfo, IssueEvent, SkippedExample, SkippedInput, Summary, TraceHeader,
+    TraceTail,
 };
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};
 pub use record_checksum::RecordChecksum;
+pub use task::{DependencyModel, ModelTimes, TaskMarks};
 pub use units::{Bytes, Nanos, Sectors};
 pub use writer::{TraceWriter, WriterOptions};
 
@@ -39,7 +43,8 @@ pub const MAGIC: [u8; 8] = *b"TMTRACE\0";
 pub const END_MAGIC: [u8; 8] = *b"TMTEND\0\0";
 /// The format version this crate writes. A reader refuses a newer major version.
 pub const VERSION_MAJOR: u16 = 1;
-pub const VERSION_MINOR: u16 = 0;
+/// Minor 1 added sections (the task section); a file of minor 0 holds none.
+pub const VERSION_MINOR: u16 = 1;
 /// Default number of records per chunk.
 pub const DEFAULT_CHUNK_RECORDS: u32 = 65_536;
 

@@ -2,6 +2,7 @@
 //! and the tail (learnt while writing: device table, summary, skipped input).
 
 use crate::record::{DeviceId, IoRecord, Op};
+use crate::task::TaskMarks;
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
 
@@ -125,112 +126,11 @@ pub struct TraceTail {
     pub notes: Vec<(String, u64)>,
     /// Wall-clock start, when learnt only while reading the source.
     pub capture_start_unix_ns: Option<i64>,
-}
-
-/// Where the captured task starts and ends on the trace's clock, how long it
-/// took untraced, and what a replay on the capture drive predicted for it,
-/// kept as notes of the tail (so older readers still read the file).
-/// `tracemark capture` writes the marks, `tracemark calibrate` the capture
-/// drive's prediction; a replay's predicted task time spans the marks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TaskMarks {
-    /// The task's start, ns before the trace's time 0 (a task starts before
-    /// its first I/O).
-    pub start_before_ns: Option<u64>,
-    /// The task's start, ns after the trace's time 0 (I/O before it belonged
-    /// to something else).
-    pub start_after_ns: Option<u64>,
-    /// The task's "done" point, ns after the trace's time 0.
-    pub end_ns: Option<u64>,
-    /// The task's time in an untraced run on the capture drive, ns.
-    pub untraced_ns: Option<u64>,
-    /// What a replay on the capture drive itself predicted, when the trace
-    /// was calibrated.
-    pub capture_drive: CaptureDrivePrediction,
-}
-
-/// The task time a replay on the capture drive predicted, ns, per dependency
-/// model of the replayer's prediction. The capture's own latencies are one
-/// run's, stretched by tracing and by whatever else that run met; a replay
-/// on another drive is set against this replay instead, so the capture
-/// drive predicts the untraced time and only the drives' difference moves
-/// the prediction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct CaptureDrivePrediction {
-    pub all_ns: Option<u64>,
-    pub blocking_ns: Option<u64>,
-    pub stream_ns: Option<u64>,
-}
-
-impl CaptureDrivePrediction {
-    /// Whether the trace was calibrated (any model's prediction is known).
-    pub fn is_set(&self) -> bool {
-        self.all_ns.is_some() || self.blocking_ns.is_some() || self.stream_ns.is_some()
-    }
-}
-
-/// The note keys of [`TaskMarks`].
-pub mod task_note {
-    pub const START_BEFORE_NS: &str = "task: start, ns before time 0";
-    pub const START_AFTER_NS: &str = "task: start, ns after time 0";
-    pub const END_NS: &str = "task: done, ns after time 0";
-    pub const UNTRACED_NS: &str = "task: untraced time, ns";
-    pub const CAPTURE_DRIVE_ALL_NS: &str = "task: predicted on the capture drive (all), ns";
-    pub const CAPTURE_DRIVE_BLOCKING_NS: &str =
-        "task: predicted on the capture drive (blocking), ns";
-    pub const CAPTURE_DRIVE_STREAM_NS: &str = "task: predicted on the capture drive (stream), ns";
-}
-
-impl TaskMarks {
-    /// From a trace's notes.
-    pub fn from_notes<'a>(notes: impl IntoIterator<Item = &'a (String, u64)>) -> TaskMarks {
-        let mut marks = TaskMarks::default();
-        for (key, value) in notes {
-            let slot = match key.as_str() {
-                task_note::START_BEFORE_NS => &mut marks.start_before_ns,
-                task_note::START_AFTER_NS => &mut marks.start_after_ns,
-                task_note::END_NS => &mut marks.end_ns,
-                task_note::UNTRACED_NS => &mut marks.untraced_ns,
-                task_note::CAPTURE_DRIVE_ALL_NS => &mut marks.capture_drive.all_ns,
-                task_note::CAPTURE_DRIVE_BLOCKING_NS => &mut marks.capture_drive.blocking_ns,
-                task_note::CAPTURE_DRIVE_STREAM_NS => &mut marks.capture_drive.stream_ns,
-                _ => continue,
-            };
-            *slot = Some(*value);
-        }
-        marks
-    }
-
-    /// As notes (only the marks that are set).
-    pub fn to_notes(&self) -> Vec<(String, u64)> {
-        [
-            (task_note::START_BEFORE_NS, self.start_before_ns),
-            (task_note::START_AFTER_NS, self.start_after_ns),
-            (task_note::END_NS, self.end_ns),
-            (task_note::UNTRACED_NS, self.untraced_ns),
-            (task_note::CAPTURE_DRIVE_ALL_NS, self.capture_drive.all_ns),
-            (
-                task_note::CAPTURE_DRIVE_BLOCKING_NS,
-                self.capture_drive.blocking_ns,
-            ),
-            (
-                task_note::CAPTURE_DRIVE_STREAM_NS,
-                self.capture_drive.stream_ns,
-            ),
-        ]
-        .into_iter()
-        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
-        .collect()
-    }
-
-    /// The task's span in the trace as captured, ns: start to "done".
-    pub fn captured_ns(&self) -> Option<u64> {
-        let end = self.end_ns?;
-        Some(
-            end.saturating_add(self.start_before_ns.unwrap_or(0))
-                .saturating_sub(self.start_after_ns.unwrap_or(0)),
-        )
-    }
+    /// The captured task, stored in the file's task section (not in the
+    /// footer's encoding; a reader fills it from the section, or from the
+    /// notes of a format 1.0 file).
+    #[serde(skip)]
+    pub task: TaskMarks,
 }
 
 /// Per-trace totals, computed by the writer and stored in the footer so `info`

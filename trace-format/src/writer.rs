@@ -148,7 +148,8 @@ impl<W: Write> TraceWriter<W> {
         Ok(())
     }
 
-    /// Flushes the last chunk and writes the footer and trailer; returns the
+    /// Flushes the last chunk and writes the task section (when
+    /// `tail.task` holds anything), the footer and the trailer; returns the
     /// output and the summary.
     /// Fails if a record names a device beyond `tail.devices` (a trace
     /// without a device table may only use device 0).
@@ -161,6 +162,11 @@ impl<W: Write> TraceWriter<W> {
             });
         }
         self.flush_chunk()?;
+        if !tail.task.is_empty() {
+            let section = crate::section::task_section(&tail.task)?;
+            self.out.write_all(&section)?;
+            self.position += section.len() as u64;
+        }
         let footer = Footer {
             chunks: std::mem::take(&mut self.chunks),
             summary: self.summary.clone(),

@@ -31,8 +31,16 @@ fn sample_trace(n: u64, chunk_records: u32) -> (Vec<u8>, Vec<IoRecord>) {
     for r in &records {
         w.push(r).unwrap();
     }
+    // A task section too, so that every byte of it is flipped as well.
+    let task = TaskMarks {
+        end: Some(Nanos(n * 1500)),
+        untraced: Some(Nanos(n * 1000)),
+        capture_drive: ModelTimes::from_fn(|m| Some(Nanos(n * 900 + m.index() as u64))),
+        ..TaskMarks::default()
+    };
     let tail = TraceTail {
         notes: vec![("notify".into(), 3)],
+        task,
         ..Default::default()
     };
     (w.finish(&tail).unwrap().0, records)

@@ -80,6 +80,7 @@
 
 pub mod ftrace_raw;
 
+mod command;
 mod cpu_merge;
 mod device;
 mod ring;
@@ -102,14 +103,14 @@ use crate::tmt_output::{OutputFile, TmtOutput};
 use std::cell::Cell;
 use std::ffi::OsString;
 use std::io;
-use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use trace_format::{IssueEvent, Summary, TraceHeader, WriterOptions};
 
+pub use command::TASK_MARK_PID_ENV;
+use command::{task_marks, RunningCommand};
 use device::no_completions;
 use session::Tracing;
 use signals::{StopSignals, STOP_REQUESTED};
@@ -319,15 +320,6 @@ pub struct CaptureReport {
     pub not_restored: Vec<String>,
 }
 
-/// Kills nothing: a command still running when the capture ends is waited for,
-/// after the trace is written (its exit status still matters).
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
-}
-
 fn uname() -> (Option<String>, Option<String>) {
     // SAFETY: a zeroed utsname is valid output space for uname.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
@@ -424,13 +416,12 @@ pub fn capture(
     messages.extend(lost_and_missing_messages(&lost, &tracing.missing));
 
     let mut outcome = normaliser.finish()?;
-    let marks = task_marks(
+    outcome.tail.task = task_marks(
         &command,
         stop,
         outcome.origin.filter(|_| tracing.mono),
         opts.untraced,
     );
-    outcome.tail.notes.extend(marks.to_notes());
     // Never silently: a bio capture whose completions the kernel did not
     // trace has no latencies, and the trace says so.
     if let Some(message) = no_completions(events, &device, starts, completions, &tracing.missing) {
@@ -561,132 +552,6 @@ fn lost_and_missing_messages(lost: &LostEvents, missing: &[&str]) -> Vec<String>
         });
     }
     messages
-}
-
-/// The environment variable that gives a traced command the capture's process
-/// id, for `kill -USR2` (its task started) and `kill -USR1` (its task is done).
-pub const TASK_MARK_PID_ENV: &str = "TRACEMARK_CAPTURE_PID";
-
-/// The task's marks on the trace's clock: its start (a SIGUSR2 from the
-/// command, else the command's start) and "done" point (a SIGUSR1, else the
-/// command's exit, when that ended the capture). `origin`: the trace clock's
-/// time 0 in CLOCK_MONOTONIC ns (`None` when the trace clock is not that, so
-/// no mark can be placed).
-fn task_marks(
-    command: &RunningCommand,
-    stop: StopReason,
-    origin: Option<trace_format::Nanos>,
-    untraced: Option<Duration>,
-) -> trace_format::TaskMarks {
-    let mut marks = trace_format::TaskMarks {
-        untraced_ns: untraced.map(|d| d.as_nanos().min(u64::MAX as u128) as u64),
-        ..trace_format::TaskMarks::default()
-    };
-    let (Some(origin), Some(spawned)) = (origin, command.spawned_mono) else {
-        return marks;
-    };
-    let (start_sent, done_sent) = signals::task_marks_sent();
-    let start = start_sent.unwrap_or(spawned);
-    let done = done_sent.or(match stop {
-        StopReason::CommandExited => command.exited_mono,
-        _ => None,
-    });
-    let Some(done) = done.filter(|&d| d >= start) else {
-        return marks;
-    };
-    if start <= origin.0 {
-        marks.start_before_ns = Some(origin.0 - start);
-    } else {
-        marks.start_after_ns = Some(start - origin.0);
-    }
-    marks.end_ns = Some(done.saturating_sub(origin.0));
-    marks
-}
-
-/// The command a capture runs while tracing (if any).
-struct RunningCommand {
-    name: String,
-    child: Option<Child>,
-    status: Option<i32>,
-    /// CLOCK_MONOTONIC ns when it was started and when its exit was seen.
-    spawned_mono: Option<u64>,
-    exited_mono: Option<u64>,
-}
-
-impl RunningCommand {
-    fn spawn(command: &[OsString]) -> Result<RunningCommand, CaptureError> {
-        let Some((program, args)) = command.split_first() else {
-            return Ok(RunningCommand {
-                name: String::new(),
-                child: None,
-                status: None,
-                spawned_mono: None,
-                exited_mono: None,
-            });
-        };
-        let name = program.to_string_lossy().to_string();
-        let spawned_mono = Some(wall_offset::mono_now_ns());
-        let child = Command::new(program)
-            .args(args)
-            .env(TASK_MARK_PID_ENV, std::process::id().to_string())
-            .spawn()
-            .map_err(|source| CaptureError::Command {
-                command: name.clone(),
-                source,
-            })?;
-        Ok(RunningCommand {
-            name,
-            child: Some(child),
-            status: None,
-            spawned_mono,
-            exited_mono: None,
-        })
-    }
-
-    /// Whether the command has exited (always false without one).
-    fn exited(&mut self) -> Result<bool, CaptureError> {
-        let Some(child) = self.child.as_mut() else {
-            return Ok(false);
-        };
-        match child.try_wait() {
-            Ok(Some(status)) => {
-                self.status = Some(exit_code(status));
-                self.exited_mono = Some(wall_offset::mono_now_ns());
-                self.child = None;
-                Ok(true)
-            }
-            Ok(None) => Ok(false),
-            Err(source) => Err(CaptureError::Command {
-                command: self.name.clone(),
-                source,
-            }),
-        }
-    }
-
-    /// Passes an interruption on (a terminal's Ctrl-C reaches the command
-    /// anyway; a signal sent to the capture alone does not).
-    fn interrupt(&self) {
-        if let Some(pid) = self
-            .child
-            .as_ref()
-            .and_then(|c| libc::pid_t::try_from(c.id()).ok())
-        {
-            // SAFETY: signals our own child, which has not been reaped.
-            unsafe {
-                libc::kill(pid, libc::SIGINT);
-            }
-        }
-    }
-
-    /// Waits for a command still running; its exit code.
-    fn wait(mut self) -> Option<i32> {
-        if let Some(mut c) = self.child.take() {
-            if let Ok(status) = c.wait() {
-                self.status = Some(exit_code(status));
-            }
-        }
-        self.status
-    }
 }
 
 /// Reads events into `view` until the duration has passed, the command has

@@ -200,6 +200,7 @@ impl<'o> Normaliser<'o> {
             skipped: self.skipped,
             notes,
             capture_start_unix_ns: self.wall_clock,
+            task: trace_format::TaskMarks::default(),
         };
         Ok(NormaliseOutcome {
             tail,

@@ -25,7 +25,9 @@
 //!
 //! Files: `pass.rs` (per-pass state: slots, counters), `ring.rs` (ring
 //! set-up, submission, waits), `priority.rs` (`--priority high`),
-//! `placement.rs` (`--io-worker-cpu`), `lanes.rs` (several rings).
+//! `placement.rs` (`--io-worker-cpu`), `lanes.rs` (several rings),
+//! `issue.rs` (one request into the ring), `observer.rs` (what a pass
+//! reports: to the caller, and to listeners such as the task prediction).
 //!
 //! Submission is batched: SQEs are queued while further I/Os are due, and
 //! submitted in one `io_uring_enter` before any wait; when nothing else is in
@@ -41,13 +43,16 @@
 
 mod cpu_wait;
 mod idle_spin;
+mod issue;
 mod lanes;
+mod observer;
 mod pass;
 mod placement;
 mod priority;
 mod ring;
 mod write_data;
 
+pub use observer::{IoEvent, IoListener, Observer, PassKind};
 pub use priority::realtime_priority_available;
 
 use crate::buffer::AlignedBuf;
@@ -55,18 +60,17 @@ use crate::host_time::now_ns;
 use crate::mapping::{AddressMap, TraceScan};
 use crate::metrics::PassOutcome;
 use crate::options::{IoWorkerCpu, ReplayOptions, TimingMode};
-use crate::prediction::TaskTimeModel;
+use crate::prediction::TaskObserver;
 use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
 use crate::target::{Target, TargetKind};
 use crate::ReplayError;
 use idle_spin::IdleSpin;
-use io_uring::{opcode, types, IoUring};
+use io_uring::IoUring;
 use lanes::LaneBoard;
-use pass::{NeverStop, Pass, PassSetup, Pending, Slot};
+use pass::{NeverStop, Pass, PassSetup, Pending};
 use placement::CpuPin;
 use priority::PriorityGuard;
-use results::schema::{PassMetrics, Skipped};
 use ring::{cooperative_ring, share_punted_work, CompletionWaits};
 use trace_format::{IoRecord, Op};
 use write_data::WriteData;
@@ -114,54 +118,6 @@ const CONCURRENT_WORK_FROM_INFLIGHT: u32 = COMPLETION_SPIN_MAX_INFLIGHT;
 const LANE_WAIT_NS: u32 = 20_000;
 /// Most completions between two progress callbacks.
 const PROGRESS_EVERY: u64 = 4096;
-
-/// Which pass of a trace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PassKind {
-    Warmup,
-    /// Scored pass number, from 1.
-    Scored(u32),
-}
-
-/// One completed I/O, for callers that check the engine from outside (tests,
-/// per-I/O logs). Times are ns since the pass's start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IoEvent {
-    /// Index of the record in the trace.
-    pub index: u64,
-    pub op: Op,
-    /// Index of the target it went to (0: the first; see `Target::all`).
-    pub target: u32,
-    /// Target offset and length as issued.
-    pub offset: u64,
-    pub len: u64,
-    pub scheduled_ns: u64,
-    pub submit_ns: u64,
-    pub complete_ns: u64,
-    /// Bytes transferred, or a negative errno.
-    pub result: i32,
-    /// The ring (issuing thread) that issued it: 0 with one ring.
-    pub ring: u32,
-}
-
-/// Hooks into a run: progress, per-I/O events, and when to stop.
-pub trait Observer {
-    fn pass_started(&mut self, _trace: &str, _pass: PassKind, _total_ios: u64) {}
-    fn progress(&mut self, _completed_ios: u64) {}
-    fn pass_finished(&mut self, _trace: &str, _pass: PassKind, _metrics: &PassMetrics) {}
-    /// Preconditioning before the first pass: bytes written of `total`.
-    fn precondition_progress(&mut self, _written: u64, _total: u64) {}
-    /// Return true to receive `io_completed` for every I/O.
-    fn wants_io_events(&self) -> bool {
-        false
-    }
-    fn io_completed(&mut self, _event: &IoEvent) {}
-    /// Checked between I/Os; true stops issuing (the pass drains and returns
-    /// a partial result). Defaults to the SIGINT flag.
-    fn should_stop(&self) -> bool {
-        crate::interrupt::interrupted()
-    }
-}
 
 /// What one pass replays, and how.
 pub struct PassPlan<'a> {
@@ -407,9 +363,8 @@ impl<'t> Engine<'t> {
             lane,
         );
         pass.original_duration_ns = plan.scan.original_duration.0;
-        if rules.realtime && lane.is_none() {
-            pass.task_model = Some(TaskTimeModel::new(plan.source.task_marks()));
-        }
+        pass.task =
+            TaskObserver::for_pass(rules.realtime, lane.is_some(), plan.source.task_marks());
         let cpu_wait = cpu_wait::CpuWaitStart::now();
 
         let mut pending: Option<Pending> = None;
@@ -480,9 +435,7 @@ impl<'t> Engine<'t> {
                 }
             }
             let skip = self.skip_reason(&rec, target, plan.opts);
-            if let Some(model) = &mut pass.task_model {
-                model.admit(index, &rec, skip.is_none());
-            }
+            pass.task.record_read(index, &rec, skip.is_none());
             if let Some(reason) = skip {
                 reason(&mut pass.skipped);
                 pass.progress(observer);
@@ -588,123 +541,6 @@ impl<'t> Engine<'t> {
             } else {
                 std::thread::yield_now();
             }
-        }
-        Ok(())
-    }
-
-    /// Why a record is not sent to the target, as a counter to bump.
-    fn skip_reason(
-        &self,
-        rec: &trace_format::IoRecord,
-        target: u32,
-        opts: &ReplayOptions,
-    ) -> Option<fn(&mut Skipped)> {
-        let writes = !matches!(rec.op, Op::Read);
-        if opts.read_only && writes {
-            return Some(|s| s.read_only += 1);
-        }
-        if opts.skips(rec.op) {
-            return Some(|s| s.by_option += 1);
-        }
-        let discards = self.discard_supported.get(target as usize) == Some(&true);
-        match rec.op {
-            Op::Read | Op::Write if rec.len.0 == 0 => Some(|s| s.empty += 1),
-            Op::Discard if !discards || rec.len.0 == 0 => Some(|s| s.discards += 1),
-            Op::WriteZeroes => Some(|s| s.write_zeroes += 1),
-            _ => None,
-        }
-    }
-
-    fn issue(&mut self, pass: &mut Pass, p: &Pending, sched: u64) -> Result<(), ReplayError> {
-        let Some(slot) = pass.free.pop() else {
-            return Ok(()); // unreachable: checked by the caller
-        };
-        let fd = types::Fixed(p.target);
-        let len32 = p.len.min(u32::MAX as u64) as u32;
-        let entry = match p.op {
-            Op::Read => {
-                // SAFETY: slot < queue_depth, so the slot lies inside read_bufs.
-                let buf = unsafe {
-                    self.read_bufs
-                        .as_mut_ptr()
-                        .add(slot as usize * self.slot_len as usize)
-                };
-                if self.fixed_buffers {
-                    opcode::ReadFixed::new(fd, buf, len32, slot as u16)
-                        .offset(p.offset)
-                        .build()
-                } else {
-                    opcode::Read::new(fd, buf, len32).offset(p.offset).build()
-                }
-            }
-            Op::Write => {
-                // The slot is free, so nothing in flight uses its buffer;
-                // p.len <= slot_len. Its stamps were renewed when the slot's
-                // last write completed (`Engine::reap`).
-                let buf = self.write_data.buffer(slot as usize);
-                if self.fixed_buffers {
-                    opcode::WriteFixed::new(fd, buf, len32, self.queue_depth as u16)
-                        .offset(p.offset)
-                        .build()
-                } else {
-                    opcode::Write::new(fd, buf, len32).offset(p.offset).build()
-                }
-            }
-            Op::Flush => opcode::Fsync::new(fd).build(),
-            Op::Discard => {
-                let mut cmd = [0u8; 16];
-                cmd[..8].copy_from_slice(&p.len.to_le_bytes());
-                opcode::UringCmd16::new(fd, BLOCK_URING_CMD_DISCARD)
-                    .addr(Some(p.offset))
-                    .cmd(cmd)
-                    .build()
-            }
-            Op::WriteZeroes => return Ok(()),
-        }
-        .user_data(slot as u64);
-        let concurrent = self.punted.get(p.target as usize) == Some(&true)
-            && concurrent_work(
-                self.cooperative,
-                pass.inflight,
-                self.polls_for_completions(pass) && self.completion_waits.paying(),
-            );
-        let entry = if concurrent {
-            entry.flags(io_uring::squeue::Flags::ASYNC)
-        } else {
-            entry
-        };
-        // SAFETY: the buffers referenced stay valid until the completion.
-        while unsafe { self.ring.submission().push(&entry) }.is_err() {
-            self.submit(pass)?;
-        }
-        if let Some(s) = pass.slots.get_mut(slot as usize) {
-            *s = Slot {
-                index: p.index,
-                op: p.op,
-                target: p.target,
-                offset: p.offset,
-                len: p.len,
-                device: p.device,
-                sched_ns: sched,
-                submit_ns: 0,
-                in_flight: true,
-            };
-        }
-        pass.inflight += 1;
-        pass.last_timeline_ns = pass.schedule.timeline_ns(p.virtual_ns);
-        pass.gate.enter(slot as usize, p.orig_completion);
-        pass.queued.push(slot);
-        // Compressed mode submits each request on its own, as fio does by
-        // default, rather than the refill after a wake-up in one batch. On a
-        // loop device at QD32-64, where the issuer otherwise sleeps after
-        // every batch, that took compressed replay from 0.86x to 0.99x and
-        // from 0.96x to 1.04x fio's replay (medians of 4 paired runs): the
-        // submissions' `io_uring_enter`s also run the completions that came
-        // in meanwhile (GETEVENTS while the ring flags task work), so the
-        // thread sleeps, and is woken by the device, about half as often.
-        // Realtime mode keeps batches: requests due together go together.
-        if self.cooperative {
-            self.submit(pass)?;
         }
         Ok(())
     }

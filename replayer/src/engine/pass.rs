@@ -1,10 +1,11 @@
 //! The state of one pass: slots in flight, counters, histograms.
 
 use super::lanes::{LaneBoard, Predecessors};
+use super::IoListener;
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::host_time::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
-use crate::prediction::TaskTimeModel;
+use crate::prediction::{NoPrediction, TaskObserver};
 use crate::schedule::{DependencyGate, IssueSchedule};
 use results::fleet::{PassClock, VolumeMetrics};
 use results::schema::Skipped;
@@ -117,8 +118,8 @@ pub(super) struct Pass<'b> {
     pub lane: Option<(&'b LaneBoard, usize)>,
     /// With several rings: the other rings' records this ring waits for.
     pub predecessors: Predecessors,
-    /// Realtime passes on one ring: the task time they predict.
-    pub task_model: Option<TaskTimeModel>,
+    /// The task-time prediction, listening to the pass's I/O.
+    pub task: TaskObserver,
     /// When the pass was ready to issue (monotonic ns).
     ready_ns: u64,
     /// The first issued I/O's deadline.
@@ -185,7 +186,7 @@ impl<'b> Pass<'b> {
             log_events,
             lane,
             predecessors: Predecessors::default(),
-            task_model: None,
+            task: TaskObserver::Off(NoPrediction::NotRealtime),
             ready_ns: now_ns(),
             first_sched_ns: None,
             last_timeline_ns: None,
@@ -272,18 +273,15 @@ impl<'b> Pass<'b> {
                 libc::EOPNOTSUPP | libc::EINVAL | libc::ENOTTY | libc::ENXIO
             );
         if unsupported {
-            if let Some(model) = &mut self.task_model {
-                model.completed(slot.index, now.saturating_sub(slot.submit_ns));
-            }
+            self.task
+                .completed(slot.index, now.saturating_sub(slot.submit_ns));
             if let Some(s) = self.discard_supported.get_mut(slot.target as usize) {
                 *s = false;
             }
             self.skipped.discards += 1;
         } else if let Some(stats) = self.ops.get_mut(slot.op.code() as usize) {
             let latency = now.saturating_sub(slot.submit_ns);
-            if let Some(model) = &mut self.task_model {
-                model.completed(slot.index, latency);
-            }
+            self.task.completed(slot.index, latency);
             let failed = result < 0 || (slot.op.carries_data() && (result as u64) < slot.len);
             if self.volume_table.is_some() {
                 count_volume(&mut self.volumes, &slot, failed, result, latency);
@@ -377,7 +375,7 @@ impl<'b> Pass<'b> {
         self.completed += other.completed;
         self.interrupted |= other.interrupted;
         // Each ring saw only its own records.
-        self.task_model = None;
+        self.task = TaskObserver::Off(NoPrediction::SeveralRings);
         // Rings run side by side: the longest wait is the pass's.
         self.cpu_wait_ns = match (self.cpu_wait_ns, other.cpu_wait_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -424,7 +422,7 @@ impl<'b> Pass<'b> {
             task: if self.interrupted {
                 None
             } else {
-                self.task_model.and_then(|m| m.finish())
+                self.task.finish()
             },
             cpu_wait_ns: self.cpu_wait_ns,
         }

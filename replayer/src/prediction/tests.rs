@@ -3,6 +3,11 @@
 use super::*;
 use trace_format::{Bytes, Nanos};
 
+/// Every model's time, ns, in the order of [`DependencyModel::ALL`].
+fn ns(t: ModelTimes) -> [u64; 3] {
+    DependencyModel::ALL.map(|m| t.get(m).expect("every model predicted").0)
+}
+
 fn rec(time: u64, op: Op, latency: u64, stream: u32) -> IoRecord {
     IoRecord {
         time: Nanos(time),
@@ -41,7 +46,7 @@ fn predict(
 /// Marks with only the task's "done" point, `end_ns` after time 0.
 fn done_at(end_ns: u64) -> TaskMarks {
     TaskMarks {
-        end_ns: Some(end_ns),
+        end: Some(Nanos(end_ns)),
         ..TaskMarks::default()
     }
 }
@@ -62,8 +67,8 @@ fn the_original_latencies_predict_the_captured_time() {
     let recs = chain(10);
     let p = predict(&recs, TaskMarks::default(), original, 3);
     assert!(!p.marked);
-    assert_eq!(p.captured_ns, 9 * 1_100_000 + 100_000);
-    assert_eq!(p.predicted_ns, [p.captured_ns; 3]);
+    assert_eq!(p.captured.0, 9 * 1_100_000 + 100_000);
+    assert_eq!(ns(p.predicted), [p.captured.0; 3]);
 }
 
 #[test]
@@ -72,10 +77,13 @@ fn a_slower_drive_delays_a_chain_by_every_latency_and_keeps_think_time() {
     let p = predict(&recs, TaskMarks::default(), |_, _| 300_000, 1);
     // Each of the ten reads 200 µs slower, every think gap kept.
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
-        p.captured_ns + 10 * 200_000
+        p.predicted(DependencyModel::Blocking).0,
+        p.captured.0 + 10 * 200_000
     );
-    assert_eq!(p.predicted(DependencyModel::All), p.captured_ns + 2_000_000);
+    assert_eq!(
+        p.predicted(DependencyModel::All).0,
+        p.captured.0 + 2_000_000
+    );
 }
 
 #[test]
@@ -83,8 +91,8 @@ fn a_faster_drive_predicts_a_shorter_task() {
     let recs = chain(10);
     let p = predict(&recs, TaskMarks::default(), |_, _| 40_000, 4);
     assert_eq!(
-        p.predicted(DependencyModel::Stream),
-        p.captured_ns - 10 * 60_000
+        p.predicted(DependencyModel::Stream).0,
+        p.captured.0 - 10 * 60_000
     );
 }
 
@@ -107,13 +115,13 @@ fn writeback_delays_only_the_all_model() {
     let marks = done_at(9_000_000);
     let p = predict(&recs, marks, slow_writes, 2);
     assert!(p.marked);
-    assert_eq!(p.captured_ns, 9_000_000);
-    assert_eq!(p.predicted(DependencyModel::Blocking), 9_000_000);
-    assert_eq!(p.predicted(DependencyModel::Stream), 9_000_000);
+    assert_eq!(p.captured.0, 9_000_000);
+    assert_eq!(p.predicted(DependencyModel::Blocking).0, 9_000_000);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, 9_000_000);
     assert!(
-        p.predicted(DependencyModel::All) > 9_000_000 + 4 * 4_500_000,
+        p.predicted(DependencyModel::All).0 > 9_000_000 + 4 * 4_500_000,
         "the all model waits for each slow write: {:?}",
-        p.predicted_ns
+        ns(p.predicted)
     );
 }
 
@@ -156,11 +164,11 @@ fn a_sync_waits_for_the_writes_its_flush_covers() {
     // is issued 8 x 900 µs later, and the task is done that much later.
     for m in [DependencyModel::Blocking, DependencyModel::Stream] {
         assert_eq!(
-            p.predicted(m),
+            p.predicted(m).0,
             2_400_000 + 8 * 900_000,
             "{} model: {:?}",
             m.name(),
-            p.predicted_ns
+            ns(p.predicted)
         );
     }
     // The same on a faster drive: the sync ends sooner.
@@ -173,7 +181,7 @@ fn a_sync_waits_for_the_writes_its_flush_covers() {
     };
     let p = predict(&recs, done_at(2_400_000), fast_writes, 1);
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
+        p.predicted(DependencyModel::Blocking).0,
         2_400_000 - 8 * 80_000
     );
 }
@@ -199,7 +207,7 @@ fn a_preflush_journal_commit_waits_for_the_writes_before_it() {
     // The commit waits for the last write, done at 4 ms instead of at
     // 203 µs.
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
+        p.predicted(DependencyModel::Blocking).0,
         500_000 + (4_000_000 - 203_000)
     );
 }
@@ -222,8 +230,8 @@ fn writeback_the_task_did_not_wait_for_moves_nothing() {
         }
     };
     let p = predict(&recs, done_at(1_200_000), slow_writes, 2);
-    assert_eq!(p.predicted(DependencyModel::Blocking), 1_200_000);
-    assert_eq!(p.predicted(DependencyModel::Stream), 1_200_000);
+    assert_eq!(p.predicted(DependencyModel::Blocking).0, 1_200_000);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, 1_200_000);
 }
 
 #[test]
@@ -239,7 +247,7 @@ fn an_o_direct_write_is_waited_for_by_its_issuer() {
         .collect();
     let p = predict(&recs, done_at(1_400_000), |_, _| 600_000, 1);
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
+        p.predicted(DependencyModel::Blocking).0,
         1_400_000 + 5 * 500_000
     );
 }
@@ -257,7 +265,7 @@ fn the_waits_of_a_chain_are_its_reads_on_the_target() {
     let recs = chain(10);
     let p = predict(&recs, done_at(9_900_000 + 100_000), |_, _| 300_000, 2);
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
+        p.predicted(DependencyModel::Blocking).0,
         10_000_000 + 10 * 200_000
     );
     assert_eq!(
@@ -330,7 +338,7 @@ fn a_sync_write_holds_up_every_stream() {
     let slow_sync = |i: usize, _: &IoRecord| if i == 0 { 1_100_000 } else { 100_000 };
     let p = predict(&recs, TaskMarks::default(), slow_sync, 1);
     // The read waited for the write's extra millisecond in every model.
-    assert_eq!(p.predicted_ns, [300_000 + 1_000_000; 3]);
+    assert_eq!(ns(p.predicted), [300_000 + 1_000_000; 3]);
 }
 
 #[test]
@@ -345,16 +353,16 @@ fn streams_wait_only_for_their_own_reads_in_the_stream_model() {
     ];
     let slow_first = |i: usize, _: &IoRecord| if i == 0 { 5_100_000 } else { 100_000 };
     let p = predict(&recs, TaskMarks::default(), slow_first, 1);
-    assert_eq!(p.captured_ns, 1_100_000);
+    assert_eq!(p.captured.0, 1_100_000);
     // Blocking: stream 2's read waits for stream 1's, ending at 6.1 ms.
-    assert_eq!(p.predicted(DependencyModel::Blocking), 6_100_000);
+    assert_eq!(p.predicted(DependencyModel::Blocking).0, 6_100_000);
     // Stream: it does not; the task ends with stream 1's read at 5.1 ms.
-    assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, 5_100_000);
     // With an end mark the task is done when stream 2 (the latest to
     // read) is, and not before stream 1's read completes at 5.1 ms.
     let marks = done_at(1_200_000);
     let p = predict(&recs, marks, slow_first, 1);
-    assert_eq!(p.predicted(DependencyModel::Stream), 5_100_000);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, 5_100_000);
 }
 
 #[test]
@@ -380,11 +388,11 @@ fn a_stream_that_stopped_early_does_not_set_the_end() {
     // Stream 2's 21 reads end the task 21 x 50 µs sooner; stream 1's
     // reads (done at 2.3 ms on the target) are long over by then.
     assert_eq!(
-        p.predicted(DependencyModel::Stream),
+        p.predicted(DependencyModel::Stream).0,
         11_000_000 - 21 * 50_000
     );
     // The blocking model lets stream 2 wait for stream 1.
-    assert!(p.predicted(DependencyModel::Blocking) > 11_000_000);
+    assert!(p.predicted(DependencyModel::Blocking).0 > 11_000_000);
 }
 
 #[test]
@@ -399,7 +407,7 @@ fn a_stream_that_stopped_early_still_ends_no_sooner_than_its_reads() {
     let on_target = |i: usize, _: &IoRecord| if i == 1 { 20_100_000 } else { 100_000 };
     let marks = done_at(2_000_000);
     let p = predict(&recs, marks, on_target, 1);
-    assert_eq!(p.predicted(DependencyModel::Stream), 10_000 + 20_100_000);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, 10_000 + 20_100_000);
 }
 
 #[test]
@@ -408,17 +416,17 @@ fn the_end_mark_ignores_io_after_the_task_and_starts_from_the_untraced_time() {
     // After the task was done: a slow read nobody waited for.
     recs.push(rec(20_000_000, Op::Read, 100_000, 7));
     let marks = TaskMarks {
-        end_ns: Some(5_000_000),
-        start_before_ns: Some(1_000_000),
-        untraced_ns: Some(3_000_000),
+        end: Some(Nanos(5_000_000)),
+        start_before: Some(Nanos(1_000_000)),
+        untraced: Some(Nanos(3_000_000)),
         ..TaskMarks::default()
     };
     let slow = |i: usize, _: &IoRecord| if i == 5 { 90_000_000 } else { 150_000 };
     let p = predict(&recs, marks, slow, 2);
-    assert_eq!(p.captured_ns, 6_000_000);
-    assert_eq!(p.untraced_ns, Some(3_000_000));
+    assert_eq!(p.captured.0, 6_000_000);
+    assert_eq!(p.untraced.map(|u| u.0), Some(3_000_000));
     // Five reads 50 µs slower, from the untraced 3 ms.
-    assert_eq!(p.predicted_ns, [3_000_000 + 5 * 50_000; 3]);
+    assert_eq!(ns(p.predicted), [3_000_000 + 5 * 50_000; 3]);
 }
 
 #[test]
@@ -445,7 +453,7 @@ fn skipped_records_keep_their_original_latency_and_missing_ones_predict_nothing(
     m.completed(0, 100_000);
     m.completed(2, 100_000);
     let p = m.finish().expect("a prediction");
-    assert_eq!(p.predicted_ns, [p.captured_ns; 3]);
+    assert_eq!(ns(p.predicted), [p.captured.0; 3]);
 
     let mut m = TaskTimeModel::new(TaskMarks::default());
     m.admit(0, &recs[0], true);
@@ -460,21 +468,22 @@ fn skipped_records_keep_their_original_latency_and_missing_ones_predict_nothing(
 }
 
 #[test]
-fn marks_are_read_from_the_notes() {
+fn marks_are_read_from_format_1_0_notes() {
     let marks = TaskMarks {
-        end_ns: Some(7),
-        untraced_ns: Some(5),
+        end: Some(Nanos(7)),
+        untraced: Some(Nanos(5)),
         ..TaskMarks::default()
     };
-    let mut notes = marks.to_notes();
+    let mut notes = marks.to_legacy_notes();
     notes.push(("something else".to_string(), 1));
     assert_eq!(notes.len(), 3);
-    assert_eq!(TaskMarks::from_notes(&notes), marks);
+    assert_eq!(TaskMarks::from_legacy_notes(&mut notes), marks);
+    assert_eq!(notes, [("something else".to_string(), 1)]);
     let late_start = TaskMarks {
-        start_after_ns: Some(2),
+        start_after: Some(Nanos(2)),
         ..marks
     };
-    assert_eq!(late_start.captured_ns(), Some(5));
+    assert_eq!(late_start.captured(), Some(Nanos(5)));
 }
 
 #[test]
@@ -486,33 +495,29 @@ fn a_calibrated_trace_predicts_the_untraced_time_on_its_capture_drive() {
         .map(|i| rec(i * 1_500_000, Op::Read, 500_000, 7))
         .collect();
     let marks = TaskMarks {
-        end_ns: Some(7_000_000),
-        untraced_ns: Some(4_000_000),
+        end: Some(Nanos(7_000_000)),
+        untraced: Some(Nanos(4_000_000)),
         ..TaskMarks::default()
     };
     let capture_drive = |_: usize, _: &IoRecord| 100_000;
     let uncalibrated = predict(&recs, marks, capture_drive, 1);
-    assert_eq!(uncalibrated.uncalibrated_ns, None);
-    assert_eq!(uncalibrated.predicted_ns, [2_000_000; 3]);
+    assert_eq!(uncalibrated.uncalibrated.map(ns), None);
+    assert_eq!(ns(uncalibrated.predicted), [2_000_000; 3]);
 
     let calibrated_marks = TaskMarks {
-        capture_drive: trace_format::CaptureDrivePrediction {
-            all_ns: Some(uncalibrated.predicted_ns[0]),
-            blocking_ns: Some(uncalibrated.predicted_ns[1]),
-            stream_ns: Some(uncalibrated.predicted_ns[2]),
-        },
+        capture_drive: uncalibrated.predicted,
         ..marks
     };
     let on_capture_drive = predict(&recs, calibrated_marks, capture_drive, 1);
-    assert_eq!(on_capture_drive.predicted_ns, [4_000_000; 3]);
-    assert_eq!(on_capture_drive.uncalibrated_ns, Some([2_000_000; 3]));
+    assert_eq!(ns(on_capture_drive.predicted), [4_000_000; 3]);
+    assert_eq!(on_capture_drive.uncalibrated.map(ns), Some([2_000_000; 3]));
 
     // Another drive, 1 ms per read: 900 µs more per read than the
     // capture drive's replay, from the untraced time.
     let slower = predict(&recs, calibrated_marks, |_, _| 1_000_000, 1);
-    assert_eq!(slower.predicted_ns, [4_000_000 + 5 * 900_000; 3]);
+    assert_eq!(ns(slower.predicted), [4_000_000 + 5 * 900_000; 3]);
     assert_eq!(
-        slower.uncalibrated(DependencyModel::Blocking),
+        slower.uncalibrated(DependencyModel::Blocking).0,
         4_000_000 + 5 * 500_000
     );
 }
@@ -521,37 +526,95 @@ fn a_calibrated_trace_predicts_the_untraced_time_on_its_capture_drive() {
 fn a_model_without_a_capture_drive_prediction_stays_uncalibrated() {
     let recs = chain(4);
     let marks = TaskMarks {
-        capture_drive: trace_format::CaptureDrivePrediction {
-            blocking_ns: Some(1_000_000),
-            ..Default::default()
-        },
+        capture_drive: ModelTimes::from_fn(|m| {
+            (m == DependencyModel::Blocking).then_some(Nanos(1_000_000))
+        }),
         ..TaskMarks::default()
     };
     let p = predict(&recs, marks, original, 1);
-    let captured = p.captured_ns;
-    assert_eq!(p.predicted(DependencyModel::All), captured);
-    assert_eq!(p.predicted(DependencyModel::Stream), captured);
+    let captured = p.captured.0;
+    assert_eq!(p.predicted(DependencyModel::All).0, captured);
+    assert_eq!(p.predicted(DependencyModel::Stream).0, captured);
     // captured + (captured - 1 ms): the replay was the capture's, the
     // capture drive's replay predicted 1 ms.
     assert_eq!(
-        p.predicted(DependencyModel::Blocking),
+        p.predicted(DependencyModel::Blocking).0,
         2 * captured - 1_000_000
     );
 }
 
 #[test]
-fn the_capture_drive_prediction_is_read_from_the_notes() {
+fn the_capture_drive_prediction_is_read_from_format_1_0_notes() {
     let marks = TaskMarks {
-        end_ns: Some(9),
-        capture_drive: trace_format::CaptureDrivePrediction {
-            all_ns: Some(1),
-            blocking_ns: Some(2),
-            stream_ns: Some(3),
-        },
+        end: Some(Nanos(9)),
+        capture_drive: ModelTimes::from_fn(|m| Some(Nanos(m.index() as u64 + 1))),
         ..TaskMarks::default()
     };
-    let notes = marks.to_notes();
+    let mut notes = marks.to_legacy_notes();
     assert_eq!(notes.len(), 4);
-    assert_eq!(TaskMarks::from_notes(&notes), marks);
+    assert_eq!(
+        notes[2],
+        (
+            "task: predicted on the capture drive (blocking), ns".to_string(),
+            2
+        )
+    );
+    assert_eq!(TaskMarks::from_legacy_notes(&mut notes), marks);
     assert!(!TaskMarks::default().capture_drive.is_set());
+}
+
+/// A trace file of `recs` with `notes` and `task` in its tail; `minor`
+/// rewrites the header's version (format 1.0 kept the task in the notes).
+fn trace_file(
+    recs: &[IoRecord],
+    notes: Vec<(String, u64)>,
+    task: TaskMarks,
+    minor: u16,
+) -> Vec<u8> {
+    let header = trace_format::TraceHeader::new("t", "capture");
+    let mut w = trace_format::TraceWriter::new(Vec::new(), &header).unwrap();
+    for r in recs {
+        w.push(r).unwrap();
+    }
+    let tail = trace_format::TraceTail {
+        notes,
+        task,
+        ..Default::default()
+    };
+    let mut bytes = w.finish(&tail).unwrap().0;
+    bytes[10..12].copy_from_slice(&minor.to_le_bytes());
+    let end = 16 + u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    let crc = crc32c::crc32c(&bytes[..end]);
+    bytes[end..end + 4].copy_from_slice(&crc.to_le_bytes());
+    bytes
+}
+
+#[test]
+fn a_format_1_0_trace_with_task_notes_predicts_what_its_task_section_does() {
+    let recs: Vec<IoRecord> = (0..6)
+        .map(|i| rec(i * 1_500_000, Op::Read, 500_000, 7))
+        .collect();
+    let marks = TaskMarks {
+        start_before: Some(Nanos(300_000)),
+        end: Some(Nanos(8_000_000)),
+        untraced: Some(Nanos(6_000_000)),
+        capture_drive: ModelTimes::from_fn(|m| Some(Nanos(5_000_000 + m.index() as u64))),
+        ..TaskMarks::default()
+    };
+    let lost = ("lost events (ring buffer overrun)".to_string(), 0);
+    let mut notes = marks.to_legacy_notes();
+    notes.push(lost.clone());
+    let old =
+        trace_format::TraceFile::from_bytes(trace_file(&recs, notes, TaskMarks::default(), 0))
+            .unwrap();
+    let new = trace_format::TraceFile::from_bytes(trace_file(&recs, vec![lost.clone()], marks, 1))
+        .unwrap();
+    assert_eq!(old.footer().tail.task, marks);
+    assert_eq!(old.footer().tail, new.footer().tail);
+    let on_target = |_: usize, _: &IoRecord| 200_000;
+    let from_old = predict(&recs, old.footer().tail.task, on_target, 2);
+    let from_new = predict(&recs, new.footer().tail.task, on_target, 2);
+    assert_eq!(from_old, from_new);
+    assert!(from_old.uncalibrated.is_some(), "calibrated");
+    assert_eq!(from_old.captured, Nanos(8_300_000));
 }

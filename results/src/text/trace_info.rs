@@ -6,10 +6,11 @@ use super::units::{bytes, duration_ns, percent, size_bound};
 use std::fmt::Write;
 use std::path::Path;
 use trace_format::stats::{Histogram, IdlePeriods, TraceStats};
-use trace_format::{Summary, TraceFile};
+use trace_format::{Nanos, Summary, TaskMarks, TraceFile};
 
 /// The report: header, summary, the characterisation when `stats` is given
-/// (not under `--summary-only`), the source's notes and the skipped input.
+/// (not under `--summary-only`), the captured task, the source's notes and
+/// the skipped input.
 pub fn format_trace_info(file: &TraceFile, stats: Option<&TraceStats>, path: &Path) -> String {
     let mut out = String::new();
     header(&mut out, file, path);
@@ -281,9 +282,54 @@ fn idle_periods(out: &mut String, p: &IdlePeriods) {
     }
 }
 
+/// The captured task: its marks on the trace's clock, its untraced time and
+/// the capture drive's prediction (a calibrated trace).
+fn task(out: &mut String, t: &TaskMarks) {
+    if t.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "Task (capture marks)");
+    let d = |n: Nanos| duration_ns(n.0);
+    if let Some(b) = t.start_before {
+        let _ = writeln!(out, "  start          {} before time 0", d(b));
+    }
+    if let Some(a) = t.start_after {
+        let _ = writeln!(out, "  start          {} after time 0", d(a));
+    }
+    if let Some(e) = t.end {
+        let _ = writeln!(out, "  done           {} after time 0", d(e));
+    }
+    if let Some(c) = t.captured() {
+        let _ = writeln!(out, "  captured       {}  (start to done)", d(c));
+    }
+    match t.untraced {
+        Some(u) => {
+            let _ = writeln!(out, "  untraced       {}", d(u));
+        }
+        None => {
+            let _ = writeln!(out, "  untraced       not measured (capture --untraced)");
+        }
+    }
+    if t.capture_drive.is_set() {
+        let models: Vec<String> = t
+            .capture_drive
+            .iter()
+            .map(|(m, n)| format!("{} {}", m.name(), d(n)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  calibrated     on the capture drive: {}",
+            models.join(", ")
+        );
+    } else {
+        let _ = writeln!(out, "  calibrated     no (tracemark calibrate)");
+    }
+}
+
 /// The source's notes (what it understood that is no I/O) and the skipped input.
 fn notes_and_skipped(out: &mut String, file: &TraceFile) {
     let tail = &file.footer().tail;
+    task(out, &tail.task);
     if !tail.notes.is_empty() {
         let _ = writeln!(out, "Not I/O (understood and counted)");
         let width = tail.notes.iter().map(|(k, _)| k.chars().count()).max();
