@@ -116,7 +116,11 @@ pub fn finish_run(
     let (valid, reasons, interrupted) = match &result {
         AnyResult::Suite(r) => {
             print!("{}", results::text::suite_table(r));
-            (r.valid, results::schema::sentences(&r.invalid_reasons), r.interrupted)
+            (
+                r.valid,
+                results::schema::sentences(&r.invalid_reasons),
+                r.interrupted,
+            )
         }
         AnyResult::Consistency(r) => {
             print!("{}", results::text::consistency_table(r));
