@@ -426,7 +426,7 @@ fn every_quick_trace_has_marks_an_untraced_time_and_a_calibration() {
             lacks.push("a calibration");
         }
         if !lacks.is_empty() {
-            missing.push(format!("{}: no {}", t.name, lacks.join(", no ")));
+            missing.push(format!("{}: lacks {}", t.name, lacks.join(", ")));
         }
     }
     assert!(
