@@ -452,3 +452,40 @@ fn the_readme_tables_are_what_table_sh_prints() {
         missing.join("\n")
     );
 }
+
+/// Every trace of the quick profile (the suite a user runs first) carries
+/// what makes its task time a prediction that holds across drives: task
+/// marks (start and done), the task's untraced time on the capture drive,
+/// and a calibration (a replay on the capture drive, `tracemark calibrate`).
+/// Without them `suite` falls back to the capture's own timing, which
+/// missed by up to 62.6 % in the validity study (docs/validity.md).
+#[test]
+fn every_quick_trace_has_marks_an_untraced_time_and_a_calibration() {
+    use replayer::source::{TmtSource, TraceSource};
+    let mut missing = Vec::new();
+    for t in &load_profile("quick").traces {
+        let source = TmtSource::open(&t.file).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+        let marks = source.task_marks();
+        let mut lacks = Vec::new();
+        if marks.start_before_ns.is_none() && marks.start_after_ns.is_none() {
+            lacks.push("a start mark");
+        }
+        if marks.end_ns.is_none() {
+            lacks.push("a done mark");
+        }
+        if marks.untraced_ns.is_none_or(|ns| ns == 0) {
+            lacks.push("an untraced time");
+        }
+        if !marks.capture_drive.is_set() {
+            lacks.push("a calibration");
+        }
+        if !lacks.is_empty() {
+            missing.push(format!("{}: lacks {}", t.name, lacks.join(", ")));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "quick-profile traces without what a calibrated prediction needs (traces/README.md, \"Task times\"):\n{}",
+        missing.join("\n")
+    );
+}

@@ -33,6 +33,13 @@ mkdir -p "$MNT/srv/data"; mount --bind "$DMNT" "$MNT/srv/data"; BOUND+=("$MNT/sr
 cp "$CAPTURE_DIR/make-photos.sh" "$CAPTURE_DIR/make-photoset.sh" "$CAPTURE_DIR/make-isos.sh" "$MNT/tmp/"
 in_root sh /tmp/make-photos.sh /srv/data/photos-source
 in_root sh /tmp/make-photoset.sh /srv/data/photos-source /srv/data/photoset
+# The same photos in the user's home on the traced disk, where the photo,
+# office and publishing work (native.sh, lo_office.py) takes its pictures.
+if [ ! -f "$MNT/home/bench/photos/.complete" ]; then
+  mkdir -p "$MNT/home/bench/photos"
+  cp -a "$DMNT/photos-source/." "$MNT/home/bench/photos/"
+  in_root chown -R bench:bench /home/bench/photos
+fi
 in_root sh /tmp/make-isos.sh /srv/data/isos
 in_root apt-get clean
 # shellcheck disable=SC2016 # dpkg-query's format, not the shell's

@@ -165,6 +165,29 @@ fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) 
             if times.len() == 1 { "" } else { "s" }
         );
     }
+    let calibrated = r
+        .traces
+        .iter()
+        .filter(|t| t.task.as_ref().is_some_and(is_calibrated))
+        .count();
+    if calibrated > 0 {
+        let _ = writeln!(
+            out,
+            "task s: * calibrated ({calibrated} of {}): the task's untraced time on the capture drive plus this drive's difference from a replay there{}",
+            times.len(),
+            if calibrated < times.len() {
+                "; unmarked: uncalibrated, from the capture's own timing"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// Whether a prediction is set against a replay on the capture drive
+/// (`tracemark calibrate`), which is what makes it hold across drives.
+fn is_calibrated(task: &crate::schema::TaskTime) -> bool {
+    task.uncalibrated.is_some()
 }
 
 /// One trace's row; `invalid` marks a trace whose figures cannot be trusted.
@@ -195,6 +218,8 @@ fn row(out: &mut String, t: &TraceResult, task_column: bool, invalid: bool) {
         t.write_bytes as f64 / 1e6,
     );
     let task = match (&t.task, task_column) {
+        // The same width either way, so uncalibrated rows stay as they were.
+        (Some(task), true) if is_calibrated(task) => format!(" {:>9.3}*", task.predicted_s),
         (Some(task), true) => format!(" {:>10.3}", task.predicted_s),
         (None, true) => format!(" {:>10}", "-"),
         (_, false) => String::new(),
@@ -282,5 +307,56 @@ mod tests {
         let n = r.traces.len() as f64;
         let want = format!("suite task time: {:.3} s", 1.5 * n * (n + 1.0) / 2.0);
         assert!(format_table(&r).contains(&want), "{}", format_table(&r));
+        assert!(!format_table(&r).contains('*'), "{}", format_table(&r));
+    }
+
+    #[test]
+    fn calibrated_task_times_are_marked_and_the_mark_explained() {
+        let text = include_str!("../../tests/fixtures/suite-a.json");
+        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
+        assert!(r.traces.len() >= 2, "the fixture needs two traces");
+        for (i, t) in r.traces.iter_mut().enumerate() {
+            t.task = Some(TaskTime {
+                predicted_s: 2.25 + i as f64,
+                model: "blocking".into(),
+                models: Default::default(),
+                captured_s: 3.0,
+                untraced_s: Some(2.0),
+                span: "task marks".into(),
+                // Only the first trace was calibrated.
+                uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
+                predicted_spread: None,
+                breakdown: None,
+            });
+        }
+        let table = format_table(&r);
+        let rows: Vec<&str> = table.lines().collect();
+        let row_of = |name: &str| {
+            *rows
+                .iter()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("no row {name}: {table}"))
+        };
+        let first = row_of(&r.traces[0].name);
+        let second = row_of(&r.traces[1].name);
+        assert!(first.ends_with("     2.250*"), "{first}");
+        assert!(second.ends_with("      3.250"), "{second}");
+        assert_eq!(first.chars().count(), second.chars().count());
+        let n = r.traces.len();
+        assert!(
+            table.contains(&format!("task s: * calibrated (1 of {n})")),
+            "{table}"
+        );
+        assert!(table.contains("unmarked: uncalibrated"), "{table}");
+        // All calibrated: the footnote says so and nothing of uncalibrated.
+        for t in &mut r.traces {
+            t.task.as_mut().unwrap().uncalibrated = Some(Default::default());
+        }
+        let table = format_table(&r);
+        assert!(
+            table.contains(&format!("task s: * calibrated ({n} of {n})")),
+            "{table}"
+        );
+        assert!(!table.contains("unmarked"), "{table}");
     }
 }
