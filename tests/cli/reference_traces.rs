@@ -467,13 +467,13 @@ fn every_quick_trace_has_marks_an_untraced_time_and_a_calibration() {
         let source = TmtSource::open(&t.file).unwrap_or_else(|e| panic!("{}: {e}", t.name));
         let marks = source.task_marks();
         let mut lacks = Vec::new();
-        if marks.start_before_ns.is_none() && marks.start_after_ns.is_none() {
+        if marks.start_before.is_none() && marks.start_after.is_none() {
             lacks.push("a start mark");
         }
-        if marks.end_ns.is_none() {
+        if marks.end.is_none() {
             lacks.push("a done mark");
         }
-        if marks.untraced_ns.is_none_or(|ns| ns == 0) {
+        if marks.untraced.is_none_or(|ns| ns.0 == 0) {
             lacks.push("an untraced time");
         }
         if !marks.capture_drive.is_set() {
