@@ -23,6 +23,23 @@ pub enum CalibrationProblem {
     /// The result's replay of the trace is not valid (errors, skipped I/O,
     /// interrupted): it measured something else than the drive.
     NotValid,
+    /// The result's replay of the trace waited for a CPU for more than
+    /// [`results::validity::CPU_WAIT_SHARE_FLAG`] of its playback: the
+    /// machine's other load is in its prediction, and a calibration carries
+    /// it into every later prediction of the trace.
+    CpuWait,
+}
+
+/// Whether a calibration replay that waited for a CPU is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuWait {
+    /// Refused ([`CalibrationProblem::CpuWait`]): the default, because a
+    /// loaded calibration replay moves every later prediction (one made at
+    /// load 8-13 predicted 2.5x a task's untraced time).
+    #[default]
+    Refuse,
+    /// Taken as it is (a machine that is never quiet).
+    Accept,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -78,6 +95,7 @@ fn replay_of<'a>(
     records: u64,
     checksum: &str,
     result_path: &Path,
+    cpu_wait: CpuWait,
 ) -> Result<&'a TraceResult, CalibrationError> {
     let refuse = |kind, reason: String| CalibrationError::Result {
         result: result_path.to_path_buf(),
@@ -118,6 +136,15 @@ fn replay_of<'a>(
             ),
         ));
     }
+    if let (CpuWait::Refuse, Some(why)) = (cpu_wait, results::validity::cpu_wait_caution(t)) {
+        return Err(refuse(
+            CalibrationProblem::CpuWait,
+            format!(
+                "{why}; a calibration carries that into every later prediction of {}: replay it again on a quiet machine, or pass --accept-cpu-wait",
+                t.name
+            ),
+        ));
+    }
     Ok(t)
 }
 
@@ -146,6 +173,7 @@ pub fn calibrate(
     result: &SuiteResult,
     result_path: &Path,
     out: &Path,
+    cpu_wait: CpuWait,
 ) -> Result<Calibration, CalibrationError> {
     let format_error = |source| CalibrationError::Trace {
         trace: trace.to_path_buf(),
@@ -160,7 +188,13 @@ pub fn calibrate(
     for r in file.records() {
         sum.add(&r.map_err(format_error)?);
     }
-    let t = replay_of(result, file.summary().ios, &sum.hex(), result_path)?;
+    let t = replay_of(
+        result,
+        file.summary().ios,
+        &sum.hex(),
+        result_path,
+        cpu_wait,
+    )?;
     let capture_drive = capture_drive_prediction(t);
 
     let mut tail = file.footer().tail.clone();

@@ -31,6 +31,11 @@ pub struct CalibrateArgs {
     /// Write the calibrated trace here instead of over TRACE.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
+    /// Take a replay that waited for a CPU for over 5 % of its playback
+    /// (refused otherwise: the machine's load would move every later
+    /// prediction of the trace).
+    #[arg(long)]
+    pub accept_cpu_wait: bool,
 }
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
@@ -39,8 +44,18 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
     outfile::refuse_inputs(out, [&args.from], db.as_deref())?;
     let result = results::compare::load_result(&args.from)?;
     let out = args.output.as_ref().unwrap_or(&args.trace);
-    let c = replayer::calibration::calibrate(&args.trace, &result, &args.from, out)
-        .with_context(|| format!("calibrating {}", args.trace.display()))?;
+    let c = replayer::calibration::calibrate(
+        &args.trace,
+        &result,
+        &args.from,
+        out,
+        if args.accept_cpu_wait {
+            replayer::calibration::CpuWait::Accept
+        } else {
+            replayer::calibration::CpuWait::Refuse
+        },
+    )
+    .with_context(|| format!("calibrating {}", args.trace.display()))?;
     let secs = |ns: Option<trace_format::Nanos>| {
         ns.map_or("-".to_string(), |ns| format!("{:.3} s", ns.as_secs_f64()))
     };

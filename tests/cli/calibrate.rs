@@ -5,7 +5,7 @@
 
 use crate::support::replay::*;
 use crate::support::{read_json, tracemark};
-use replayer::calibration::{calibrate, CalibrationProblem};
+use replayer::calibration::{calibrate, CalibrationProblem, CpuWait};
 use std::fs;
 use std::path::Path;
 use trace_format::{DependencyModel, IoRecord, Nanos, TraceFile};
@@ -43,8 +43,15 @@ fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
     read_json(&dir.join(json))
 }
 
-/// Runs `tracemark calibrate ARGS...` in `dir`.
+/// Runs `tracemark calibrate ARGS... --accept-cpu-wait` in `dir`: the
+/// replays these tests calibrate from run beside other tests, and one that
+/// waited for a CPU would be refused (tested on its own below).
 fn calibrate_cli(dir: &Path, args: &[&str]) -> std::process::Output {
+    calibrate_cli_strict(dir, &[args, &["--accept-cpu-wait"]].concat())
+}
+
+/// Runs `tracemark calibrate ARGS...` in `dir`.
+fn calibrate_cli_strict(dir: &Path, args: &[&str]) -> std::process::Output {
     tracemark()
         .current_dir(dir)
         .arg("calibrate")
@@ -62,6 +69,7 @@ fn refusal(dir: &Path, trace: &str, result: &str) -> replayer::calibration::Cali
         &loaded,
         &dir.join(result),
         &dir.join("out.tmt"),
+        CpuWait::Refuse,
     )
     .expect_err("a refusal");
     assert!(!dir.join("out.tmt").exists(), "nothing written");
@@ -197,6 +205,51 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
         Some(CalibrationProblem::NoPrediction),
         "{err}"
     );
+}
+
+/// A calibration replay that waited for a CPU for a tenth of its playback
+/// is refused (the load would move every later prediction), named in one
+/// error line with the way round it; with --accept-cpu-wait it is taken.
+#[test]
+fn a_calibration_replay_that_waited_for_a_cpu_is_refused_unless_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let mut v = replay_json(dir.path(), "chain.tmt", "quiet.json");
+    let fidelity = &mut v["traces"][0]["fidelity"];
+    let achieved = fidelity["achieved_s"].as_f64().unwrap();
+    assert!(achieved > 0.0, "{fidelity}");
+    fidelity["cpu_wait_s"] = serde_json::json!(achieved / 10.0);
+    fs::write(
+        dir.path().join("loaded.json"),
+        serde_json::to_string_pretty(&v).unwrap(),
+    )
+    .unwrap();
+    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+
+    let err = refusal(dir.path(), "chain.tmt", "loaded.json");
+    assert_eq!(err.problem(), Some(CalibrationProblem::CpuWait), "{err}");
+    let out = calibrate_cli_strict(dir.path(), &["chain.tmt", "--from", "loaded.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("loaded.json")
+            && stderr.contains("for a CPU (10 % of the playback)")
+            && stderr.contains("--accept-cpu-wait"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+
+    let out = calibrate_cli_strict(
+        dir.path(),
+        &["chain.tmt", "--from", "loaded.json", "--accept-cpu-wait"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
 /// Calibrated in place through a symbolic link: the real trace is

@@ -484,6 +484,7 @@ fn a_kill_at_any_moment_leaves_every_other_output_whole() {
                 s(&marked),
                 "--from".into(),
                 s(&first),
+                "--accept-cpu-wait".into(),
                 "-o".into(),
             ],
             Whole::Same,

@@ -167,6 +167,7 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         s(&marked),
         "--from".into(),
         s(&first),
+        "--accept-cpu-wait".into(),
         "-o".into(),
     ]);
     // Parquet: a converted trace, whose records name the devices of its table.
