@@ -312,14 +312,17 @@ if [ -d /sys/fs/cgroup/cpuacct ]; then
   mkdir "$CPU_CG"
 fi
 export CG CPU_CG LOOP MNT
+# Checked before anything is saved: with byte thresholds set (another run
+# of this script), the ratios read 0, and "restoring" them would leave the
+# machine with no dirty limit at all.
+[ "$(cat /proc/sys/vm/dirty_bytes)" = 0 ] && [ "$(cat /proc/sys/vm/dirty_background_bytes)" = 0 ] ||
+  die "vm.dirty_bytes or vm.dirty_background_bytes is set; this script restores ratios only"
 for kv in dirty_ratio=$(cat /proc/sys/vm/dirty_ratio) \
   dirty_background_ratio=$(cat /proc/sys/vm/dirty_background_ratio) \
   dirty_expire_centisecs=$(cat /proc/sys/vm/dirty_expire_centisecs) \
   dirty_writeback_centisecs=$(cat /proc/sys/vm/dirty_writeback_centisecs); do
   SAVED_VM+=("$kv")
 done
-[ "$(cat /proc/sys/vm/dirty_bytes)" = 0 ] && [ "$(cat /proc/sys/vm/dirty_background_bytes)" = 0 ] ||
-  die "vm.dirty_bytes or vm.dirty_background_bytes is set; this script restores ratios only"
 echo $DIRTY_BACKGROUND_BYTES > /proc/sys/vm/dirty_background_bytes
 echo $DIRTY_BYTES > /proc/sys/vm/dirty_bytes
 echo 3000 > /proc/sys/vm/dirty_expire_centisecs
