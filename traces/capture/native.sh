@@ -46,6 +46,9 @@
 #       own untraced loop device at /mnt/data), from a dropped page cache;
 #   install-krita  `apt-get install krita` as root from the local repository
 #       on data.img (dpkg's fsyncs included), purged again afterwards.
+#   unpack-sync, db-commit, file-search  tasks of kinds the reference suite
+#       does not hold, for the validity study (work-jobs.sh): a tarball
+#       unpacked then synced, SQLite commits, grep through small files.
 # Task marks: each job's task starts when its command starts and is "done"
 # when the command returns (a launch: when its window is mapped, before the
 # LAUNCH_TAIL_S tail); the capture records both (kill -USR2 / -USR1 to
@@ -684,6 +687,31 @@ for job in "${jobs[@]}"; do
         "DEBIAN_FRONTEND=noninteractive $APT install -y --no-install-recommends krita >/tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }" root
       as_root "tail -3 /tmp/install.log; DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove krita krita-data >/dev/null 2>&1; rm -f /etc/apt/sources.list.d/local-repo.list; apt-get clean" || true
       fstrim "$MNT" || true ;;
+    unpack-sync)
+      prepared "$UNPACK_PREP"
+      prepared "$UNPACK_CLEAN"
+      evict "$UNPACK_DIR"
+      native_capture unpack-sync "archive" \
+        "tar at native speed on the guest's disk (chroot, 5 GiB memory cgroup): a 10,000-file tarball of documentation, icons and a Python library (136 MB) unpacked, then syncfs; program warm, archive cold" \
+        "$UNPACK_RUN"
+      prepared "$UNPACK_CLEAN"
+      fstrim "$MNT" || true ;;
+    db-commit)
+      run_tmpfs
+      install -d -m 755 "$MNT/run/tracemark"
+      install -m 644 "$CAPTURE_DIR/db_commit.py" "$MNT/run/tracemark/db_commit.py"
+      prepared "$DB_CLEAN"
+      prepared "python3 -c 'import sqlite3, random'"   # untraced: Python warm
+      native_capture db-commit "database" \
+        "SQLite 3.40 through Python 3.11 at native speed on the guest's disk (chroot, 5 GiB memory cgroup): 200,000 ledger rows inserted in 400 transactions (rollback journal, synchronous=FULL), then indexed; program warm" \
+        "$DB_RUN"
+      prepared "$DB_CLEAN"
+      fstrim "$MNT" || true ;;
+    file-search)
+      sync; echo 3 > /proc/sys/vm/drop_caches
+      native_capture file-search "search" \
+        "grep -r at native speed on the guest's disk (chroot, 5 GiB memory cgroup): documentation, icons, translations, man pages and a Python library (about 400 MB in small files) searched for a string found nowhere; page cache dropped before" \
+        "$SEARCH_RUN" ;;
     *) die "unknown job $job (the jobs are listed in the header of $0)" ;;
   esac
  done

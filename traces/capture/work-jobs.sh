@@ -74,8 +74,31 @@ GAME_0AD_MATCH="/usr/games/pyrogenesis -autostart=skirmishes/acropolis_bay_2p -a
 # game-supertuxkart: one lap of Lighthouse with 4 karts, without graphics.
 STK_RACE="/usr/games/supertuxkart --no-graphics --profile-laps=1 --track=lighthouse --numkarts=4 --race-now >/dev/null 2>&1"
 
+# Tasks of kinds the reference suite does not hold, for the validity study
+# (native.sh only). Each ends by waiting for what it wrote, or reads only.
+# unpack-sync: the guest's documentation, icons and Python library (about
+# 10,000 files, 136 MB) unpacked from a gzip tarball made once, then
+# `sync -f` (syncfs of the guest's filesystem, not the host's others).
+UNPACK_DIR=/home/bench/unpack
+UNPACK_PREP="mkdir -p $UNPACK_DIR && cd $UNPACK_DIR && { [ -f .complete ] ||
+  { tar -czf tree.tar.gz -C /usr share/doc share/icons lib/python3.11 && touch .complete; }; }"
+UNPACK_RUN="cd $UNPACK_DIR && rm -rf out && mkdir out && tar -xzf tree.tar.gz -C out && sync -f out"
+UNPACK_CLEAN="rm -rf $UNPACK_DIR/out"
+
+# db-commit: a ledger of 200,000 rows inserted into a new SQLite database in
+# 400 transactions (the default rollback journal and synchronous=FULL: each
+# commit fsyncs the journal and the database), then indexed (db_commit.py).
+DB_DIR=/home/bench/db
+DB_RUN="python3 /run/tracemark/db_commit.py $DB_DIR/ledger.db"
+DB_CLEAN="rm -rf $DB_DIR && mkdir -p $DB_DIR"
+
+# file-search: grep through the documentation, icons, translations, man
+# pages and Python library (about 400 MB in small files) for a string that
+# is nowhere, from a dropped page cache (grep exits 1: nothing found).
+SEARCH_RUN="grep -rIl -e tracemark-needle-0451 /usr/share/doc /usr/share/icons /usr/share/locale /usr/share/man /usr/lib/python3.11; [ \$? -eq 1 ]"
+
 # Every command on one line (the guest's sh and `sh -c` alike).
-for v in VIDEO_PREP VIDEO_RENDER PHOTO_LIGHT_EDIT PHOTO_HEAVY_POLICY_ROOT PHOTO_HEAVY_PREP PHOTO_HEAVY_EDIT; do
+for v in VIDEO_PREP VIDEO_RENDER PHOTO_LIGHT_EDIT PHOTO_HEAVY_POLICY_ROOT PHOTO_HEAVY_PREP PHOTO_HEAVY_EDIT UNPACK_PREP; do
   printf -v "$v" '%s' "${!v//$'\n'/ }"
 done
 unset v
