@@ -26,7 +26,7 @@ mod temp;
 
 pub use error::OutputError;
 pub use same::refuse_inputs;
-pub use target::{refused_kind, resolve, Resolved};
+pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;
 
 use std::ffi::CString;

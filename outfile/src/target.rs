@@ -31,7 +31,12 @@ pub enum Resolved {
 /// file must not be opened as a database): a directory, device node, FIFO
 /// or socket. `None` for a regular file.
 pub fn refused_kind(meta: &fs::Metadata) -> Option<&'static str> {
-    let t = meta.file_type();
+    special_kind(&meta.file_type())
+}
+
+/// What a file of type `t` is, when it is not a regular file or a link: the
+/// one wording every message about such a path uses.
+pub fn special_kind(t: &fs::FileType) -> Option<&'static str> {
     if t.is_dir() {
         Some("a directory")
     } else if t.is_block_device() {
@@ -39,12 +44,18 @@ pub fn refused_kind(meta: &fs::Metadata) -> Option<&'static str> {
     } else if t.is_char_device() {
         Some("a character device")
     } else if t.is_fifo() {
-        Some("a FIFO")
+        Some("a FIFO (named pipe)")
     } else if t.is_socket() {
         Some("a socket")
     } else {
         None
     }
+}
+
+/// What a path that is not a regular file is, for an error message ("not a
+/// regular file" for anything [`special_kind`] does not name).
+pub fn kind_name(t: &fs::FileType) -> &'static str {
+    special_kind(t).unwrap_or("not a regular file")
 }
 
 fn io_err(path: &Path, source: io::Error) -> OutputError {

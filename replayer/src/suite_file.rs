@@ -92,7 +92,7 @@ impl SuiteFile {
                 Ok(m) if m.is_file() => None,
                 Ok(m) => Some(format!(
                     "is {}, not a trace file",
-                    file_kind(&m.file_type())
+                    outfile::kind_name(&m.file_type())
                 )),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                     Some("does not exist".to_string())
@@ -107,24 +107,6 @@ impl SuiteFile {
             }
         }
         Ok(suite)
-    }
-}
-
-/// What a path that is not a regular file is.
-fn file_kind(kind: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
     }
 }
 

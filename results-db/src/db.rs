@@ -21,7 +21,7 @@ fn check_path(path: &Path) -> Result<(), DbError> {
     use std::os::unix::ffi::OsStrExt;
     if let Ok(meta) = std::fs::metadata(path) {
         if !meta.is_file() {
-            let kind = outfile::refused_kind(&meta).unwrap_or("not a regular file");
+            let kind = outfile::kind_name(&meta.file_type());
             return Err(DbError::NotAFile {
                 path: path.to_path_buf(),
                 kind,

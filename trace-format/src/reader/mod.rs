@@ -79,7 +79,7 @@ impl TraceFile {
         if !kind.is_file() {
             return Err(FormatError::NotAFile {
                 path: path.to_path_buf(),
-                kind: describe_file_type(kind),
+                kind: outfile::kind_name(&kind),
             });
         }
         let stamp = FileStamp::of(&file).map_err(with_path)?;
@@ -262,24 +262,6 @@ impl TraceFile {
             r?;
         }
         Ok(())
-    }
-}
-
-/// What a path that is not a regular file is, for the error message.
-fn describe_file_type(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO (named pipe)"
-    } else if kind.is_char_device() {
-        "a character device"
-    } else if kind.is_block_device() {
-        "a block device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
     }
 }
 
