@@ -8,7 +8,7 @@
 //! zeros (never written, or same-filled) and those holding data.
 
 use replayer::mapping::{AddressMap, TraceScan};
-use replayer::target::{Target, TargetRequest};
+use replayer::target::{Target, TargetRequest, Targets};
 use replayer::{ReplayOptions, TmtSource, TraceSource};
 use std::os::unix::fs::FileExt;
 use trace_format::Op;
@@ -36,7 +36,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let map = AddressMap::new(src.name(), &scan, opts.mapping, target.size, BLOCK)?;
     let regions =
         replayer::precondition::read_regions(&[&src], std::slice::from_ref(&map), 1, &opts)?;
-    let p = replayer::precondition::precondition(&target, &regions, &opts, &mut |_, _| {})?;
+    let targets = Targets::one(target);
+    let p = replayer::precondition::precondition(&targets, &regions, &opts, &mut |_, _| {})?;
     println!("precondition: {p:?}");
     let dev = std::fs::OpenOptions::new()
         .read(true)

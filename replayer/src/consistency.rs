@@ -184,7 +184,7 @@ fn write_pass(
 ) -> Result<PassMetrics, ReplayError> {
     let setup_started = Instant::now();
     let scan = TraceScan::scan(source.name, source.records())?;
-    let (target, maps) = retry_busy(|| {
+    let (targets, maps) = retry_busy(|| {
         crate::target::open_targets(
             Some(path),
             &[source as &dyn TraceSource],
@@ -196,7 +196,7 @@ fn write_pass(
         .first()
         .ok_or_else(|| ReplayError::Options("no address map for the writes".into()))?;
     let mut engine = Engine::new(
-        &target,
+        &targets,
         opts.queue_depth,
         scan.max_data_len,
         opts.mode == crate::options::TimingMode::Compressed,
@@ -314,6 +314,8 @@ pub fn run_consistency(
     };
     let mut seed = started_unix_s ^ 0x5bd1_e995;
     let mut rounds = Vec::new();
+    // What the suite passes changed (cpu_idle refused), once each.
+    let mut settings_changed: Vec<results::options::SettingChange> = Vec::new();
     let mut interrupted = crate::interrupt::interrupted();
     for (phase, round) in round_plan(opts) {
         if interrupted {
@@ -330,6 +332,11 @@ pub fn run_consistency(
         })?;
         interrupted |= r.interrupted;
         rounds.push(round_result(phase, round, load, &r));
+        for c in &r.settings_changed {
+            if !settings_changed.contains(c) {
+                settings_changed.push(c.clone());
+            }
+        }
     }
     Ok(ConsistencyResult {
         schema_version: results::schema::SCHEMA_VERSION,
@@ -345,6 +352,7 @@ pub fn run_consistency(
         durations,
         write_queue_depth: opts.write_queue_depth,
         suite_options: opts.suite.clone(),
+        settings_changed,
         precondition,
         rounds,
         interrupted,

@@ -59,4 +59,4 @@ pub use results::options;
 pub use results::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
 pub use source::{MemorySource, TmtSource, TraceSource};
 pub use suite::{run_suite, IoLog, NoObserver};
-pub use target::{Target, TargetKind, DEFAULT_SCRATCH_NAME};
+pub use target::{Target, TargetKind, Targets, DEFAULT_SCRATCH_NAME};

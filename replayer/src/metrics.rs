@@ -62,8 +62,8 @@ pub struct PassOutcome {
     pub original_duration_ns: u64,
     pub skipped: Skipped,
     /// The task time the pass predicts (realtime, one ring, original
-    /// completions known).
-    pub task: Option<TaskTimePrediction>,
+    /// completions known), or why it predicts none.
+    pub task: Result<TaskTimePrediction, results::NoTaskTime>,
     /// The pass's instants on the wall clock.
     pub clock: results::fleet::PassClock,
     /// Per source volume (empty for a single-device trace).
@@ -210,7 +210,8 @@ impl PassOutcome {
                 achieved_s: self.playback_ns as f64 / 1e9,
                 cpu_wait_s: self.cpu_wait_ns.map(|ns| ns as f64 / 1e9),
             },
-            task: self.task.as_ref().map(task_time),
+            task: self.task.as_ref().ok().map(task_time),
+            no_task_time: self.task.as_ref().err().copied(),
             clock: Some(self.clock),
             volumes: self.volumes.clone(),
         }
@@ -506,6 +507,7 @@ pub fn trace_result(
         } else {
             None
         },
+        no_task_time: metrics.iter().find_map(|m| m.no_task_time),
     }
 }
 

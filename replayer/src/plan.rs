@@ -4,7 +4,9 @@
 //! combinations that make no sense are refused here, and only here.
 
 pub use crate::error::InvalidOptions;
-use crate::options::{CpuIdle, IdleCap, Priority, ReplayOptions, SettingChange, TimingMode};
+use crate::options::{
+    CpuIdle, IdleCap, Priority, ReplayOptions, Setting, SettingChange, TimingMode,
+};
 use trace_format::Nanos;
 
 /// The idle cap of a suite file that sets none: the built-in profiles' cap,
@@ -86,13 +88,13 @@ impl Plan {
         if options.priority == Priority::High {
             if let Err(why) = system.realtime_priority() {
                 options.priority = Priority::Normal;
-                changes.push(change("priority", "high", "normal", why));
+                changes.push(change(Setting::Priority, "high", "normal", why));
             }
         }
         if options.cpu_idle == CpuIdle::Poll {
             if let Err(why) = system.cpu_idle_poll() {
                 options.cpu_idle = CpuIdle::Os;
-                changes.push(change("cpu_idle", "poll", "os", why));
+                changes.push(change(Setting::CpuIdle, "poll", "os", why));
             }
         }
         Ok(Plan { options, changes })
@@ -118,14 +120,14 @@ fn suite_idle_cap(
         ),
     };
     options.idle_cap = cap.as_option();
-    let mut change = change("idle_cap", "", &cap.to_string(), why);
+    let mut change = change(Setting::IdleCap, "", &cap.to_string(), why);
     change.requested = None;
     Some(change)
 }
 
-fn change(setting: &str, requested: &str, effective: &str, why: String) -> SettingChange {
+fn change(setting: Setting, requested: &str, effective: &str, why: String) -> SettingChange {
     SettingChange {
-        setting: setting.to_string(),
+        setting,
         requested: Some(requested.to_string()),
         effective: effective.to_string(),
         why,
@@ -230,7 +232,7 @@ mod tests {
         assert_eq!(
             plan.changes,
             [SettingChange {
-                setting: "idle_cap".into(),
+                setting: Setting::IdleCap,
                 requested: None,
                 effective: "50ms".into(),
                 why: "suite file s.toml: idle_cap".into(),
@@ -260,8 +262,8 @@ mod tests {
         let plan = Plan::resolve(req.clone(), None, &Fake(false)).unwrap();
         assert_eq!(plan.options.priority, Priority::Normal);
         assert_eq!(plan.options.cpu_idle, CpuIdle::Os);
-        let settings: Vec<_> = plan.changes.iter().map(|c| c.setting.as_str()).collect();
-        assert_eq!(settings, ["priority", "cpu_idle"]);
+        let settings: Vec<_> = plan.changes.iter().map(|c| c.setting).collect();
+        assert_eq!(settings, [Setting::Priority, Setting::CpuIdle]);
         assert_eq!(plan.changes[1].requested.as_deref(), Some("poll"));
         assert_eq!(plan.changes[1].why, "no root");
         let plan = Plan::resolve(req, None, &Fake(true)).unwrap();

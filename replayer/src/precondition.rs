@@ -28,7 +28,7 @@ use crate::buffer::AlignedBuf;
 use crate::mapping::AddressMap;
 use crate::options::{PreconditionPolicy, ReplayOptions};
 use crate::source::TraceSource;
-use crate::target::Target;
+use crate::target::{Target, Targets};
 use crate::ReplayError;
 use results::schema::{FoundState, Precondition, Sampled};
 use serde::{Deserialize, Serialize};
@@ -346,9 +346,9 @@ fn sample_needed(t: &Target, i: usize, regions: &[RegionSet], opts: &ReplayOptio
 
 /// Samples every target's whole space and needed regions: the state the
 /// run found, before it writes.
-fn found_before(target: &Target, regions: &[RegionSet], opts: &ReplayOptions) -> FoundState {
+fn found_before(targets: &Targets, regions: &[RegionSet], opts: &ReplayOptions) -> FoundState {
     let mut found = FoundState::default();
-    for (i, t) in target.all().enumerate() {
+    for (i, t) in targets.iter().enumerate() {
         found
             .space_before
             .add(sample_space(t, opts.target_offset, STATE_SAMPLES));
@@ -361,13 +361,13 @@ fn found_before(target: &Target, regions: &[RegionSet], opts: &ReplayOptions) ->
 
 /// The same blocks of the needed regions read again, as scoring starts.
 fn found_at_start(
-    target: &Target,
+    targets: &Targets,
     regions: &[RegionSet],
     opts: &ReplayOptions,
     mut found: FoundState,
 ) -> FoundState {
     found.read_regions_at_start = Sampled::default();
-    for (i, t) in target.all().enumerate() {
+    for (i, t) in targets.iter().enumerate() {
         found
             .read_regions_at_start
             .add(sample_needed(t, i, regions, opts));
@@ -393,11 +393,11 @@ fn save_marker(target: &Target, set: &RegionSet) {
     }
 }
 
-/// Writes what `opts.precondition` asks on every target of `target`
-/// (`regions`: from [`read_regions`], one set per target). None for `skip`.
+/// Writes what `opts.precondition` asks on every target (`regions`: from
+/// [`read_regions`], one set per target). None for `skip`.
 /// `progress(written, total)` is told how far it is, in bytes.
 pub fn precondition(
-    target: &Target,
+    targets: &Targets,
     regions: &[RegionSet],
     opts: &ReplayOptions,
     progress: &mut dyn FnMut(u64, u64),
@@ -416,12 +416,12 @@ pub fn precondition(
         not_done: None,
         found: None,
     };
-    let found = found_before(target, regions, opts);
-    let plans = plan(target, regions, opts, &mut record);
+    let found = found_before(targets, regions, opts);
+    let plans = plan(targets, regions, opts, &mut record);
     let total: u64 = plans.iter().map(|p| p.2.len() * REGION_BYTES).sum();
     let mut buf =
         AlignedBuf::new(WRITE_BYTES as usize).map_err(|source| ReplayError::TargetIo {
-            path: target.path.clone(),
+            path: targets.primary().path.clone(),
             what: "cannot allocate the precondition buffer".into(),
             source,
         })?;
@@ -439,15 +439,12 @@ pub fn precondition(
                     // The whole regions written so far count as done: the
                     // next run does not write them again.
                     let whole = at / REGION_BYTES - first;
-                    if whole > 0 {
-                        // SAFETY: fdatasync on the target's open descriptor.
-                        if t.file().sync_data().is_ok() {
-                            marked.union_with(&RegionSet::from_runs(&[(first, whole)]));
-                        }
+                    if whole > 0 && t.file().sync_data().is_ok() {
+                        marked.union_with(&RegionSet::from_runs(&[(first, whole)]));
                     }
                     save_marker(t, &marked);
                     record.seconds = started.elapsed().as_secs_f64();
-                    record.found = Some(found_at_start(target, regions, opts, found));
+                    record.found = Some(found_at_start(targets, regions, opts, found));
                     return Ok(Some(record));
                 }
                 let n = (end - at).min(WRITE_BYTES) as usize;
@@ -460,7 +457,6 @@ pub fn precondition(
             }
             marked.union_with(&RegionSet::from_runs(&[(first, count)]));
         }
-        // SAFETY: fdatasync on the target's open descriptor.
         if let Err(source) = t.file().sync_data() {
             return Err(ReplayError::TargetIo {
                 path: t.path.clone(),
@@ -471,7 +467,7 @@ pub fn precondition(
         save_marker(t, &marked);
     }
     record.seconds = started.elapsed().as_secs_f64();
-    record.found = Some(found_at_start(target, regions, opts, found));
+    record.found = Some(found_at_start(targets, regions, opts, found));
     Ok(Some(record))
 }
 
@@ -483,13 +479,13 @@ type Plan<'t> = (&'t Target, RegionSet, RegionSet);
 /// and what was already written, and says there why a target that needs
 /// writes gets none.
 fn plan<'t>(
-    target: &'t Target,
+    targets: &'t Targets,
     regions: &[RegionSet],
     opts: &ReplayOptions,
     record: &mut Precondition,
 ) -> Vec<Plan<'t>> {
     let mut plans = Vec::new();
-    for (i, t) in target.all().enumerate() {
+    for (i, t) in targets.iter().enumerate() {
         let needed = needed_regions(t, i, regions, opts);
         if needed.is_empty() {
             continue;

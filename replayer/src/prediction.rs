@@ -43,15 +43,16 @@
 //!
 //! The engine does not call the model: [`TaskObserver`] listens to a pass's
 //! I/O events (each record read, each completion) and feeds it. A pass
-//! predicts only in realtime mode on one ring ([`NoPrediction`] says why
+//! predicts only in realtime mode on one ring ([`NoTaskTime`] says why
 //! not otherwise); the marks, untraced time and calibration come from the
 //! trace's task section (`trace_format::TaskMarks`).
 
 mod observer;
 
 use crate::waits::{self, Path, Sequence};
-pub use observer::{NoPrediction, TaskObserver};
+pub use observer::TaskObserver;
 use results::breakdown::{ClassWaits, WaitClass, WaitOp};
+pub use results::NoTaskTime;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 pub use trace_format::{DependencyModel, ModelTimes, TaskMarks};
@@ -420,8 +421,9 @@ pub struct TaskTimeModel {
     /// The path of the latest predicted completion in the primary model.
     last_path: Path,
     sequence: Sequence,
-    /// A record without an original completion: no prediction.
-    incomplete: bool,
+    /// Why there can be no prediction, once known: a record without an
+    /// original completion, or records admitted out of order.
+    incomplete: Option<NoTaskTime>,
     processed: u64,
 }
 
@@ -439,7 +441,7 @@ impl TaskTimeModel {
             last_predicted: [i64::MIN; 3],
             last_path: None,
             sequence: Sequence::default(),
-            incomplete: false,
+            incomplete: None,
             processed: 0,
         }
     }
@@ -449,12 +451,13 @@ impl TaskTimeModel {
     /// otherwise (skipped) it keeps its original latency.
     pub fn admit(&mut self, index: u64, rec: &IoRecord, sent: bool) {
         let Some(latency) = rec.latency.map(|l| l.0) else {
-            self.incomplete = true;
+            self.incomplete
+                .get_or_insert(NoTaskTime::NoOriginalCompletions);
             return;
         };
         if index != self.next_index + self.admitted.len() as u64 {
             // Out of order: the caller broke the contract; predict nothing.
-            self.incomplete = true;
+            self.incomplete.get_or_insert(NoTaskTime::Unfinished);
             return;
         }
         let role = Role::of(rec);
@@ -553,13 +556,16 @@ impl TaskTimeModel {
         self.processed += 1;
     }
 
-    /// The prediction, or `None` when the trace lacks original completions,
-    /// nothing was replayed, or some record's latency never came.
-    pub fn finish(mut self) -> Option<TaskTimePrediction> {
-        if self.incomplete || !self.admitted.is_empty() {
-            return None;
+    /// The prediction, or why there is none: the trace lacks original
+    /// completions, nothing was replayed, or some record's latency never came.
+    pub fn finish(mut self) -> Result<TaskTimePrediction, NoTaskTime> {
+        if let Some(why) = self.incomplete {
+            return Err(why);
         }
-        let first = self.first_time?;
+        if !self.admitted.is_empty() {
+            return Err(NoTaskTime::Unfinished);
+        }
+        let first = self.first_time.ok_or(NoTaskTime::Unfinished)?;
         let untraced = self.marks.untraced.map(|u| u.0);
         if let Some(end_rel) = self.end_time() {
             if self.end_shifts.is_none() {
@@ -570,14 +576,14 @@ impl TaskTimeModel {
             let captured = self.marks.captured().map_or(end_rel, |c| c.0);
             let base = untraced.unwrap_or(captured);
             let raw = shifts.map(|s| (base as i64 + s).max(0) as u64);
-            Some(self.prediction(captured, base, raw, true, &path))
+            Ok(self.prediction(captured, base, raw, true, &path))
         } else {
             let captured = self.last_completion.saturating_sub(first);
             let base = untraced.unwrap_or(captured);
             let raw = self
                 .last_predicted
                 .map(|p| (base as i64 + (p - self.last_completion as i64)).max(0) as u64);
-            Some(self.prediction(captured, base, raw, false, &self.last_path))
+            Ok(self.prediction(captured, base, raw, false, &self.last_path))
         }
     }
 

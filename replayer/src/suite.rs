@@ -5,7 +5,7 @@ use crate::cpu_idle::CpuIdleHold;
 use crate::engine::{Engine, IoEvent, Observer, PassKind, PassPlan};
 use crate::mapping::TraceScan;
 use crate::metrics::{trace_result, PassOutcome, TimelineBuilder};
-use crate::options::{PreconditionPolicy, ReplayOptions, SettingChange};
+use crate::options::{PreconditionPolicy, ReplayOptions, Setting, SettingChange};
 use crate::source::TraceSource;
 use crate::ReplayError;
 use results::schema::{
@@ -65,14 +65,14 @@ pub fn run_suite(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let (scans, identities) = scan_traces(traces)?;
-    let (target, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
-    let precondition = precondition(traces, &target, &maps, opts, observer)?;
+    let (targets, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
+    let precondition = precondition(traces, &targets, &maps, opts, observer)?;
     // A stop signal before the first pass (while preconditioning, mostly)
     // ends the run there: nothing is replayed on a target only partly
     // prepared, and the result says so.
     if crate::interrupt::interrupted() {
         return Ok(stopped_before_replay(
-            &target,
+            &targets,
             opts,
             precondition,
             started_unix_s,
@@ -81,7 +81,7 @@ pub fn run_suite(
     }
     let max_len = scans.iter().map(|s| s.max_data_len).max().unwrap_or(0);
     let mut engine = Engine::new(
-        &target,
+        &targets,
         opts.queue_depth,
         max_len,
         opts.mode == crate::options::TimingMode::Compressed,
@@ -118,11 +118,11 @@ pub fn run_suite(
         result.timeline = observer.last.take();
         results.push(result);
     }
-    let mut result = suite_result(&target, opts, results, interrupted, started_unix_s);
+    let mut result = suite_result(&targets, opts, results, interrupted, started_unix_s);
     if let Some(e) = idle_refused {
         result.options.cpu_idle = idle_hold.in_effect();
         result.settings_changed.push(SettingChange {
-            setting: "cpu_idle".into(),
+            setting: Setting::CpuIdle,
             requested: Some(opts.cpu_idle.name().into()),
             effective: idle_hold.in_effect().name().into(),
             why: format!("{} refused ({e})", crate::cpu_idle::CPU_LATENCY_FILE),
@@ -140,18 +140,18 @@ pub fn run_suite(
 /// Writes what the policy asks before scoring (see `crate::precondition`).
 fn precondition(
     traces: &[&dyn TraceSource],
-    target: &crate::target::Target,
+    targets: &crate::target::Targets,
     maps: &[crate::mapping::AddressMap],
     opts: &ReplayOptions,
     observer: &mut dyn Observer,
 ) -> Result<Option<results::schema::Precondition>, ReplayError> {
     let regions = match opts.precondition {
         PreconditionPolicy::ReadRegions => {
-            crate::precondition::read_regions(traces, maps, target.all().count(), opts)?
+            crate::precondition::read_regions(traces, maps, targets.len(), opts)?
         }
         _ => Vec::new(),
     };
-    crate::precondition::precondition(target, &regions, opts, &mut |w, t| {
+    crate::precondition::precondition(targets, &regions, opts, &mut |w, t| {
         observer.precondition_progress(w, t)
     })
 }
@@ -282,7 +282,7 @@ impl TracePasses {
 /// (while preconditioning, mostly): no traces, not valid, and what was
 /// written.
 fn stopped_before_replay(
-    target: &crate::target::Target,
+    targets: &crate::target::Targets,
     opts: &ReplayOptions,
     precondition: Option<results::schema::Precondition>,
     started_unix_s: u64,
@@ -297,7 +297,7 @@ fn stopped_before_replay(
         ),
         _ => "before the replay began".to_string(),
     };
-    let mut result = suite_result(target, opts, Vec::new(), true, started_unix_s);
+    let mut result = suite_result(targets, opts, Vec::new(), true, started_unix_s);
     result.precondition = precondition;
     result.valid = false;
     result.invalid_reasons = vec![results::schema::RunProblem::Other(format!(
@@ -309,7 +309,7 @@ fn stopped_before_replay(
 /// A result file's frame around `traces` (suite figures from them), valid
 /// until marked otherwise, with no preconditioning recorded.
 fn suite_result(
-    target: &crate::target::Target,
+    targets: &crate::target::Targets,
     opts: &ReplayOptions,
     traces: Vec<results::schema::TraceResult>,
     interrupted: bool,
@@ -324,7 +324,7 @@ fn suite_result(
             version: env!("CARGO_PKG_VERSION").into(),
         },
         host: host_info(),
-        target: target.info(),
+        target: targets.info(),
         options: opts.clone(),
         settings_changed: Vec::new(),
         legacy_mode: None,

@@ -39,10 +39,52 @@ pub struct Target {
     /// with one `RWF_NOWAIT` read). Without it (zram, brd, some stacked
     /// drivers), io_uring runs every request on its io-wq worker threads.
     pub nowait: bool,
-    /// The other targets of a multi-target replay (`--target` given several
-    /// times, `--device-map`), in order: the map's target *i* is `further[i-1]`.
-    pub further: Vec<Target>,
     file: File,
+}
+
+/// The targets of a replay, in order: the map's target *i* is the *i*-th
+/// (`--target` given several times, then `--device-map`). Never empty: the
+/// first is the primary, which names the run's target in the result.
+pub struct Targets {
+    list: Vec<Target>,
+}
+
+impl Targets {
+    /// One target alone.
+    pub fn one(target: Target) -> Targets {
+        Targets { list: vec![target] }
+    }
+
+    /// `None` when `list` is empty.
+    pub fn new(list: Vec<Target>) -> Option<Targets> {
+        (!list.is_empty()).then_some(Targets { list })
+    }
+
+    /// The first target: the run's target in the result.
+    pub fn primary(&self) -> &Target {
+        &self.list[0]
+    }
+
+    /// Every target, the map's target *i* at index *i*.
+    pub fn iter(&self) -> std::slice::Iter<'_, Target> {
+        self.list.iter()
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Never true; for clippy's `len_without_is_empty`.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The result file's description: the primary, with the others.
+    pub fn info(&self) -> TargetInfo {
+        let mut info = self.primary().info();
+        info.others = self.list[1..].iter().map(Target::info).collect();
+        info
+    }
 }
 
 /// What the replay needs from the target.
@@ -59,7 +101,7 @@ pub struct TargetRequest {
 }
 
 impl Target {
-    /// The result file's description of this target and the further ones.
+    /// The result file's description of this target.
     pub fn info(&self) -> TargetInfo {
         let mut info = TargetInfo {
             path: self.path.display().to_string(),
@@ -78,7 +120,6 @@ impl Target {
             filesystem: None,
         };
         crate::identity_probe::describe(&mut info);
-        info.others = self.further.iter().map(Target::info).collect();
         info
     }
 
@@ -90,11 +131,6 @@ impl Target {
     /// outside the ring (preconditioning, probes) as safe calls.
     pub fn file(&self) -> &File {
         &self.file
-    }
-
-    /// This target, then the further ones: index *i* is the map's target *i*.
-    pub fn all(&self) -> impl Iterator<Item = &Target> {
-        std::iter::once(self).chain(self.further.iter())
     }
 
     /// Opens (and for files, creates, grows and fills) the target, applying
@@ -138,7 +174,7 @@ pub fn open_targets(
     traces: &[&dyn TraceSource],
     scans: &[TraceScan],
     opts: &ReplayOptions,
-) -> Result<(Target, Vec<AddressMap>), ReplayError> {
+) -> Result<(Targets, Vec<AddressMap>), ReplayError> {
     let slots = TargetSlots::new(primary, opts);
     let routes_per_trace = route_devices(traces, scans, opts, &slots)?;
     let needs_write = needs_write(scans, opts);
@@ -175,12 +211,8 @@ pub fn open_targets(
             routes,
         )?);
     }
-    let mut targets = targets.into_iter();
-    let Some(mut primary) = targets.next() else {
-        return Err(ReplayError::Options("no target".into()));
-    };
-    primary.further = targets.collect();
-    Ok((primary, maps))
+    let targets = Targets::new(targets).ok_or_else(|| ReplayError::Options("no target".into()))?;
+    Ok((targets, maps))
 }
 
 /// The distinct targets (two names of one file are one target) and the
@@ -380,7 +412,6 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
         direct,
         writable: true,
         nowait: probe_nowait(&file, size),
-        further: Vec::new(),
         file,
     })
 }
@@ -576,7 +607,6 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
         direct: true,
         writable: writes,
         nowait: probe_nowait(&file, size),
-        further: Vec::new(),
         file,
     })
 }

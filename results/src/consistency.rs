@@ -101,6 +101,10 @@ pub struct ConsistencyResult {
     pub durations: Durations,
     pub write_queue_depth: u32,
     pub suite_options: ReplayOptions,
+    /// Each suite-pass setting that differs from the one asked, and why
+    /// (absent when none does, and in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settings_changed: Vec<crate::options::SettingChange>,
     pub precondition: Vec<FillPass>,
     pub rounds: Vec<Round>,
     pub interrupted: bool,

@@ -39,4 +39,4 @@ pub mod text;
 pub mod trace_info;
 pub mod validity;
 
-pub use schema::{PassMetrics, SuiteResult, SuiteSummary, TraceResult};
+pub use schema::{NoTaskTime, PassMetrics, SuiteResult, SuiteSummary, TraceResult};

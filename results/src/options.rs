@@ -240,13 +240,33 @@ pub struct ReplayOptions {
     pub start_at_unix_ns: Option<u64>,
 }
 
+/// A replay setting a run may use otherwise than asked, named as
+/// [`ReplayOptions`] names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setting {
+    IdleCap,
+    CpuIdle,
+    Priority,
+}
+
+impl Setting {
+    /// The command-line flag that asks for it (`--idle-cap`).
+    pub fn flag(self) -> &'static str {
+        match self {
+            Setting::IdleCap => "--idle-cap",
+            Setting::CpuIdle => "--cpu-idle",
+            Setting::Priority => "--priority",
+        }
+    }
+}
+
 /// A setting a run used that is not the one asked for, and why: the suite
 /// file's idle cap where the command line gave none, `cpu_idle` `os` where
 /// the system refused `poll`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SettingChange {
-    /// The setting, as [`ReplayOptions`] names it (`idle_cap`, `cpu_idle`).
-    pub setting: String,
+    pub setting: Setting,
     /// What the command line asked, as it spells it; absent when it asked
     /// nothing and a default or the suite file chose.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,6 +6,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
 use replayer::options::PreconditionPolicy;
+use replayer::plan::SuiteSettings;
 use replayer::{TmtSource, TraceSource};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -83,7 +84,20 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     let mut request = args.run.request();
     // The drive's state after the writes is what is measured: no warm-up.
     request.options.warmup = false;
-    let plan = super::replay::plan(request, None)?;
+    // The suite file's settings apply to its passes, as in `suite`.
+    let (paths, settings) = if args.traces.is_empty() {
+        let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
+        let suite = super::suite::load_suite(&path, &source)?;
+        let settings = SuiteSettings {
+            source,
+            idle_cap: suite.idle_cap,
+        };
+        let paths: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
+        (paths, Some(settings))
+    } else {
+        (args.traces.clone(), None)
+    };
+    let plan = super::replay::plan(request, settings.as_ref())?;
     if plan.options.precondition != PreconditionPolicy::Skip {
         bail!("consistency preconditions the whole target itself: leave out --precondition");
     }
@@ -92,13 +106,6 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     inputs.push(target.as_path());
     super::store::check_outputs(outputs, &inputs, &args.run.store.db)?;
     let db = args.run.store.open()?;
-    let paths = if args.traces.is_empty() {
-        let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
-        let suite = super::suite::load_suite(&path, &source)?;
-        suite.traces.iter().map(|t| t.file.clone()).collect()
-    } else {
-        args.traces.clone()
-    };
     let mut sources = Vec::with_capacity(paths.len());
     for p in &paths {
         sources.push(TmtSource::open(p)?);
@@ -117,7 +124,8 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
         suite: plan.options,
     };
     replayer::interrupt::install_stop_handlers().context("installing the stop-signal handlers")?;
-    let result = replayer::consistency::run_consistency(&refs, target, &opts, &mut Steps)?;
+    let mut result = replayer::consistency::run_consistency(&refs, target, &opts, &mut Steps)?;
+    result.settings_changed.splice(0..0, plan.changes);
     super::store::finish_run(
         results_db::runs::AnyResult::Consistency(Box::new(result)),
         &args.run.store,

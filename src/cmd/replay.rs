@@ -4,6 +4,7 @@ use super::args::{FleetArgs, RunArgs};
 use anyhow::{Context, Result};
 use clap::Args;
 use replayer::engine::{Observer, PassKind};
+use replayer::options::Setting;
 use replayer::plan::{Plan, Request, SuiteSettings, ThisSystem};
 use replayer::{PassMetrics, TmtSource, TraceSource};
 use std::io::IsTerminal;
@@ -69,14 +70,13 @@ fn check_output(traces: &[&std::path::Path], args: &RunArgs) -> Result<()> {
 pub fn plan(request: Request, suite: Option<&SuiteSettings>) -> Result<Plan> {
     let plan = Plan::resolve(request, suite, &ThisSystem)?;
     for c in &plan.changes {
-        let advice = match c.setting.as_str() {
-            "priority" => "replaying at normal priority (run as root or grant CAP_SYS_NICE)",
-            "cpu_idle" => "the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
-            _ => continue,
+        let advice = match c.setting {
+            Setting::Priority => "replaying at normal priority (run as root or grant CAP_SYS_NICE)",
+            Setting::CpuIdle => "the CPUs keep their idle states, whose wake-up latency adds to access times (run as root, or --cpu-idle os to say so)",
+            Setting::IdleCap => continue,
         };
         let asked = c.requested.as_deref().unwrap_or_default();
-        let flag = c.setting.replace('_', "-");
-        eprintln!("warning: --{flag} {asked}: {}; {advice}", c.why);
+        eprintln!("warning: {} {asked}: {}; {advice}", c.setting.flag(), c.why);
     }
     Ok(plan)
 }

@@ -5,7 +5,7 @@ use super::replay::replay_paths;
 use crate::reference::{self, DEFAULT_PROFILE, PROFILES};
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use replayer::options::IdleCap;
+use replayer::options::{IdleCap, Setting};
 use replayer::plan::{Plan, SuiteSettings};
 use replayer::suite_file::{SuiteFile, SuiteFileError};
 use replayer::TimingMode;
@@ -122,7 +122,7 @@ fn idle_words(plan: &Plan, suite: &SuiteSettings) -> String {
         return "command line: --open-loop".to_string();
     }
     let cap = o.idle_cap.map_or(IdleCap::KeepWhole, IdleCap::Cap);
-    let from = match plan.changes.iter().any(|c| c.setting == "idle_cap") {
+    let from = match plan.changes.iter().any(|c| c.setting == Setting::IdleCap) {
         false => "command line",
         true if suite.idle_cap.is_some() => suite.source.as_str(),
         true => "default",

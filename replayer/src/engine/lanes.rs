@@ -254,12 +254,12 @@ impl<'t> Engine<'t> {
         // a decoding thread) has two CPUs; on 2 CPUs two rings measured
         // 0.08-0.34x one ring (bench/README.md, replay_scaling.sh).
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let rings = self.target.all().count();
+        let rings = self.targets.len();
         if threads == 0 && 2 * rings > cpus {
             return (1, LaneSplit::Chunks);
         }
         if used.len() > 1 {
-            return (self.target.all().count(), LaneSplit::ByTarget);
+            return (self.targets.len(), LaneSplit::ByTarget);
         }
         if threads > 1 && plan.opts.mode == crate::options::TimingMode::Compressed {
             return (threads, LaneSplit::Chunks);
@@ -278,8 +278,8 @@ impl<'t> Engine<'t> {
         split: LaneSplit,
         observer: &mut dyn Observer,
     ) -> Result<PassOutcome, ReplayError> {
-        let (target, queue_depth, slot_len, cooperative) = (
-            self.target,
+        let (targets, queue_depth, slot_len, cooperative) = (
+            self.targets,
             self.queue_depth,
             self.slot_len,
             self.cooperative,
@@ -301,7 +301,7 @@ impl<'t> Engine<'t> {
                             events,
                             last_progress: 0,
                         };
-                        let pass = Engine::new(target, queue_depth, slot_len, cooperative)
+                        let pass = Engine::new(targets, queue_depth, slot_len, cooperative)
                             .and_then(|mut engine| {
                                 engine.run_stream(plan, Some((board, me)), &mut obs)
                             });

@@ -63,7 +63,7 @@ use crate::options::{IoWorkerCpu, ReplayOptions, TimingMode};
 use crate::prediction::TaskObserver;
 use crate::schedule::{IssueSchedule, ScheduleRules};
 use crate::source::TraceSource;
-use crate::target::{Target, TargetKind};
+use crate::target::{Target, TargetKind, Targets};
 use crate::ReplayError;
 use idle_spin::IdleSpin;
 use io_uring::IoUring;
@@ -132,7 +132,7 @@ pub struct PassPlan<'a> {
 
 /// The ring, the target and the registered buffers, reused across passes.
 pub struct Engine<'t> {
-    target: &'t Target,
+    targets: &'t Targets,
     ring: IoUring,
     queue_depth: u32,
     slot_len: u64,
@@ -172,7 +172,7 @@ impl<'t> Engine<'t> {
     /// and never spins waiting for a time, so completions may wait for its
     /// next system call.
     pub fn new(
-        target: &'t Target,
+        targets: &'t Targets,
         queue_depth: u32,
         max_len: u64,
         cooperative: bool,
@@ -224,25 +224,25 @@ impl<'t> Engine<'t> {
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOMEM) | Some(libc::EPERM)) => false,
             Err(e) => return Err(ring_err("cannot register buffers")(e)),
         };
-        let punted: Vec<bool> = target.all().map(|t| !t.nowait).collect();
+        let punted: Vec<bool> = targets.iter().map(|t| !t.nowait).collect();
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
         if punted.contains(&true) {
             share_punted_work(&ring, !cooperative);
         }
-        let fds: Vec<i32> = target.all().map(Target::fd).collect();
+        let fds: Vec<i32> = targets.iter().map(Target::fd).collect();
         ring.submitter()
             .register_files(&fds)
             .map_err(ring_err("cannot register the targets"))?;
         Ok(Engine {
-            target,
+            targets,
             ring,
             queue_depth,
             slot_len,
             read_bufs,
             write_data,
             fixed_buffers,
-            discard_supported: target
-                .all()
+            discard_supported: targets
+                .iter()
                 .map(|t| t.kind == TargetKind::BlockDevice && t.writable)
                 .collect(),
             spin_ns: SPIN_NS,

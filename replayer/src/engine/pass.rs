@@ -5,7 +5,7 @@ use super::IoListener;
 use super::{IoEvent, Observer, PROGRESS_EVERY};
 use crate::host_time::now_ns;
 use crate::metrics::{new_histogram, OpStats, PassOutcome};
-use crate::prediction::{NoPrediction, TaskObserver};
+use crate::prediction::{NoTaskTime, TaskObserver};
 use crate::schedule::{DependencyGate, IssueSchedule};
 use results::fleet::{PassClock, VolumeMetrics};
 use results::schema::Skipped;
@@ -186,7 +186,7 @@ impl<'b> Pass<'b> {
             log_events,
             lane,
             predecessors: Predecessors::default(),
-            task: TaskObserver::Off(NoPrediction::NotRealtime),
+            task: TaskObserver::Off(NoTaskTime::NotRealtime),
             ready_ns: now_ns(),
             first_sched_ns: None,
             last_timeline_ns: None,
@@ -375,7 +375,7 @@ impl<'b> Pass<'b> {
         self.completed += other.completed;
         self.interrupted |= other.interrupted;
         // Each ring saw only its own records.
-        self.task = TaskObserver::Off(NoPrediction::SeveralRings);
+        self.task = TaskObserver::Off(NoTaskTime::SeveralRings);
         // Rings run side by side: the longest wait is the pass's.
         self.cpu_wait_ns = match (self.cpu_wait_ns, other.cpu_wait_ns) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -420,7 +420,7 @@ impl<'b> Pass<'b> {
             original_duration_ns: self.original_duration_ns,
             skipped: self.skipped,
             task: if self.interrupted {
-                None
+                Err(NoTaskTime::Interrupted)
             } else {
                 self.task.finish()
             },

@@ -253,7 +253,7 @@ impl Engine<'_> {
             let idle = now_ns().saturating_sub(pass.last_activity_ns);
             if idle > pass.io_timeout_ns {
                 return Err(ReplayError::DeviceTimeout {
-                    path: self.target.path.clone(),
+                    path: self.targets.primary().path.clone(),
                     secs: pass.io_timeout_ns / 1_000_000_000,
                     in_flight: pass.inflight,
                 });
@@ -347,7 +347,7 @@ impl Engine<'_> {
                     let idle = now_ns().saturating_sub(pass.last_activity_ns);
                     if pass.inflight > 0 && idle > pass.io_timeout_ns {
                         return Err(ReplayError::DeviceTimeout {
-                            path: self.target.path.clone(),
+                            path: self.targets.primary().path.clone(),
                             secs: pass.io_timeout_ns / 1_000_000_000,
                             in_flight: pass.inflight,
                         });

@@ -4,47 +4,36 @@
 
 use super::{TaskMarks, TaskTimeModel, TaskTimePrediction};
 use crate::engine::IoListener;
+use results::NoTaskTime;
 use trace_format::IoRecord;
-
-/// Why a pass predicts no task time although the trace may have marks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NoPrediction {
-    /// The pass is not realtime: without the trace's think time the drive
-    /// meets another load than the task's, and its latencies say nothing of
-    /// the task's time.
-    NotRealtime,
-    /// The pass runs on several rings: each sees only its own records'
-    /// completions, and the model needs every record's latency, in order, in
-    /// one place.
-    SeveralRings,
-}
 
 /// The task-time prediction listening to one pass: the model, or why this
 /// pass has none (the limits are stated here, not in the engine).
 #[derive(Debug, Clone)]
 pub enum TaskObserver {
     Listening(Box<TaskTimeModel>),
-    Off(NoPrediction),
+    Off(NoTaskTime),
 }
 
 impl TaskObserver {
     /// The observer of a pass: `realtime` timing, `several_rings`.
     pub fn for_pass(realtime: bool, several_rings: bool, marks: TaskMarks) -> TaskObserver {
         if !realtime {
-            TaskObserver::Off(NoPrediction::NotRealtime)
+            TaskObserver::Off(NoTaskTime::NotRealtime)
         } else if several_rings {
-            TaskObserver::Off(NoPrediction::SeveralRings)
+            TaskObserver::Off(NoTaskTime::SeveralRings)
         } else {
             TaskObserver::Listening(Box::new(TaskTimeModel::new(marks)))
         }
     }
 
-    /// The prediction, or `None` when the pass had none or the model could
-    /// not predict (no original completions, a latency never came).
-    pub fn finish(self) -> Option<TaskTimePrediction> {
+    /// The prediction, or why there is none: the pass had none, or the
+    /// model could not predict (no original completions, a latency never
+    /// came).
+    pub fn finish(self) -> Result<TaskTimePrediction, NoTaskTime> {
         match self {
             TaskObserver::Listening(model) => model.finish(),
-            TaskObserver::Off(_) => None,
+            TaskObserver::Off(why) => Err(why),
         }
     }
 }
@@ -73,11 +62,11 @@ mod tests {
         let marks = TaskMarks::default();
         assert!(matches!(
             TaskObserver::for_pass(false, false, marks),
-            TaskObserver::Off(NoPrediction::NotRealtime)
+            TaskObserver::Off(NoTaskTime::NotRealtime)
         ));
         assert!(matches!(
             TaskObserver::for_pass(true, true, marks),
-            TaskObserver::Off(NoPrediction::SeveralRings)
+            TaskObserver::Off(NoTaskTime::SeveralRings)
         ));
         let rec = IoRecord {
             time: Nanos(0),
@@ -92,10 +81,10 @@ mod tests {
         let mut off = TaskObserver::for_pass(false, false, marks);
         off.record_read(0, &rec, true);
         off.completed(0, 50);
-        assert_eq!(off.finish(), None);
+        assert_eq!(off.finish(), Err(NoTaskTime::NotRealtime));
         let mut on = TaskObserver::for_pass(true, false, marks);
         on.record_read(0, &rec, true);
         on.completed(0, 50);
-        assert_eq!(on.finish().map(|p| p.captured), Some(Nanos(100)));
+        assert_eq!(on.finish().map(|p| p.captured), Ok(Nanos(100)));
     }
 }

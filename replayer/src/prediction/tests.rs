@@ -457,14 +457,22 @@ fn skipped_records_keep_their_original_latency_and_missing_ones_predict_nothing(
 
     let mut m = TaskTimeModel::new(TaskMarks::default());
     m.admit(0, &recs[0], true);
-    assert_eq!(m.finish(), None, "a latency never came");
+    assert_eq!(
+        m.finish(),
+        Err(NoTaskTime::Unfinished),
+        "a latency never came"
+    );
 
     let mut no_latency = recs[0];
     no_latency.latency = None;
     let mut m = TaskTimeModel::new(TaskMarks::default());
     m.admit(0, &no_latency, true);
     m.completed(0, 5);
-    assert_eq!(m.finish(), None, "no original completion");
+    assert_eq!(
+        m.finish(),
+        Err(NoTaskTime::NoOriginalCompletions),
+        "no original completion"
+    );
 }
 
 #[test]

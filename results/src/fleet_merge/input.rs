@@ -2,7 +2,7 @@
 //! checked to be one fleet's replay of one trace.
 
 use super::error::MergeError;
-use super::result::FailedRank;
+use super::result::{FailedRank, RankFailureKind};
 use crate::fleet::RankFailureFile;
 use crate::schema::SuiteResult;
 use std::collections::BTreeMap;
@@ -94,12 +94,14 @@ pub(super) fn place_inputs(inputs: &[(String, RankInput)]) -> Result<Placed<'_>,
                 failed.push(FailedRank {
                     rank: Some(f.rank),
                     file: Some(file.clone()),
+                    kind: Some(RankFailureKind::Failed),
                     reason: format!("failed on {}: {}", f.hostname, f.error),
                 });
             }
             RankInput::Unreadable(why) => failed.push(FailedRank {
                 rank: None,
                 file: Some(file.clone()),
+                kind: Some(RankFailureKind::Unreadable),
                 reason: why.clone(),
             }),
         }
@@ -153,6 +155,7 @@ pub(super) fn missing_and_invalid_ranks(
         .map(|rank| FailedRank {
             rank: Some(rank),
             file: None,
+            kind: Some(RankFailureKind::Missing),
             reason: "no result among the inputs (the rank died or never wrote one)".into(),
         });
     let invalid = ranks
@@ -161,6 +164,7 @@ pub(super) fn missing_and_invalid_ranks(
         .map(|r| FailedRank {
             rank: Some(r.rank),
             file: Some(r.file.to_string()),
+            kind: Some(RankFailureKind::Invalid),
             reason: format!(
                 "its result is not valid: {}",
                 crate::schema::sentences(&r.result.invalid_reasons)

@@ -17,7 +17,9 @@ mod totals;
 
 pub use error::MergeError;
 pub use input::RankInput;
-pub use result::{FailedRank, FleetOp, FleetResult, RankRow, SlowestRank, VolumeRow};
+pub use result::{
+    FailedRank, FleetOp, FleetResult, RankFailureKind, RankRow, SlowestRank, VolumeRow,
+};
 pub use table::fleet_table;
 
 use crate::fleet::VolumeMetrics;

@@ -68,7 +68,26 @@ pub struct FailedRank {
     pub rank: Option<u32>,
     /// The file it came from (absent for a rank no file speaks for).
     pub file: Option<String>,
+    /// What went wrong, by kind (absent in older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<RankFailureKind>,
+    /// What went wrong, in words.
     pub reason: String,
+}
+
+/// How a rank failed the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RankFailureKind {
+    /// The rank wrote a failure record: its replay stopped with an error.
+    Failed,
+    /// An input is no result or failure record (unreadable, not JSON, not
+    /// tracemark's).
+    Unreadable,
+    /// No input speaks for the rank: it died or never wrote a result.
+    Missing,
+    /// The rank's result is there but not valid.
+    Invalid,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -154,6 +154,7 @@ fn a_missing_rank_makes_the_fleet_not_valid_and_is_named() {
     assert!(!f.valid);
     assert_eq!(f.failed_ranks.len(), 1);
     assert_eq!(f.failed_ranks[0].rank, Some(1));
+    assert_eq!(f.failed_ranks[0].kind, Some(RankFailureKind::Missing));
     assert!(
         f.invalid_reasons[0].starts_with("rank 1: no result"),
         "{:?}",
@@ -186,6 +187,10 @@ fn a_rank_that_could_not_open_its_target_is_named_with_its_error() {
         ["rank 1 (r1.json): failed on node7: /dev/rbd1: cannot access: No such file or directory"]
     );
     assert!(fleet_table(&f).contains("NOT VALID: rank 1 (r1.json)"));
+    assert_eq!(f.failed_ranks[0].kind, Some(RankFailureKind::Failed));
+    // The kind survives the file, by a stable name.
+    let json = serde_json::to_string(&f).unwrap();
+    assert!(json.contains("\"kind\":\"failed\""), "{json}");
 }
 
 #[test]
@@ -202,6 +207,7 @@ fn a_rank_whose_result_is_not_valid_fails_the_fleet() {
     assert!(!f.valid);
     assert!(f.invalid_reasons[0]
         .contains("rank 1 (r1.json): its result is not valid: t: 3 I/Os failed"));
+    assert_eq!(f.failed_ranks[0].kind, Some(RankFailureKind::Invalid));
 }
 
 #[test]
@@ -245,4 +251,5 @@ fn files_of_different_fleets_or_traces_are_refused() {
     .unwrap();
     assert!(!f.valid);
     assert!(f.invalid_reasons[0].starts_with("junk.json: not a tracemark result"));
+    assert_eq!(f.failed_ranks[0].kind, Some(RankFailureKind::Unreadable));
 }

@@ -174,6 +174,10 @@ pub struct PassMetrics {
     /// traces with original completions; absent otherwise and in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskTime>,
+    /// Why the pass predicts no task time, where it predicts none (absent
+    /// in older files, which said nothing of it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_task_time: Option<NoTaskTime>,
     /// The pass's instants on the wall clock (absent in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<crate::fleet::PassClock>,
@@ -181,6 +185,39 @@ pub struct PassMetrics {
     /// and in older files).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub volumes: Vec<crate::fleet::VolumeMetrics>,
+}
+
+/// Why a replay predicts no task time for a trace: the prediction needs the
+/// trace's own timing, every record's original completion and every
+/// replayed I/O's latency, in order, in one place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoTaskTime {
+    /// The replay was not realtime: without the trace's think time the drive
+    /// meets another load than the task's.
+    NotRealtime,
+    /// The replay ran on several rings, each seeing only its own records'
+    /// completions.
+    SeveralRings,
+    /// The pass was stopped before the trace's end.
+    Interrupted,
+    /// The trace holds no original completion times (its source had none),
+    /// so the I/Os the task waited for are unknown.
+    NoOriginalCompletions,
+    /// Nothing was replayed, or a replayed I/O never completed.
+    Unfinished,
+}
+
+impl std::fmt::Display for NoTaskTime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NoTaskTime::NotRealtime => "the replay was not realtime (--mode realtime predicts)",
+            NoTaskTime::SeveralRings => "the replay ran on several rings (--threads 1 predicts)",
+            NoTaskTime::Interrupted => "the replay was stopped before the trace's end",
+            NoTaskTime::NoOriginalCompletions => "the trace holds no original completion times",
+            NoTaskTime::Unfinished => "not every replayed I/O completed",
+        })
+    }
 }
 
 /// How long the captured task would take on the target: the trace's own
@@ -323,6 +360,10 @@ pub struct TraceResult {
     /// where no pass predicted one, and in older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskTime>,
+    /// Why there is no predicted task time, where there is none (absent in
+    /// older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_task_time: Option<NoTaskTime>,
 }
 
 fn yes() -> bool {

@@ -104,6 +104,7 @@ mod tests {
             },
             write_queue_depth: 1,
             suite_options: ReplayOptions::default(),
+            settings_changed: Vec::new(),
             precondition: Vec::new(),
             rounds: Vec::new(),
             interrupted: false,

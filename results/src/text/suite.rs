@@ -159,12 +159,13 @@ fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) 
     if !times.is_empty() {
         let _ = writeln!(
             out,
-            "suite task time: {:.3} s, the sum of {} trace{}' predicted task times",
+            "suite task time: {:.3} s, the sum of the predicted task times of {} trace{}",
             times.iter().sum::<f64>(),
             times.len(),
             if times.len() == 1 { "" } else { "s" }
         );
     }
+    no_task_times(out, r);
     let calibrated = r
         .traces
         .iter()
@@ -181,6 +182,31 @@ fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) 
                 ""
             }
         );
+    }
+}
+
+/// Why traces have no predicted task time: one line per reason, naming the
+/// traces unless it holds for all of them.
+fn no_task_times(out: &mut String, r: &SuiteResult) {
+    let mut reasons: Vec<(crate::schema::NoTaskTime, Vec<&str>)> = Vec::new();
+    for t in r.traces.iter().filter(|t| t.task.is_none()) {
+        let Some(why) = t.no_task_time else { continue };
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, names)) => names.push(&t.name),
+            None => reasons.push((why, vec![&t.name])),
+        }
+    }
+    for (why, names) in reasons {
+        if names.len() == r.traces.len() {
+            let _ = writeln!(out, "no predicted task time: {why}");
+        } else {
+            let names: Vec<String> = names.iter().map(|n| esc(n).into_owned()).collect();
+            let _ = writeln!(
+                out,
+                "no predicted task time for {}: {why}",
+                names.join(", ")
+            );
+        }
     }
 }
 
@@ -308,6 +334,36 @@ mod tests {
         let want = format!("suite task time: {:.3} s", 1.5 * n * (n + 1.0) / 2.0);
         assert!(format_table(&r).contains(&want), "{}", format_table(&r));
         assert!(!format_table(&r).contains('*'), "{}", format_table(&r));
+    }
+
+    #[test]
+    fn a_trace_without_a_task_time_says_why() {
+        use crate::schema::NoTaskTime;
+        let text = include_str!("../../tests/fixtures/suite-a.json");
+        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
+        assert!(r.traces.len() >= 2, "the fixture needs two traces");
+        for t in &mut r.traces {
+            t.task = None;
+            t.no_task_time = Some(NoTaskTime::NotRealtime);
+        }
+        let all = format_table(&r);
+        assert!(
+            all.contains("no predicted task time: the replay was not realtime"),
+            "{all}"
+        );
+        r.traces[0].no_task_time = Some(NoTaskTime::NoOriginalCompletions);
+        let some = format_table(&r);
+        let first = format!(
+            "no predicted task time for {}: the trace holds no original completion times",
+            r.traces[0].name
+        );
+        assert!(some.contains(&first), "{some}");
+        assert!(!some.contains("no predicted task time: "), "{some}");
+        // Round trip: the reason is kept in the JSON, by a stable name.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"no_task_time\":\"no_original_completions\""));
+        let back: SuiteResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.traces[0].no_task_time, r.traces[0].no_task_time);
     }
 
     #[test]
