@@ -199,6 +199,18 @@ fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
         ],
     );
     assert!(out.status.success());
+    // The result says why, in the JSON and under the table.
+    let json = read_json(&dir.path().join("compressed.json"));
+    assert_eq!(json["traces"][0]["no_task_time"], "not_realtime", "{json}");
+    assert_eq!(
+        json["traces"][0]["passes"][0]["no_task_time"],
+        "not_realtime"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("no predicted task time: the replay was not realtime"),
+        "{stdout}"
+    );
     let err = refusal(dir.path(), "chain.tmt", "compressed.json");
     assert_eq!(
         err.problem(),
