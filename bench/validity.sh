@@ -22,10 +22,16 @@
 # --cpu-idle: the replays' `tracemark replay --cpu-idle` (default poll: the
 # CPUs kept out of idle states, the replayer's own default; os: the idle
 # policy the real runs had). The replays run at replay's defaults but for
-# the options a study needs (identity mapping onto the drive, no
-# preconditioning); every option and the default queue depth are recorded
-# in OUT/replay-settings.txt, and a study continued with other settings is
-# refused.
+# the options a study needs (identity mapping onto the drive, one pass);
+# every option and the default queue depth are recorded in
+# OUT/replay-settings.txt, and a study continued with other settings is
+# refused. Preconditioning is replay's default (read-regions): the drive is
+# restored to pristine before each replay, and a trace can read blocks its
+# task's own setup wrote (a copy reads the files the previous copy made),
+# which pristine holds as holes; a hole reads without touching the disk
+# (a sparse file's zeros), so unpreconditioned replays found V as fast as
+# F for the copies. Each replay has a private state directory, so every
+# replay preconditions its read regions afresh.
 # --capture-drive: the drive the tasks are captured on, and whose untraced
 # times the traces carry (default V, where the reference traces were
 # captured; V's speed drifted between runs in the study of
@@ -94,7 +100,7 @@ need_root "loop devices, chroot, cgroups, tracing"
 QUEUE_DEPTH=$("$TRACEMARK" replay --help |
   awk '/--queue-depth/ { f = 1 } f && /\[default:/ { gsub(/.*\[default: |\].*/, ""); print; exit }')
 [ -n "$QUEUE_DEPTH" ] || die "could not read replay's default --queue-depth from $TRACEMARK replay --help"
-REPLAY_OPTS=(--allow-write --mapping identity --precondition skip --passes "$PASSES" --cpu-idle "$CPU_IDLE")
+REPLAY_OPTS=(--allow-write --mapping identity --passes "$PASSES" --cpu-idle "$CPU_IDLE")
 settings="cpu_idle=$CPU_IDLE queue_depth=$QUEUE_DEPTH (default) options: ${REPLAY_OPTS[*]}"
 # A study begun before the options were recorded ran at an explicit
 # --queue-depth 128 with the same other options: its record is completed.
@@ -236,7 +242,8 @@ replays() {
     local try best='' best_wait=
     for ((try = 1; try <= REPLAY_TRIES; try++)); do
       "$DRIVES_SH" restore "$drive"
-      cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
+      rm -rf "$OUT/state" && mkdir "$OUT/state"
+      TRACEMARK_STATE_DIR=$OUT/state cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
         "$TRACEMARK" replay "$trace" --target "$DEV" "${REPLAY_OPTS[@]}" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
         { echo "note: $kind of $task on $drive exited $? (see $OUT/try$try-log-$kind-$drive-$task.txt)" >&2; continue; }
