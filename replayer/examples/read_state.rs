@@ -35,7 +35,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scan = TraceScan::scan(src.name(), src.records())?;
     let map = AddressMap::new(src.name(), &scan, opts.mapping, target.size, BLOCK)?;
     let regions =
-        replayer::precondition::read_regions(&[&src], std::slice::from_ref(&map), 1, &opts)?;
+        replayer::precondition::read_plan(&[&src], std::slice::from_ref(&map), 1, &opts)?.regions;
     let targets = Targets::one(target);
     let p = replayer::precondition::precondition(&targets, &regions, &opts, &mut |_, _| {})?;
     println!("precondition: {p:?}");

@@ -497,6 +497,7 @@ pub fn trace_result(
         },
         interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
         trace_id: None,
+        reads_found: None,
         latency_cdf_us,
         timeline: None,
         valid: true,

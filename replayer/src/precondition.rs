@@ -154,20 +154,74 @@ impl Written {
     }
 }
 
-/// The regions each target must hold data in before scoring, one set per
-/// target (the map's target *i* is index *i*): reads under the address map,
-/// less what the trace itself wrote before reading it. Streams each trace
-/// once; memory grows with the distinct extents written, not the records.
-pub fn read_regions(
+/// Reads sampled per trace to tell whether they find data.
+pub const READ_SAMPLES: usize = 64;
+
+/// A read sampled to see whether it finds data: the target's index and the
+/// first byte of the read that the trace had not written before.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SampledRead {
+    pub target: usize,
+    pub offset: u64,
+}
+
+/// What the traces read, under the address maps.
+#[derive(Debug, Clone, Default)]
+pub struct ReadPlan {
+    /// The regions each target must hold data in before scoring, one set per
+    /// target (the map's target *i* is index *i*).
+    pub regions: Vec<RegionSet>,
+    /// Per trace, up to [`READ_SAMPLES`] of its reads, drawn evenly over
+    /// them (the same ones on every run of the trace).
+    pub samples: Vec<Vec<SampledRead>>,
+}
+
+/// Keeps a uniform sample of at most [`READ_SAMPLES`] of the items offered
+/// (reservoir sampling, seeded so a trace samples the same reads each run).
+struct Reservoir {
+    seen: usize,
+    rng: WyRand,
+    kept: Vec<SampledRead>,
+}
+
+impl Reservoir {
+    fn new() -> Reservoir {
+        Reservoir {
+            seen: 0,
+            rng: WyRand::new(0x7261_6d70_6c65),
+            kept: Vec::new(),
+        }
+    }
+
+    fn offer(&mut self, read: SampledRead) {
+        self.seen += 1;
+        if self.kept.len() < READ_SAMPLES {
+            self.kept.push(read);
+        } else {
+            let k = self.rng.below(self.seen);
+            if let Some(slot) = self.kept.get_mut(k) {
+                *slot = read;
+            }
+        }
+    }
+}
+
+/// The regions each target must hold data in before scoring (reads under
+/// the address map, less what the trace itself wrote before reading it),
+/// and a sample of each trace's reads. Streams each trace once; memory
+/// grows with the distinct extents written, not the records.
+pub fn read_plan(
     traces: &[&dyn TraceSource],
     maps: &[AddressMap],
     targets: usize,
     opts: &ReplayOptions,
-) -> Result<Vec<RegionSet>, ReplayError> {
+) -> Result<ReadPlan, ReplayError> {
     let mut sets = vec![RegionSet::default(); targets];
+    let mut samples = Vec::with_capacity(traces.len());
     let writes_replayed = !opts.read_only && !opts.skips(Op::Write);
     for (t, map) in traces.iter().zip(maps) {
         let mut written: Vec<Written> = (0..targets).map(|_| Written::default()).collect();
+        let mut reservoir = Reservoir::new();
         for r in t.records() {
             let r = r?;
             let read = r.op == Op::Read && !opts.skips(Op::Read);
@@ -183,13 +237,50 @@ pub fn read_regions(
             if write {
                 w.add(m.offset, m.offset + m.len);
             } else {
-                for (s, e) in w.unwritten(m.offset, m.offset + m.len) {
+                let unwritten = w.unwritten(m.offset, m.offset + m.len);
+                if let Some(&(s, _)) = unwritten.first() {
+                    reservoir.offer(SampledRead {
+                        target: i,
+                        offset: s,
+                    });
+                }
+                for (s, e) in unwritten {
                     set.insert_range(s, e - s);
                 }
             }
         }
+        samples.push(reservoir.kept);
     }
-    Ok(sets)
+    Ok(ReadPlan {
+        regions: sets,
+        samples,
+    })
+}
+
+/// Reads the block each sampled read starts in: how many hold anything but
+/// zeros. A block past a target's end, or of a target not open, is left
+/// out; one that cannot be read counts as holding no data.
+pub fn reads_found(targets: &Targets, reads: &[SampledRead]) -> Sampled {
+    let mut out = Sampled::default();
+    let list: Vec<&Target> = targets.iter().collect();
+    for r in reads {
+        let Some(t) = list.get(r.target) else {
+            continue;
+        };
+        let block = t.logical_block_size.max(512) as usize;
+        let Ok(mut buf) = AlignedBuf::new(block) else {
+            continue;
+        };
+        let offset = r.offset / block as u64 * block as u64;
+        if offset + block as u64 > t.size {
+            continue;
+        }
+        out.blocks += 1;
+        if block_holds_data(t, &mut buf.as_mut_slice()[..block], offset) {
+            out.with_data += 1;
+        }
+    }
+    out
 }
 
 /// Every region of the space a replay may use on `target`.
@@ -394,7 +485,7 @@ fn save_marker(target: &Target, set: &RegionSet) {
 }
 
 /// Writes what `opts.precondition` asks on every target (`regions`: from
-/// [`read_regions`], one set per target). None for `skip`.
+/// [`read_plan`], one set per target). None for `skip`.
 /// `progress(written, total)` is told how far it is, in bytes.
 pub fn precondition(
     targets: &Targets,
@@ -561,12 +652,12 @@ mod tests {
         assert_eq!(w.unwritten(499, 501), vec![(499, 500)]);
     }
 
-    #[test]
-    fn reads_of_data_the_trace_wrote_first_are_not_preconditioned() {
-        use crate::mapping::TraceScan;
-        use crate::MemorySource;
-        use trace_format::{Bytes, Flags, IoRecord, Nanos};
-        let rec = |t: u64, op: Op, offset: u64, len: u64| IoRecord {
+    use crate::mapping::TraceScan;
+    use crate::MemorySource;
+    use trace_format::{Bytes, Flags, IoRecord, Nanos};
+
+    fn rec(t: u64, op: Op, offset: u64, len: u64) -> IoRecord {
+        IoRecord {
             time: Nanos(t),
             op,
             offset: Bytes(offset),
@@ -575,7 +666,11 @@ mod tests {
             latency: None,
             stream: None,
             device: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn reads_of_data_the_trace_wrote_first_are_not_preconditioned() {
         let mib = REGION_BYTES;
         let src = MemorySource::new(
             "t",
@@ -593,8 +688,11 @@ mod tests {
             ..Default::default()
         };
         let map = AddressMap::new("t", &scan, opts.mapping, 64 * mib, 4096).unwrap();
-        let sets = read_regions(&[&src], &[map], 1, &opts).unwrap();
-        assert_eq!(sets[0].runs(), vec![(20, 1), (29, 2)]);
+        let plan = read_plan(&[&src], &[map], 1, &opts).unwrap();
+        assert_eq!(plan.regions[0].runs(), vec![(20, 1), (29, 2)]);
+        // The reads sampled: not the one of what the trace wrote first.
+        let offsets: Vec<u64> = plan.samples[0].iter().map(|r| r.offset).collect();
+        assert_eq!(offsets, vec![20 * mib, 30 * mib - 4096]);
         // Read-only: the trace's writes are not replayed, so its reads of
         // them read whatever the target holds.
         let ro = ReplayOptions {
@@ -602,7 +700,41 @@ mod tests {
             ..opts.clone()
         };
         let map = AddressMap::new("t", &scan, ro.mapping, 64 * mib, 4096).unwrap();
-        let sets = read_regions(&[&src], &[map], 1, &ro).unwrap();
-        assert_eq!(sets[0].runs(), vec![(10, 1), (20, 1), (29, 2)]);
+        let plan = read_plan(&[&src], &[map], 1, &ro).unwrap();
+        assert_eq!(plan.regions[0].runs(), vec![(10, 1), (20, 1), (29, 2)]);
+        assert_eq!(plan.samples[0].len(), 3);
+    }
+
+    #[test]
+    fn a_long_trace_samples_a_bounded_even_spread_of_its_reads_the_same_each_time() {
+        let mib = REGION_BYTES;
+        let reads = 10_000u64;
+        let src = MemorySource::new(
+            "t",
+            (0..reads)
+                .map(|k| rec(k, Op::Read, k * 4096, 4096))
+                .collect(),
+        );
+        let scan = TraceScan::scan("t", src.records()).unwrap();
+        let opts = ReplayOptions {
+            mapping: crate::MappingKind::Identity,
+            ..Default::default()
+        };
+        let plan = |_| {
+            let map = AddressMap::new("t", &scan, opts.mapping, 64 * mib, 4096).unwrap();
+            read_plan(&[&src], &[map], 1, &opts)
+                .unwrap()
+                .samples
+                .remove(0)
+        };
+        let first = plan(());
+        assert_eq!(first.len(), READ_SAMPLES);
+        assert_eq!(first, plan(()), "the same reads each run");
+        // Spread over the trace: as many from each half, within chance.
+        let early = first.iter().filter(|r| r.offset < reads / 2 * 4096).count();
+        assert!(
+            (16..=48).contains(&early),
+            "{early} of {READ_SAMPLES} from the first half"
+        );
     }
 }

@@ -9,7 +9,8 @@ use crate::options::{PreconditionPolicy, ReplayOptions, Setting, SettingChange};
 use crate::source::TraceSource;
 use crate::ReplayError;
 use results::schema::{
-    Dependencies, HostInfo, PassMetrics, SuiteResult, SuiteSummary, ToolInfo, TraceIdentity,
+    Dependencies, HostInfo, PassMetrics, Sampled, SuiteResult, SuiteSummary, ToolInfo,
+    TraceIdentity,
 };
 use std::path::Path;
 use trace_format::RecordChecksum;
@@ -66,7 +67,7 @@ pub fn run_suite(
         .map_or(0, |d| d.as_secs());
     let (scans, identities) = scan_traces(traces)?;
     let (targets, maps) = crate::target::open_targets(target, traces, &scans, opts)?;
-    let precondition = precondition(traces, &targets, &maps, opts, observer)?;
+    let (precondition, reads_found) = precondition(traces, &targets, &maps, opts, observer)?;
     // A stop signal before the first pass (while preconditioning, mostly)
     // ends the run there: nothing is replayed on a target only partly
     // prepared, and the result says so.
@@ -96,7 +97,13 @@ pub fn run_suite(
     };
     // The trace the run stopped in, and why (a stop signal, the I/O timeout).
     let mut stopped: Option<(String, String)> = None;
-    for (((t, scan), map), identity) in traces.iter().zip(&scans).zip(&maps).zip(identities) {
+    for ((((t, scan), map), identity), found) in traces
+        .iter()
+        .zip(&scans)
+        .zip(&maps)
+        .zip(identities)
+        .zip(reads_found)
+    {
         if interrupted || stopped.is_some() {
             break;
         }
@@ -115,6 +122,7 @@ pub fn run_suite(
         }
         let mut result = passes.result(*t, scan, opts);
         result.trace_id = Some(identity);
+        result.reads_found = (found.blocks > 0).then_some(found);
         result.timeline = observer.last.take();
         results.push(result);
     }
@@ -137,23 +145,30 @@ pub fn run_suite(
     Ok(result)
 }
 
-/// Writes what the policy asks before scoring (see `crate::precondition`).
+/// Writes what the policy asks before scoring (see `crate::precondition`),
+/// then reads the block each trace's sampled reads start in: per trace, how
+/// many found data.
 fn precondition(
     traces: &[&dyn TraceSource],
     targets: &crate::target::Targets,
     maps: &[crate::mapping::AddressMap],
     opts: &ReplayOptions,
     observer: &mut dyn Observer,
-) -> Result<Option<results::schema::Precondition>, ReplayError> {
+) -> Result<(Option<results::schema::Precondition>, Vec<Sampled>), ReplayError> {
+    let plan = crate::precondition::read_plan(traces, maps, targets.len(), opts)?;
     let regions = match opts.precondition {
-        PreconditionPolicy::ReadRegions => {
-            crate::precondition::read_regions(traces, maps, targets.len(), opts)?
-        }
+        PreconditionPolicy::ReadRegions => plan.regions,
         _ => Vec::new(),
     };
-    crate::precondition::precondition(targets, &regions, opts, &mut |w, t| {
+    let record = crate::precondition::precondition(targets, &regions, opts, &mut |w, t| {
         observer.precondition_progress(w, t)
-    })
+    })?;
+    let found = plan
+        .samples
+        .iter()
+        .map(|reads| crate::precondition::reads_found(targets, reads))
+        .collect();
+    Ok((record, found))
 }
 
 /// First pass over every trace: extents, sizes, what it needs, and its

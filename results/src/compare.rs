@@ -518,7 +518,11 @@ impl Comparison {
                 });
             }
             for t in &d.result.traces {
-                if let Some(why) = crate::validity::cpu_wait_caution(t) {
+                let cautions = [
+                    crate::validity::cpu_wait_caution(t),
+                    crate::validity::unwritten_reads_caution(t),
+                ];
+                for why in cautions.into_iter().flatten() {
                     out.push(Mismatch {
                         drive: i,
                         trace: None,

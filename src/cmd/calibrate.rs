@@ -9,6 +9,7 @@ use std::path::PathBuf;
 #[command(after_help = "Examples:
   tracemark replay app.tmt --target /dev/nvme0n1 --allow-write --mapping identity --json on-capture-drive.json
   tracemark calibrate app.tmt --from on-capture-drive.json
+  tracemark calibrate app.tmt --from first.json second.json third.json
 
 A replay's predicted task time is the task's untraced time plus how much the
 replay's latencies move it from the capture's latencies. The capture's
@@ -24,10 +25,11 @@ its data.")]
 pub struct CalibrateArgs {
     /// The trace (rewritten in place unless --output is given).
     pub trace: PathBuf,
-    /// A result file (`tracemark replay --json`) of a replay of this trace on
-    /// the drive it was captured on.
-    #[arg(long, value_name = "RESULT.json")]
-    pub from: PathBuf,
+    /// Result files (`tracemark replay --json`) of replays of this trace on
+    /// the drive it was captured on: with several, the median of their
+    /// predictions (one replay carries its own draw of the drive's latency).
+    #[arg(long, value_name = "RESULT.json", required = true, num_args = 1..)]
+    pub from: Vec<PathBuf>,
     /// Write the calibrated trace here instead of over TRACE.
     #[arg(long, short)]
     pub output: Option<PathBuf>,
@@ -36,23 +38,34 @@ pub struct CalibrateArgs {
     /// prediction of the trace).
     #[arg(long)]
     pub accept_cpu_wait: bool,
+    /// Take a replay over 10 % of whose sampled reads found no data (refused
+    /// otherwise: never-written or trimmed blocks read faster than data, and
+    /// a replay preconditioned as by default reads data there).
+    #[arg(long)]
+    pub accept_unwritten_reads: bool,
 }
 
 pub fn run(args: CalibrateArgs) -> Result<i32> {
     let out = args.output.as_ref().unwrap_or(&args.trace);
     let db = super::store::DbArgs::from_env().path().ok();
-    outfile::refuse_inputs(out, [&args.from], db.as_deref())?;
-    let result = results::compare::load_result(&args.from)?;
-    let out = args.output.as_ref().unwrap_or(&args.trace);
+    outfile::refuse_inputs(out, &args.from, db.as_deref())?;
+    let loaded = args
+        .from
+        .iter()
+        .map(|p| results::compare::load_result(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let from: Vec<_> = loaded
+        .iter()
+        .zip(&args.from)
+        .map(|(r, p)| (r, p.as_path()))
+        .collect();
     let c = replayer::calibration::calibrate(
         &args.trace,
-        &result,
-        &args.from,
+        &from,
         out,
-        if args.accept_cpu_wait {
-            replayer::calibration::CpuWait::Accept
-        } else {
-            replayer::calibration::CpuWait::Refuse
+        replayer::calibration::Accept {
+            cpu_wait: args.accept_cpu_wait,
+            unwritten_reads: args.accept_unwritten_reads,
         },
     )
     .with_context(|| format!("calibrating {}", args.trace.display()))?;
@@ -62,9 +75,14 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
     let model = |m| secs(c.capture_drive.get(m));
     use trace_format::DependencyModel as M;
     println!(
-        "{}: calibrated{}: on the capture drive the replay predicted {} (blocking), {} (stream), {} (all); untraced {}",
+        "{}: calibrated{}: on the capture drive {} predicted {} (blocking), {} (stream), {} (all); untraced {}",
         out.display(),
         if c.replaced { " (the earlier calibration replaced)" } else { "" },
+        if c.replays == 1 {
+            "the replay".to_string()
+        } else {
+            format!("the median of {} replays", c.replays)
+        },
         model(M::Blocking),
         model(M::Stream),
         model(M::All),

@@ -5,7 +5,7 @@
 
 use crate::support::replay::*;
 use crate::support::{read_json, tracemark};
-use replayer::calibration::{calibrate, CalibrationProblem, CpuWait};
+use replayer::calibration::{calibrate, Accept, CalibrationProblem};
 use std::fs;
 use std::path::Path;
 use trace_format::{DependencyModel, IoRecord, Nanos, TraceFile};
@@ -66,10 +66,9 @@ fn refusal(dir: &Path, trace: &str, result: &str) -> replayer::calibration::Cali
     let loaded = results::compare::load_result(&dir.join(result)).unwrap();
     let err = calibrate(
         &dir.join(trace),
-        &loaded,
-        &dir.join(result),
+        &[(&loaded, &dir.join(result))],
         &dir.join("out.tmt"),
-        CpuWait::Refuse,
+        Accept::default(),
     )
     .expect_err("a refusal");
     assert!(!dir.join("out.tmt").exists(), "nothing written");
@@ -155,6 +154,69 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
         file.footer().tail.notes.is_empty(),
         "the calibration is in the task section, not in the notes"
     );
+}
+
+/// Several calibration replays: the trace carries the median of their
+/// predictions per model, and a refused one among them refuses them all.
+#[test]
+fn several_calibration_replays_give_the_median_of_their_predictions() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let v = replay_json(dir.path(), "chain.tmt", "replay.json");
+    // The same replay as three draws of the drive: its blocking prediction
+    // set to 0.30, 0.10 and 0.20 s.
+    for (name, secs) in [("a.json", 0.30), ("b.json", 0.10), ("c.json", 0.20)] {
+        let mut r = v.clone();
+        r["traces"][0]["task"]["models"]["blocking"] = serde_json::json!(secs);
+        fs::write(dir.path().join(name), serde_json::to_string(&r).unwrap()).unwrap();
+    }
+    let out = calibrate_cli(
+        dir.path(),
+        &["chain.tmt", "--from", "a.json", "b.json", "c.json"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("the median of 3 replays"), "{stdout}");
+    let marks = TraceFile::open(dir.path().join("chain.tmt"))
+        .unwrap()
+        .footer()
+        .tail
+        .task;
+    assert_eq!(
+        marks.capture_drive.get(DependencyModel::Blocking),
+        Some(Nanos(200_000_000))
+    );
+    // Two: their mean.
+    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "a.json", "b.json"]);
+    assert!(out.status.success());
+    let marks = TraceFile::open(dir.path().join("chain.tmt"))
+        .unwrap()
+        .footer()
+        .tail
+        .task;
+    assert_eq!(
+        marks.capture_drive.get(DependencyModel::Blocking),
+        Some(Nanos(200_000_000))
+    );
+    // One of another trace among them: refused, the trace left as it was.
+    write_marked_trace(&dir.path().join("other.tmt"), 7);
+    replay_json(dir.path(), "other.tmt", "other.json");
+    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+    let out = calibrate_cli(
+        dir.path(),
+        &["chain.tmt", "--from", "a.json", "other.json", "c.json"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("other.json") && stderr.contains("holds no replay of this trace"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
 #[test]
@@ -255,6 +317,90 @@ fn a_calibration_replay_that_waited_for_a_cpu_is_refused_unless_accepted() {
     let out = calibrate_cli_strict(
         dir.path(),
         &["chain.tmt", "--from", "loaded.json", "--accept-cpu-wait"],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+}
+
+/// A replay of a fresh scratch file without preconditioning reads blocks
+/// never written: the result says so per trace, the table cautions, and
+/// `calibrate` refuses it unless told; the default replay finds data.
+#[test]
+fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let found = |v: &serde_json::Value| {
+        let f = &v["traces"][0]["reads_found"];
+        (
+            f["blocks"].as_u64().unwrap(),
+            f["with_data"].as_u64().unwrap(),
+        )
+    };
+    let v = replay_json(dir.path(), "chain.tmt", "filled.json");
+    assert_eq!(found(&v), (20, 20), "preconditioned reads find data");
+    // A file as large as the replay needs is used as it is (not filled):
+    // sparse, it holds no data.
+    fs::File::create(dir.path().join("fresh.bin"))
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+
+    let out = replay(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--precondition",
+            "skip",
+            "--json",
+            "empty.json",
+            "--target",
+            "fresh.bin",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&dir.path().join("empty.json"));
+    assert_eq!(found(&v), (20, 0), "a fresh file holds no data");
+    assert!(
+        stdout.contains("caution: 20 of 20 sampled reads found no data"),
+        "{stdout}"
+    );
+    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+    let err = refusal(dir.path(), "chain.tmt", "empty.json");
+    assert_eq!(
+        err.problem(),
+        Some(CalibrationProblem::UnwrittenReads),
+        "{err}"
+    );
+    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "empty.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("empty.json") && stderr.contains("--accept-unwritten-reads"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+
+    let out = calibrate_cli(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--from",
+            "empty.json",
+            "--accept-unwritten-reads",
+        ],
     );
     assert!(
         out.status.success(),

@@ -364,6 +364,13 @@ pub struct TraceResult {
     /// older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_task_time: Option<NoTaskTime>,
+    /// Of a sample of the trace's reads (the first block of each, leaving
+    /// out reads of what the trace wrote first), how many found data as
+    /// scoring started: a read of a block never written, trimmed or holding
+    /// zeros can be answered without touching the medium (absent in older
+    /// files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reads_found: Option<Sampled>,
 }
 
 fn yes() -> bool {

@@ -272,7 +272,11 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
             s.read_only, s.by_option, s.discards, s.write_zeroes, s.empty
         );
     }
-    if let Some(why) = crate::validity::cpu_wait_caution(t) {
+    let cautions = [
+        crate::validity::cpu_wait_caution(t),
+        crate::validity::unwritten_reads_caution(t),
+    ];
+    for why in cautions.into_iter().flatten() {
         let _ = writeln!(out, "{name}: caution: {why}");
     }
     if mode == TimingMode::Realtime {
