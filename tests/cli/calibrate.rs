@@ -63,12 +63,22 @@ fn calibrate_cli_strict(dir: &Path, args: &[&str]) -> std::process::Output {
 /// What the library says of calibrating `trace` with `result` (both in
 /// `dir`): it must refuse.
 fn refusal(dir: &Path, trace: &str, result: &str) -> replayer::calibration::CalibrationError {
+    refusal_taking(dir, trace, result, Accept::default())
+}
+
+/// As [`refusal`], taking what `accept` says.
+fn refusal_taking(
+    dir: &Path,
+    trace: &str,
+    result: &str,
+    accept: Accept,
+) -> replayer::calibration::CalibrationError {
     let loaded = results::compare::load_result(&dir.join(result)).unwrap();
     let err = calibrate(
         &dir.join(trace),
         &[(&loaded, &dir.join(result))],
         &dir.join("out.tmt"),
-        Accept::default(),
+        accept,
     )
     .expect_err("a refusal");
     assert!(!dir.join("out.tmt").exists(), "nothing written");
@@ -377,7 +387,12 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
         "{stdout}"
     );
     let before = fs::read(dir.path().join("chain.tmt")).unwrap();
-    let err = refusal(dir.path(), "chain.tmt", "empty.json");
+    // The replay ran beside other tests: a CPU wait is not what this checks.
+    let cpu_wait_taken = Accept {
+        cpu_wait: true,
+        ..Accept::default()
+    };
+    let err = refusal_taking(dir.path(), "chain.tmt", "empty.json", cpu_wait_taken);
     assert_eq!(
         err.problem(),
         Some(CalibrationProblem::UnwrittenReads),
