@@ -147,7 +147,8 @@ pub fn run_suite(
 
 /// Writes what the policy asks before scoring (see `crate::precondition`),
 /// then reads the block each trace's sampled reads start in: per trace, how
-/// many found data.
+/// many found data (what a preconditioning not done, on a read-only or
+/// unwritable target, left unwritten). Nothing is sampled at `skip`.
 fn precondition(
     traces: &[&dyn TraceSource],
     targets: &crate::target::Targets,
@@ -163,11 +164,15 @@ fn precondition(
     let record = crate::precondition::precondition(targets, &regions, opts, &mut |w, t| {
         observer.precondition_progress(w, t)
     })?;
-    let found = plan
-        .samples
-        .iter()
-        .map(|reads| crate::precondition::reads_found(targets, reads))
-        .collect();
+    // `skip` leaves the target to the replay's own I/O: nothing is read.
+    let found = match opts.precondition {
+        PreconditionPolicy::Skip => vec![Sampled::default(); traces.len()],
+        _ => plan
+            .samples
+            .iter()
+            .map(|reads| crate::precondition::reads_found(targets, reads))
+            .collect(),
+    };
     Ok((record, found))
 }
 

@@ -336,9 +336,10 @@ fn a_calibration_replay_that_waited_for_a_cpu_is_refused_unless_accepted() {
     assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
-/// A replay of a fresh scratch file without preconditioning reads blocks
-/// never written: the result says so per trace, the table cautions, and
-/// `calibrate` refuses it unless told; the default replay finds data.
+/// A read-only replay of a fresh file cannot precondition it, and its reads
+/// find blocks never written: the result says so per trace, the table
+/// cautions, and `calibrate` refuses it unless told; the default replay
+/// finds data.
 #[test]
 fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
     let dir = tempfile::tempdir().unwrap();
@@ -366,8 +367,7 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
             "--passes",
             "1",
             "--no-warmup",
-            "--precondition",
-            "skip",
+            "--read-only",
             "--json",
             "empty.json",
             "--target",
