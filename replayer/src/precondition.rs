@@ -262,23 +262,9 @@ pub fn read_plan(
 /// out; one that cannot be read counts as holding no data.
 pub fn reads_found(targets: &Targets, reads: &[SampledRead]) -> Sampled {
     let mut out = Sampled::default();
-    let list: Vec<&Target> = targets.iter().collect();
-    for r in reads {
-        let Some(t) = list.get(r.target) else {
-            continue;
-        };
-        let block = t.logical_block_size.max(512) as usize;
-        let Ok(mut buf) = AlignedBuf::new(block) else {
-            continue;
-        };
-        let offset = r.offset / block as u64 * block as u64;
-        if offset + block as u64 > t.size {
-            continue;
-        }
-        out.blocks += 1;
-        if block_holds_data(t, &mut buf.as_mut_slice()[..block], offset) {
-            out.with_data += 1;
-        }
+    for (i, t) in targets.iter().enumerate() {
+        let offsets = reads.iter().filter(|r| r.target == i).map(|r| r.offset);
+        out.add(sample_blocks(t, offsets));
     }
     out
 }
@@ -398,13 +384,20 @@ fn sample_space(target: &Target, offset: u64, max: usize) -> Sampled {
 /// Reads one block from the middle of each region; a block that cannot be
 /// read counts as sampled without data.
 fn sample_regions(target: &Target, regions: impl Iterator<Item = u64>) -> Sampled {
+    sample_blocks(target, regions.map(|r| r * REGION_BYTES + REGION_BYTES / 2))
+}
+
+/// Reads the logical block each byte offset falls in: how many hold
+/// anything but zeros. A block past the target's end is left out; one that
+/// cannot be read counts as sampled without data.
+fn sample_blocks(target: &Target, offsets: impl Iterator<Item = u64>) -> Sampled {
     let mut out = Sampled::default();
     let block = target.logical_block_size.max(512) as usize;
     let Ok(mut buf) = AlignedBuf::new(block) else {
         return out;
     };
-    for r in regions {
-        let offset = (r * REGION_BYTES + REGION_BYTES / 2) / block as u64 * block as u64;
+    for at in offsets {
+        let offset = at / block as u64 * block as u64;
         if offset + block as u64 > target.size {
             continue;
         }
