@@ -7,13 +7,19 @@
 //! - [`IssueSchedule`]: the deadline of each I/O. Realtime: `start + shift +
 //!   (virtual - first virtual) / scale`, where `shift` grows by the time an
 //!   I/O was late after waiting on a slot or a dependency (closed loop);
-//!   `--open-loop` never shifts. Compressed: now.
+//!   `--open-loop` never shifts. With think pacing (`--pacing think`), an
+//!   I/O whose dependencies completed since the previous issue takes the
+//!   largest of their completion shifts instead, earlier or later: its think
+//!   time after them is kept, as the task model of `prediction` has it.
+//!   Compressed: now.
 //! - [`DependencyGate`]: with original completion times, an I/O waits until
 //!   no I/O still in flight had an original completion at or before its
 //!   original issue (records are issued in order, so that is exactly "every
 //!   I/O that had completed before it was issued").
 
-use crate::options::{ReplayOptions, TimingMode};
+use crate::options::{Pacing, ReplayOptions, TimingMode};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 /// The rules of one pass, from the options and what the trace holds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -24,6 +30,10 @@ pub struct ScheduleRules {
     pub open_loop: bool,
     /// Gate each I/O on the original completions before it.
     pub dependencies: bool,
+    /// Realtime closed loop with completions: due times keep the think time
+    /// after the dependencies' completions on the target ([`Pacing::Think`];
+    /// not for a fleet rank, whose timeline is shared with other hosts).
+    pub think: bool,
     /// Schedule speed: 2.0 plays twice as fast.
     pub time_scale: f64,
     /// Realtime only: original idle periods longer than this (ns) become this.
@@ -39,10 +49,16 @@ impl ScheduleRules {
     pub fn new(opts: &ReplayOptions, has_completions: bool) -> ScheduleRules {
         let realtime = opts.mode == TimingMode::Realtime;
         let open_loop = realtime && opts.open_loop;
+        let dependencies = has_completions && !open_loop;
         ScheduleRules {
             realtime,
             open_loop,
-            dependencies: has_completions && !open_loop,
+            dependencies,
+            think: realtime
+                && dependencies
+                && opts.pacing == Pacing::Think
+                && opts.shard.is_none()
+                && opts.start_at_unix_ns.is_none(),
             time_scale: opts.time_scale,
             idle_cap_ns: if realtime {
                 opts.idle_cap.map(|c| c.0)
@@ -111,8 +127,14 @@ pub struct IssueSchedule {
     clock: VirtualClock,
     /// When the first I/O was ready (ns, the caller's clock).
     start_ns: Option<u64>,
-    /// Closed loop: time lost so far to waits on slots and dependencies.
-    shift_ns: u64,
+    /// Closed loop: how far the schedule moved from the trace's times: time
+    /// lost to waits on slots and dependencies, and with think pacing the
+    /// dependencies' completion shifts (negative on a faster drive).
+    shift_ns: i64,
+    /// Think pacing: completions on the target not yet behind the records
+    /// admitted, as (original completion, its shift); bounded by the I/Os in
+    /// flight together in the original.
+    completed: BinaryHeap<Reverse<(u64, i64)>>,
 }
 
 impl IssueSchedule {
@@ -122,6 +144,7 @@ impl IssueSchedule {
             rules,
             start_ns: None,
             shift_ns: 0,
+            completed: BinaryHeap::new(),
         }
     }
 
@@ -148,6 +171,46 @@ impl IssueSchedule {
         self.rules.dependencies && min_inflight_completion_ns <= issue_ns
     }
 
+    /// Think pacing: an I/O of original completion `orig_completion_ns` and
+    /// virtual completion `virtual_completion_ns` completed on the target at
+    /// `now_ns`. Its shift waits for the first I/O issued after it in the
+    /// original ([`IssueSchedule::follow_dependencies`]).
+    pub fn completed(&mut self, orig_completion_ns: u64, virtual_completion_ns: u64, now_ns: u64) {
+        if !self.rules.think || orig_completion_ns == u64::MAX {
+            return;
+        }
+        let Some(start) = self.start_ns else {
+            return;
+        };
+        let due = start + self.scaled(virtual_completion_ns);
+        self.completed
+            .push(Reverse((orig_completion_ns, now_ns as i64 - due as i64)));
+    }
+
+    /// Think pacing, for an I/O issued originally at `orig_issue_ns` whose
+    /// dependencies have all completed on the target: when some completed
+    /// (in the original) since the previous issue, the schedule takes the
+    /// largest of their shifts, so the I/O comes its think time after them;
+    /// otherwise it was issued together with the previous one and keeps its
+    /// shift. Call before [`IssueSchedule::deadline`].
+    pub fn follow_dependencies(&mut self, orig_issue_ns: u64) {
+        let mut fresh: Option<i64> = None;
+        while let Some(&Reverse((completion, shift))) = self.completed.peek() {
+            if completion > orig_issue_ns {
+                break;
+            }
+            self.completed.pop();
+            fresh = Some(fresh.map_or(shift, |f| f.max(shift)));
+        }
+        if let Some(f) = fresh {
+            self.shift_ns = f;
+        }
+    }
+
+    fn scaled(&self, virtual_ns: u64) -> u64 {
+        (virtual_ns as f64 / self.rules.time_scale) as u64
+    }
+
     /// The deadline of an I/O of virtual time `virtual_ns` that is ready now
     /// (a slot is free and its dependencies are met). `waited`: it had to
     /// wait for a slot or a dependency first; in closed loop the time it is
@@ -160,10 +223,12 @@ impl IssueSchedule {
             // sooner than others would otherwise run ahead of it.
             return now_ns.max(start);
         }
-        let offset = (virtual_ns as f64 / self.rules.time_scale) as u64;
-        let due = start + self.shift_ns + offset;
+        let offset = self.scaled(virtual_ns);
+        // Never before the start: a faster drive can bring an I/O forward
+        // by at most the time the schedule has run.
+        let due = (start as i64 + offset as i64 + self.shift_ns).max(start as i64) as u64;
         if waited && !self.rules.open_loop && now_ns > due {
-            self.shift_ns += now_ns - due;
+            self.shift_ns = now_ns as i64 - start as i64 - offset as i64;
             return now_ns;
         }
         due
@@ -174,7 +239,7 @@ impl IssueSchedule {
     /// closed loop's shift); `None` in compressed mode or before the start.
     pub fn timeline_ns(&self, virtual_ns: u64) -> Option<u64> {
         let start = self.start_ns.filter(|_| self.rules.realtime)?;
-        Some(start + (virtual_ns as f64 / self.rules.time_scale) as u64)
+        Some(start + self.scaled(virtual_ns))
     }
 
     /// When the schedule started (the first `deadline` call).
@@ -183,7 +248,7 @@ impl IssueSchedule {
     }
 
     /// The closed-loop shift so far.
-    pub fn shift_ns(&self) -> u64 {
+    pub fn shift_ns(&self) -> i64 {
         self.shift_ns
     }
 }
@@ -247,6 +312,7 @@ mod tests {
             realtime,
             open_loop: false,
             dependencies: true,
+            think: false,
             time_scale: 1.0,
             idle_cap_ns: None,
             origin_ns: None,
@@ -348,6 +414,79 @@ mod tests {
         let v2 = s.admit(10_000, None);
         assert_eq!(s.deadline(v2, 1_010_000, false), 1_003_000);
         assert_eq!(s.shift_ns(), 0);
+    }
+
+    /// A chain: I/O 0 issued at 0 completes at 10 µs; I/O 1 issued at 12 µs
+    /// (2 µs of think time after it); I/O 2 at 13 µs, together with 1.
+    fn chain(s: &mut IssueSchedule, done0_ns: u64) -> (u64, u64) {
+        let v0 = s.admit(0, Some(10_000));
+        assert_eq!(s.deadline(v0, 1_000_000, false), 1_000_000);
+        s.completed(10_000, v0 + 10_000, done0_ns);
+        let v1 = s.admit(12_000, Some(20_000));
+        s.follow_dependencies(12_000);
+        let d1 = s.deadline(v1, done0_ns, true);
+        let v2 = s.admit(13_000, Some(21_000));
+        s.follow_dependencies(13_000);
+        (d1, s.deadline(v2, d1, false))
+    }
+
+    #[test]
+    fn think_pacing_keeps_the_think_time_after_a_dependency() {
+        let think = ScheduleRules {
+            think: true,
+            ..rules(true)
+        };
+        // Completed 7 µs after its issue instead of 10: the next I/O comes
+        // 2 µs later, 3 µs before its time in the trace; the one issued
+        // together with it keeps that shift.
+        let mut s = IssueSchedule::new(think);
+        assert_eq!(chain(&mut s, 1_007_000), (1_009_000, 1_010_000));
+        assert_eq!(s.shift_ns(), -3_000);
+        // Completed 5 µs late: 5 µs later than in the trace.
+        let mut s = IssueSchedule::new(think);
+        assert_eq!(chain(&mut s, 1_015_000), (1_017_000, 1_018_000));
+        assert_eq!(s.shift_ns(), 5_000);
+        // The trace's times: never sooner, later by what it waited for.
+        let mut s = IssueSchedule::new(rules(true));
+        assert_eq!(chain(&mut s, 1_007_000), (1_012_000, 1_013_000));
+        let mut s = IssueSchedule::new(rules(true));
+        assert_eq!(chain(&mut s, 1_015_000), (1_015_000, 1_016_000));
+    }
+
+    #[test]
+    fn think_pacing_takes_the_latest_of_several_dependencies() {
+        let mut s = IssueSchedule::new(ScheduleRules {
+            think: true,
+            ..rules(true)
+        });
+        let v0 = s.admit(0, Some(10_000));
+        s.deadline(v0, 0, false);
+        let v1 = s.admit(1_000, Some(11_000));
+        s.deadline(v1, 1_000, false);
+        // 0 completes 4 µs early, 1 2 µs late: the I/O after both follows 1.
+        s.completed(10_000, v0 + 10_000, 6_000);
+        s.completed(11_000, v1 + 10_000, 13_000);
+        let v2 = s.admit(15_000, None);
+        s.follow_dependencies(15_000);
+        assert_eq!(s.deadline(v2, 13_000, true), 17_000);
+        // A completion the next I/O does not depend on in the trace waits.
+        let v3 = s.admit(16_000, Some(30_000));
+        s.deadline(v3, 17_000, false);
+        s.completed(30_000, v3 + 14_000, 18_000);
+        let v4 = s.admit(20_000, None);
+        s.follow_dependencies(20_000);
+        assert_eq!(s.deadline(v4, 18_000, false), 22_000);
+        // However fast the drive, the think time after the completion stays.
+        let mut s = IssueSchedule::new(ScheduleRules {
+            think: true,
+            ..rules(true)
+        });
+        let v0 = s.admit(0, Some(1_000_000));
+        s.deadline(v0, 500, false);
+        s.completed(1_000_000, v0 + 1_000_000, 600);
+        let v1 = s.admit(1_000_010, None);
+        s.follow_dependencies(1_000_010);
+        assert_eq!(s.deadline(v1, 600, false), 610);
     }
 
     #[test]

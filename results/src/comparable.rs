@@ -6,7 +6,7 @@
 use crate::schema::{IoPath, SuiteResult};
 
 /// The settings that change the figures, as (what, value), in a fixed
-/// order: mode, time scale, idle cap, queue depth, open loop, read-only,
+/// order: mode, time scale, idle cap, queue depth, open loop, pacing, read-only,
 /// mapping, direct I/O, CPU idle policy, and the io worker CPU where
 /// requests run on io-wq.
 pub fn settings(r: &SuiteResult) -> Vec<(&'static str, String)> {
@@ -20,6 +20,7 @@ pub fn settings(r: &SuiteResult) -> Vec<(&'static str, String)> {
         ("idle cap", cap),
         ("queue depth", o.queue_depth.to_string()),
         ("open loop", o.open_loop.to_string()),
+        ("pacing", o.pacing.name().to_string()),
         ("read-only", o.read_only.to_string()),
         ("mapping", o.mapping.name().to_string()),
         ("direct I/O", r.target.direct_io.to_string()),

@@ -31,6 +31,42 @@ impl TimingMode {
     }
 }
 
+/// In realtime closed loop, what an I/O's due time follows once the I/Os it
+/// depends on have completed on the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[serde(rename_all = "lowercase")]
+pub enum Pacing {
+    /// The application's think time after them: on a faster drive the I/O
+    /// comes sooner than in the trace, on a slower one later, as the task
+    /// would issue it. The drive is then measured at the pace the predicted
+    /// task time assumes (a drive that caps bandwidth meets the task's
+    /// demand sped up, not the trace's).
+    Think,
+    /// The trace's times: never sooner than in the trace; later by what the
+    /// replay waited for (what realtime replay did before the setting).
+    Trace,
+}
+
+impl Pacing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::Think => "think",
+            Pacing::Trace => "trace",
+        }
+    }
+
+    /// Result files older than the setting paced by the trace's times; so
+    /// `trace` is not written, and those files read back as they were.
+    fn older_files() -> Pacing {
+        Pacing::Trace
+    }
+
+    fn is_trace(&self) -> bool {
+        *self == Pacing::Trace
+    }
+}
+
 /// How idle periods longer than a cap are replayed in realtime mode:
 /// shortened to the cap, or kept whole. Spelled `100ms`, `1s`, `500us` (any
 /// [`parse_duration`] text above zero) or `none`, on the command line
@@ -161,6 +197,13 @@ pub struct ReplayOptions {
     /// Realtime only: issue on the original absolute schedule, ignoring
     /// completions (the queue depth still caps concurrency).
     pub open_loop: bool,
+    /// Realtime closed loop: what due times follow after the dependencies
+    /// completed.
+    #[serde(
+        default = "Pacing::older_files",
+        skip_serializing_if = "Pacing::is_trace"
+    )]
+    pub pacing: Pacing,
     /// Realtime only: idle periods longer than this are shortened to it.
     pub idle_cap: Option<Nanos>,
     /// Where the idle handling came from, in files of schema version 2
@@ -477,6 +520,7 @@ impl Default for ReplayOptions {
         ReplayOptions {
             mode: TimingMode::Realtime,
             open_loop: false,
+            pacing: Pacing::Think,
             idle_cap: None,
             idle_policy: None,
             time_scale: 1.0,

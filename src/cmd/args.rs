@@ -3,7 +3,7 @@
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::{Args, ValueEnum};
 use recorder::formats::{format_names, Format};
-use replayer::options::{CpuIdle, IdleCap, IoWorkerCpu, PreconditionPolicy, Priority};
+use replayer::options::{CpuIdle, IdleCap, IoWorkerCpu, Pacing, PreconditionPolicy, Priority};
 use replayer::plan::Request;
 use replayer::shard::ShardSpec;
 use replayer::{MappingKind, ReplayOptions, TimingMode};
@@ -178,6 +178,11 @@ pub struct RunArgs {
     /// Realtime: issue on the original absolute schedule, regardless of completions.
     #[arg(long)]
     pub open_loop: bool,
+    /// Realtime closed loop: when an I/O comes once the I/Os it depends on
+    /// have completed. The predicted task time assumes `think`. A trace
+    /// replayed over several rings, and a fleet rank, keep the trace's times.
+    #[arg(long, value_enum, default_value_t = Pacing::Think)]
+    pub pacing: Pacing,
     /// Most I/Os in flight at once (in every mode). The default is the
     /// depth the validity study's predictions were checked at: a trace's
     /// writeback bursts reach well past 32 in flight, and an I/O held back
@@ -242,6 +247,7 @@ impl RunArgs {
         ReplayOptions {
             mode: self.mode,
             open_loop: self.open_loop,
+            pacing: self.pacing,
             idle_cap: None,
             idle_policy: None,
             time_scale: self.time_scale,

@@ -111,6 +111,8 @@ impl Engine<'_> {
                 sched_ns: sched,
                 submit_ns: 0,
                 in_flight: true,
+                orig_completion: p.orig_completion,
+                virtual_completion: p.virtual_completion(),
             };
         }
         pass.inflight += 1;

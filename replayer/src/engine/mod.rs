@@ -344,7 +344,9 @@ impl<'t> Engine<'t> {
         lane: Option<(&'b LaneBoard, usize)>,
         observer: &mut dyn Observer,
     ) -> Result<Pass<'b>, ReplayError> {
-        let rules = ScheduleRules::new(plan.opts, plan.scan.has_completions());
+        let mut rules = ScheduleRules::new(plan.opts, plan.scan.has_completions());
+        // Rings share one timeline: each keeps the trace's times.
+        rules.think &= lane.is_none();
         let mut pass = Pass::new(
             PassSetup {
                 queue_depth: self.queue_depth,
@@ -504,6 +506,7 @@ impl<'t> Engine<'t> {
             return Ok(Some(p));
         }
         let now = now_ns();
+        pass.schedule.follow_dependencies(p.orig_issue);
         let due = pass.schedule.deadline(p.virtual_ns, now, p.waited);
         if pass.start_ns.is_none() {
             pass.start_ns = pass.schedule.start_ns();

@@ -51,6 +51,15 @@ pub(super) struct Pending {
     pub wait_past: Option<u64>,
 }
 
+impl Pending {
+    /// The original completion on the virtual clock (its latency is never
+    /// idle time, so the idle cap does not cut it).
+    pub fn virtual_completion(&self) -> u64 {
+        self.virtual_ns
+            .saturating_add(self.orig_completion.saturating_sub(self.orig_issue))
+    }
+}
+
 /// An I/O in flight, by ring slot.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Slot {
@@ -63,6 +72,10 @@ pub(super) struct Slot {
     pub sched_ns: u64,
     pub submit_ns: u64,
     pub in_flight: bool,
+    /// The original completion (`u64::MAX`: unknown) and its virtual time,
+    /// for think pacing.
+    pub orig_completion: u64,
+    pub virtual_completion: u64,
 }
 
 /// What a pass is set up with.
@@ -157,6 +170,8 @@ impl<'b> Pass<'b> {
             sched_ns: 0,
             submit_ns: 0,
             in_flight: false,
+            orig_completion: u64::MAX,
+            virtual_completion: u64::MAX,
         };
         Pass {
             slots: vec![empty; queue_depth as usize],
@@ -253,6 +268,8 @@ impl<'b> Pass<'b> {
         self.free.push(slot_index);
         self.inflight -= 1;
         self.gate.leave(slot_index as usize);
+        self.schedule
+            .completed(slot.orig_completion, slot.virtual_completion, now);
         if let Some((board, _)) = self.lane {
             board.release();
         }
