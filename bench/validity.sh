@@ -100,8 +100,12 @@ need_root "loop devices, chroot, cgroups, tracing"
 QUEUE_DEPTH=$("$TRACEMARK" replay --help |
   awk '/--queue-depth/ { f = 1 } f && /\[default:/ { gsub(/.*\[default: |\].*/, ""); print; exit }')
 [ -n "$QUEUE_DEPTH" ] || die "could not read replay's default --queue-depth from $TRACEMARK replay --help"
+# So is the pacing (binaries older than the setting paced by the trace).
+PACING=$("$TRACEMARK" replay --help |
+  awk '/--pacing/ { f = 1 } f && /\[default:/ { gsub(/.*\[default: |\].*/, ""); print; exit }')
 REPLAY_OPTS=(--allow-write --mapping identity --passes "$PASSES" --cpu-idle "$CPU_IDLE")
 settings="cpu_idle=$CPU_IDLE queue_depth=$QUEUE_DEPTH (default) options: ${REPLAY_OPTS[*]}"
+[ -z "$PACING" ] || settings="$settings pacing=$PACING (default)"
 # A study begun before the options were recorded ran at an explicit
 # --queue-depth 128 with the same other options: its record is completed.
 if [ -f "$OUT/replay-settings.txt" ] && [ "$(cat "$OUT/replay-settings.txt")" = "cpu_idle=$CPU_IDLE" ] &&
