@@ -15,7 +15,7 @@
 #                          [--jobs "copy-photos install-krita ..."]
 #                          [--passes N] [--out DIR] [--report-only]
 #                          [--capture-drive V] [--replay-tries 3]
-#                          [--cpu-idle poll|os]
+#                          [--cpu-idle poll|os] [--calibration-replays 3]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
@@ -37,6 +37,11 @@
 # captured; V's speed drifted between runs in the study of
 # docs/measurements/validity-10-tasks-2026-12-02.md). A replay that waited more than 5 % of its playback for a CPU is
 # run again, up to --replay-tries times, and the least disturbed one kept.
+# --calibration-replays: each trace is calibrated from the median of this
+# many replays on the capture drive (`tracemark calibrate --from A B C`):
+# V's latency moves from one replay to the next (game-launch-0ad's three
+# predicted 0.290, 0.392 and 0.287 s), and a calibration carries its draw
+# into every prediction of the trace.
 # The capture drive goes first (real runs, captures, replays), then each
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
@@ -45,8 +50,8 @@
 # (the task's CPU time and the rest of the host's per run), DIR/host-<drive>.txt
 # (the host's counters per run: stolen CPU, reclaim, faults),
 # DIR/cpurep-<drive>-<task>.txt (the same for the replay), DIR/traces/*.tmt
-# (calibrated), DIR/calib-<capture drive>-<task>.json (the calibration
-# replays), DIR/replay-<drive>-<task>.json, DIR/validity.txt and
+# (calibrated), DIR/calib-<capture drive>-<task>.json, calib2-..., calib3-...
+# (the calibration replays), DIR/replay-<drive>-<task>.json, DIR/validity.txt and
 # DIR/validity.html.
 set -euo pipefail
 
@@ -64,6 +69,7 @@ CAPTURE_DRIVE=V
 JOBS="copy-photos install-krita game-supertuxkart photo-light launch-gimp launch-inkscape launch-darktable launch-firefox"
 PASSES=3
 REPLAY_TRIES=3
+CALIBRATION_REPLAYS=3
 CPU_IDLE=poll
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
 REPORT_ONLY=
@@ -76,10 +82,11 @@ while [ $# -gt 0 ]; do
     --passes) PASSES=$2; shift 2 ;;
     --capture-drive) CAPTURE_DRIVE=$2; shift 2 ;;
     --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
+    --calibration-replays) CALIBRATION_REPLAYS=$2; shift 2 ;;
     --cpu-idle) CPU_IDLE=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -106,6 +113,8 @@ PACING=$("$TRACEMARK" replay --help |
 REPLAY_OPTS=(--allow-write --mapping identity --passes "$PASSES" --cpu-idle "$CPU_IDLE")
 settings="cpu_idle=$CPU_IDLE queue_depth=$QUEUE_DEPTH (default) options: ${REPLAY_OPTS[*]}"
 [ -z "$PACING" ] || settings="$settings pacing=$PACING (default)"
+# Studies calibrated from one replay recorded nothing for it.
+[ "$CALIBRATION_REPLAYS" = 1 ] || settings="$settings calibration_replays=$CALIBRATION_REPLAYS"
 # A study begun before the options were recorded ran at an explicit
 # --queue-depth 128 with the same other options: its record is completed.
 if [ -f "$OUT/replay-settings.txt" ] && [ "$(cat "$OUT/replay-settings.txt")" = "cpu_idle=$CPU_IDLE" ] &&
@@ -293,12 +302,21 @@ for job in "${jobs[@]}"; do
     "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
   touch "$OUT/done-capture-$job"
 done
-replays "$CAPTURE_DRIVE" calib
+[[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
+# The calibration replays' kinds: calib, calib2, calib3, ...
+calib_kinds=(calib)
+for ((k = 2; k <= CALIBRATION_REPLAYS; k++)); do calib_kinds+=("calib$k"); done
+for kind in "${calib_kinds[@]}"; do replays "$CAPTURE_DRIVE" "$kind"; done
 for trace in "$OUT"/traces/*.tmt; do
   task=$(basename "$trace" .tmt)
   [ -f "$OUT/done-calibrate-$task" ] && continue
-  [ -s "$OUT/calib-$CAPTURE_DRIVE-$task.json" ] || die "no calibration replay of $task (see $OUT/try*-log-calib-$CAPTURE_DRIVE-$task.txt)"
-  "$TRACEMARK" calibrate "$trace" --from "$OUT/calib-$CAPTURE_DRIVE-$task.json"
+  from=()
+  for kind in "${calib_kinds[@]}"; do
+    f=$OUT/$kind-$CAPTURE_DRIVE-$task.json
+    [ -s "$f" ] || die "no calibration replay $kind of $task (see $OUT/try*-log-$kind-$CAPTURE_DRIVE-$task.txt)"
+    from+=("$f")
+  done
+  "$TRACEMARK" calibrate "$trace" --from "${from[@]}"
   touch "$OUT/done-calibrate-$task"
 done
 replays "$CAPTURE_DRIVE"

@@ -5,9 +5,9 @@
 # (the guest's partition copied to a loop device on the virtio disk, class
 # V of bench/validity/drives.sh, restored to pristine before each job: no
 # run, capture or replay writes onto guest.img), captured once with task
-# marks and the median untraced time (`capture --untraced`), replayed on
-# the capture drive and calibrated with that replay (`tracemark
-# calibrate`), then copied into traces/. bench/validity.sh does the work;
+# marks and the median untraced time (`capture --untraced`), replayed three
+# times on the capture drive and calibrated from the median of the three
+# (`tracemark calibrate --from`), then copied into traces/. bench/validity.sh does the work;
 # a job stopped part way goes on where it stopped (its done markers in OUT).
 # The machine's load before and after each job goes to OUT/load.txt.
 #
