@@ -3,6 +3,7 @@
 //! `compare` and `results compare` flag such columns; the leaderboard puts
 //! them on separate boards, each naming its settings.
 
+use crate::options::TimingMode;
 use crate::schema::{IoPath, SuiteResult};
 
 /// The settings that change the figures, as (what, value), in a fixed
@@ -20,7 +21,7 @@ pub fn settings(r: &SuiteResult) -> Vec<(&'static str, String)> {
         ("idle cap", cap),
         ("queue depth", o.queue_depth.to_string()),
         ("open loop", o.open_loop.to_string()),
-        ("pacing", o.pacing.name().to_string()),
+        ("pacing", pacing(r).to_string()),
         ("read-only", o.read_only.to_string()),
         ("mapping", o.mapping.name().to_string()),
         ("direct I/O", r.target.direct_io.to_string()),
@@ -34,6 +35,15 @@ pub fn settings(r: &SuiteResult) -> Vec<(&'static str, String)> {
         ));
     }
     out
+}
+
+/// The pacing that applied: only a realtime closed loop has one.
+fn pacing(r: &SuiteResult) -> &'static str {
+    if r.mode() == TimingMode::Realtime && !r.options.open_loop {
+        r.options.pacing.name()
+    } else {
+        "none"
+    }
 }
 
 /// The settings that differ, as (what, first's, other's).
@@ -83,6 +93,7 @@ pub fn describe(r: &SuiteResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Pacing;
 
     #[test]
     fn results_differing_only_in_a_setting_are_not_comparable() {
@@ -101,6 +112,20 @@ mod tests {
         let mut d = a.clone();
         d.options.queue_depth += 1;
         assert!(!comparable(&a, &d));
+        // Pacing counts where it applies: in a realtime closed loop.
+        let mut think = a.clone();
+        think.options.mode = TimingMode::Realtime;
+        think.options.open_loop = false;
+        think.options.pacing = Pacing::Think;
+        let mut trace = think.clone();
+        trace.options.pacing = Pacing::Trace;
+        assert_eq!(
+            differences(&think, &trace),
+            vec![("pacing", "think".to_string(), "trace".to_string())]
+        );
+        think.options.mode = TimingMode::Compressed;
+        trace.options.mode = TimingMode::Compressed;
+        assert!(comparable(&think, &trace), "compressed mode has no pacing");
         assert!(
             describe(&c).contains("idle cap 1000 ms"),
             "{}",
