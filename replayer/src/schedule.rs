@@ -319,6 +319,13 @@ mod tests {
         }
     }
 
+    fn think_rules() -> ScheduleRules {
+        ScheduleRules {
+            think: true,
+            ..rules(true)
+        }
+    }
+
     fn options(mode: TimingMode) -> ReplayOptions {
         ReplayOptions {
             mode,
@@ -432,10 +439,7 @@ mod tests {
 
     #[test]
     fn think_pacing_keeps_the_think_time_after_a_dependency() {
-        let think = ScheduleRules {
-            think: true,
-            ..rules(true)
-        };
+        let think = think_rules();
         // Completed 7 µs after its issue instead of 10: the next I/O comes
         // 2 µs later, 3 µs before its time in the trace; the one issued
         // together with it keeps that shift.
@@ -455,10 +459,7 @@ mod tests {
 
     #[test]
     fn think_pacing_takes_the_latest_of_several_dependencies() {
-        let mut s = IssueSchedule::new(ScheduleRules {
-            think: true,
-            ..rules(true)
-        });
+        let mut s = IssueSchedule::new(think_rules());
         let v0 = s.admit(0, Some(10_000));
         s.deadline(v0, 0, false);
         let v1 = s.admit(1_000, Some(11_000));
@@ -477,10 +478,7 @@ mod tests {
         s.follow_dependencies(20_000);
         assert_eq!(s.deadline(v4, 18_000, false), 22_000);
         // However fast the drive, the think time after the completion stays.
-        let mut s = IssueSchedule::new(ScheduleRules {
-            think: true,
-            ..rules(true)
-        });
+        let mut s = IssueSchedule::new(think_rules());
         let v0 = s.admit(0, Some(1_000_000));
         s.deadline(v0, 500, false);
         s.completed(1_000_000, v0 + 1_000_000, 600);

@@ -50,6 +50,17 @@ fn calibrate_cli(dir: &Path, args: &[&str]) -> std::process::Output {
     calibrate_cli_strict(dir, &[args, &["--accept-cpu-wait"]].concat())
 }
 
+/// [`calibrate_cli`], which must succeed: its standard output.
+fn calibrate_ok(dir: &Path, args: &[&str]) -> String {
+    let out = calibrate_cli(dir, args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Runs `tracemark calibrate ARGS...` in `dir`.
 fn calibrate_cli_strict(dir: &Path, args: &[&str]) -> std::process::Output {
     tracemark()
@@ -106,15 +117,9 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     );
     let on_capture_drive = models(task, "models");
 
-    let out = calibrate_cli(
+    let stdout = calibrate_ok(
         dir.path(),
         &["chain.tmt", "--from", "first.json", "-o", "calibrated.tmt"],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("calibrated.tmt: calibrated"), "{stdout}");
     let calibrated = dir.path().join("calibrated.tmt");
@@ -150,9 +155,8 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
 
     // Calibrating again replaces the earlier calibration (from the second
     // replay's uncalibrated figures, not its calibrated ones).
-    let out = calibrate_cli(dir.path(), &["calibrated.tmt", "--from", "second.json"]);
-    assert!(out.status.success());
-    assert!(String::from_utf8_lossy(&out.stdout).contains("earlier calibration replaced"));
+    let stdout = calibrate_ok(dir.path(), &["calibrated.tmt", "--from", "second.json"]);
+    assert!(stdout.contains("earlier calibration replaced"));
     let again = TraceFile::open(&calibrated).unwrap().footer().tail.task;
     let blocking_before = before.iter().find(|(k, _)| k == "blocking").unwrap().1;
     assert_eq!(
@@ -180,15 +184,9 @@ fn several_calibration_replays_give_the_median_of_their_predictions() {
         r["traces"][0]["task"]["models"]["blocking"] = serde_json::json!(secs);
         fs::write(dir.path().join(name), serde_json::to_string(&r).unwrap()).unwrap();
     }
-    let out = calibrate_cli(
+    let stdout = calibrate_ok(
         dir.path(),
         &["chain.tmt", "--from", "a.json", "b.json", "c.json"],
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("the median of 3 replays"), "{stdout}");
     let marks = TraceFile::open(dir.path().join("chain.tmt"))
@@ -201,8 +199,7 @@ fn several_calibration_replays_give_the_median_of_their_predictions() {
         Some(Nanos(200_000_000))
     );
     // Two: their mean.
-    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "a.json", "b.json"]);
-    assert!(out.status.success());
+    calibrate_ok(dir.path(), &["chain.tmt", "--from", "a.json", "b.json"]);
     let marks = TraceFile::open(dir.path().join("chain.tmt"))
         .unwrap()
         .footer()
@@ -408,7 +405,7 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
     assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
     assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 
-    let out = calibrate_cli(
+    calibrate_ok(
         dir.path(),
         &[
             "chain.tmt",
@@ -416,11 +413,6 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
             "empty.json",
             "--accept-unwritten-reads",
         ],
-    );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
     );
     assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
