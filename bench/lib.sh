@@ -273,6 +273,36 @@ fresh_device() {
     fi
 }
 
+# host_busy_pct SECONDS: how busy the host's CPUs were over SECONDS, in
+# percent of all of them (everything but idle and iowait in /proc/stat).
+host_busy_pct() {
+    local a b
+    a=$(head -1 /proc/stat)
+    sleep "$1"
+    b=$(head -1 /proc/stat)
+    awk -v a="$a" -v b="$b" 'BEGIN {
+        n = split(a, x, " "); split(b, y, " ")
+        for (i = 2; i <= n; i++) total += y[i] - x[i]
+        idle = (y[5] - x[5]) + (y[6] - x[6])
+        printf "%d\n", (total > 0) ? 100 * (total - idle) / total + 0.5 : 0 }'
+}
+
+# wait_quiet MAX_PCT TIMEOUT_S: returns once the host's CPUs were at most
+# MAX_PCT % busy over 3 s, waiting up to TIMEOUT_S. Timed runs of CPU-bound
+# tasks started on a host that is still busy with other work (a build, a
+# second suite) take that work's CPU time into their own.
+wait_quiet() {
+    local max=$1 timeout=$2 start=$SECONDS busy
+    while :; do
+        busy=$(host_busy_pct 3)
+        [ "$busy" -le "$max" ] && return 0
+        [ $((SECONDS - start)) -lt "$timeout" ] ||
+            die "the host stayed busy for $timeout s ($busy % of its CPUs over 3 s; at most $max % wanted)"
+        log "waiting for a quiet host: $busy % of its CPUs busy over 3 s (at most $max %)"
+        sleep 7
+    done
+}
+
 # Free page reporting (a virtio-balloon guest's page_reporting module): memory
 # the guest frees goes back to the hypervisor within seconds, and the next
 # touch of it faults it in again on the host. hold_page_reporting reports

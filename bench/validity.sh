@@ -16,6 +16,7 @@
 #                          [--passes N] [--out DIR] [--report-only]
 #                          [--capture-drive V] [--replay-tries 3]
 #                          [--cpu-idle poll|os] [--calibration-replays 3]
+#                          [--quiet-busy 10] [--quiet-wait 1800]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
@@ -46,6 +47,12 @@
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
 # stopped study stopped, and the report covers every drive finished.
+# --quiet-busy, --quiet-wait: each job's real runs and each replay start only
+# once the host's CPUs were at most --quiet-busy % busy over 3 s, waiting up
+# to --quiet-wait seconds (then the study stops, and goes on when run
+# again): game-launch-0ad's runs on S, started as other work on the host
+# ended, took 0.46 to 0.61 s with 0.38 s of CPU, and 0.25 to 0.31 s with
+# 0.22 s of CPU on a quiet host.
 # Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/cpu-<drive>.txt
 # (the task's CPU time and the rest of the host's per run), DIR/host-<drive>.txt
 # (the host's counters per run: stolen CPU, reclaim, faults),
@@ -71,6 +78,8 @@ PASSES=3
 REPLAY_TRIES=3
 CALIBRATION_REPLAYS=3
 CPU_IDLE=poll
+QUIET_BUSY=10
+QUIET_WAIT=1800
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
 REPORT_ONLY=
 
@@ -84,9 +93,11 @@ while [ $# -gt 0 ]; do
     --replay-tries) REPLAY_TRIES=$2; shift 2 ;;
     --calibration-replays) CALIBRATION_REPLAYS=$2; shift 2 ;;
     --cpu-idle) CPU_IDLE=$2; shift 2 ;;
+    --quiet-busy) QUIET_BUSY=$2; shift 2 ;;
+    --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,55p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,62p' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -100,6 +111,8 @@ report() {
 if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 
 [ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
+[[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
+[[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
 need_root "loop devices, chroot, cgroups, tracing"
 # The replays' options, all of them: the study validates these settings.
 # The queue depth is replay's default (the one a user gets), read from the
@@ -169,6 +182,7 @@ time_job() {
   for try in 1 2; do
     rm -f "$part" "$cpart" "$hpart"
     "$DRIVES_SH" restore "$drive"
+    wait_quiet "$QUIET_BUSY" "$QUIET_WAIT"
     if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TM_CPU_TIMES="$cpart" \
       TM_HOST_STATS="$hpart" TRACEMARK="$TRACEMARK" \
       "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1; then
@@ -256,6 +270,7 @@ replays() {
     for ((try = 1; try <= REPLAY_TRIES; try++)); do
       "$DRIVES_SH" restore "$drive"
       rm -rf "$OUT/state" && mkdir "$OUT/state"
+      wait_quiet "$QUIET_BUSY" "$QUIET_WAIT"
       TRACEMARK_STATE_DIR=$OUT/state cpu_run "$OUT/try$try-cpurep-$kind-$drive-$task.txt" \
         "$TRACEMARK" replay "$trace" --target "$DEV" "${REPLAY_OPTS[@]}" \
         --json "$OUT/try$try-$kind-$drive-$task.json" > "$OUT/try$try-log-$kind-$drive-$task.txt" 2>&1 ||
