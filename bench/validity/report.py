@@ -194,6 +194,23 @@ def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_repla
                 missed = f"{measured_extra - predicted_extra:9.3f}"
                 extra = f"{other - statistics.median(r[1] for r in base_runs):12.3f}"
             p(f"  {task:24} {d:>5} {task_cpu:9.3f} {other:10.3f} {rep_rate} {missed} {extra}")
+    # The same work's CPU time on each drive against the capture drive's: far
+    # from 1 where a drive's real runs met a host of another speed (the
+    # guest's load and steal can both be low while it is), or where the
+    # drive's I/O path costs the task CPU (FUSE, a throttle's waits).
+    speed = []
+    for d in drives:
+        if d == capture:
+            continue
+        ratios = [statistics.median(r[0] for r in cpu_real[t][d])
+                  / statistics.median(r[0] for r in cpu_real[t][capture])
+                  for t in tasks
+                  if cpu_real.get(t, {}).get(d) and cpu_real.get(t, {}).get(capture)
+                  and statistics.median(r[0] for r in cpu_real[t][capture]) > 0]
+        if ratios:
+            speed.append(f"{d} {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
+    if speed:
+        p(f"the task's CPU time against {capture}'s, median (range) over the tasks: " + ", ".join(speed))
 
 
 def load(out):
