@@ -97,7 +97,7 @@ while [ $# -gt 0 ]; do
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
-    -h|--help) sed -n '2,62p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
@@ -113,6 +113,7 @@ if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 [ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
 [[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
 [[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
+[[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
 need_root "loop devices, chroot, cgroups, tracing"
 # The replays' options, all of them: the study validates these settings.
 # The queue depth is replay's default (the one a user gets), read from the
@@ -317,7 +318,6 @@ for job in "${jobs[@]}"; do
     "$NATIVE" "$job" > "$OUT/log-capture-$job.txt" 2>&1 || die "capturing $job failed (see $OUT/log-capture-$job.txt)"
   touch "$OUT/done-capture-$job"
 done
-[[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
 # The calibration replays' kinds: calib, calib2, calib3, ...
 calib_kinds=(calib)
 for ((k = 2; k <= CALIBRATION_REPLAYS; k++)); do calib_kinds+=("calib$k"); done
