@@ -198,15 +198,17 @@ def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_repla
     # from 1 where a drive's real runs met a host of another speed (the
     # guest's load and steal can both be low while it is), or where the
     # drive's I/O path costs the task CPU (FUSE, a throttle's waits).
+    def task_cpu(t, d):
+        runs = cpu_real.get(t, {}).get(d)
+        return statistics.median(r[0] for r in runs) if runs else None
+
+    base = {t: task_cpu(t, capture) for t in tasks}
     speed = []
     for d in drives:
         if d == capture:
             continue
-        ratios = [statistics.median(r[0] for r in cpu_real[t][d])
-                  / statistics.median(r[0] for r in cpu_real[t][capture])
-                  for t in tasks
-                  if cpu_real.get(t, {}).get(d) and cpu_real.get(t, {}).get(capture)
-                  and statistics.median(r[0] for r in cpu_real[t][capture]) > 0]
+        ratios = [task_cpu(t, d) / base[t] for t in tasks
+                  if base[t] and task_cpu(t, d) is not None]
         if ratios:
             speed.append(f"{d} {statistics.median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})")
     if speed:
