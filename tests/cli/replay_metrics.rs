@@ -182,3 +182,51 @@ fn suite_figures_are_geometric_means_of_trace_figures() {
         "suite access time",
     );
 }
+
+/// Writes the trace recorded with FUA or a preflush are replayed whole: each
+/// completes with its bytes, and a preflush of no data is a flush, not an
+/// empty write skipped (the bios the device sees are checked in
+/// tests/system/replay_exact.rs).
+#[test]
+fn fua_and_preflush_writes_complete_and_a_bare_preflush_is_a_flush() {
+    use trace_format::Flags;
+    let dir = tempfile::tempdir().unwrap();
+    let with = |mut r: IoRecord, flags| {
+        r.flags = flags;
+        r
+    };
+    let recs = vec![
+        with(rec(0, Op::Write, 0, 8 * KIB), Flags::FUA),
+        with(rec(100, Op::Write, 64 * KIB, 8 * KIB), Flags::PREFLUSH),
+        with(
+            rec(200, Op::Write, 128 * KIB, 8 * KIB),
+            Flags::PREFLUSH | Flags::FUA,
+        ),
+        with(rec(300, Op::Write, 192 * KIB, 0), Flags::PREFLUSH),
+        rec(400, Op::Read, 0, 8 * KIB),
+    ];
+    let src = MemorySource::new("cache", recs);
+    let opts = ReplayOptions {
+        mode: TimingMode::Compressed,
+        passes: 1,
+        warmup: false,
+        ..Default::default()
+    };
+    let mut ev = IoLog::default();
+    let srcs: [&dyn TraceSource; 1] = [&src];
+    let r = replayer::run_suite(&srcs, Some(&dir.path().join("s.bin")), &opts, &mut ev).unwrap();
+    let mut got: Vec<(u64, Op, i32)> = ev.0.iter().map(|e| (e.index, e.op, e.result)).collect();
+    got.sort();
+    let k = 8 * KIB as i32;
+    assert_eq!(
+        got,
+        vec![
+            (0, Op::Write, k),
+            (1, Op::Write, k),
+            (2, Op::Write, k),
+            (3, Op::Flush, 0),
+            (4, Op::Read, k),
+        ]
+    );
+    assert_eq!(r.traces[0].skipped.empty, 0);
+}

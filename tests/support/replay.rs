@@ -106,6 +106,25 @@ impl IssueTracer {
             .filter_map(|l| parse_issue_line(l, self.event))
             .collect()
     }
+
+    /// Stops recording and returns each request as (its `rwbs` flags,
+    /// byte offset, bytes), in the order the block layer saw them.
+    pub fn stop_with_flags(&self) -> Vec<(String, u64, u64)> {
+        let dir = &self.instance.dir;
+        let _ = fs::write(dir.join("tracing_on"), "0");
+        let text = fs::read_to_string(dir.join("trace")).unwrap();
+        let event = format!("{}: ", self.event);
+        text.lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split(&event).nth(1)?.split_whitespace().collect();
+                let plus = f.iter().position(|s| *s == "+")?;
+                let sector: u64 = f.get(plus - 1)?.parse().ok()?;
+                let sectors: u64 = f.get(plus + 1)?.parse().ok()?;
+                Some((f.get(1)?.to_string(), sector * 512, sectors * 512))
+            })
+            .collect()
+    }
 }
 
 /// `... block_rq_issue: 7,0 WS 4096 () 2048 + 8 be,0,4 [tracemark]` or

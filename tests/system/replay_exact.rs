@@ -282,3 +282,123 @@ fn discards_reach_the_device_as_discards_or_are_reported_skipped() {
         );
     }
 }
+
+/// A write's cache demands as the block layer saw the bios: a flush of no
+/// data (`F` first, 0 bytes), or a write at an offset, with FUA (`F` after
+/// the `W`) or without.
+#[derive(Debug, PartialEq, Eq)]
+enum Bio {
+    Flush,
+    Write { offset: u64, fua: bool },
+}
+
+fn bios(issued: &[(String, u64, u64)]) -> Vec<Bio> {
+    issued
+        .iter()
+        .map(|(rwbs, offset, len)| match rwbs.find('W') {
+            Some(w) if *len > 0 => Bio::Write {
+                offset: *offset,
+                fua: rwbs[w + 1..].contains('F'),
+            },
+            _ if *len == 0 && rwbs.starts_with('F') => Bio::Flush,
+            _ => panic!("unexpected request {rwbs} {offset} + {len}"),
+        })
+        .collect()
+}
+
+fn replay_cache_flags(skip_flushes: bool) -> Option<Vec<Bio>> {
+    let t = SystemTest::with_tracefs(&["losetup"])?;
+    let with = |mut r: IoRecord, flags: trace_format::Flags| {
+        r.flags = flags;
+        r
+    };
+    use trace_format::Flags;
+    let recs = vec![
+        rec(0, Op::Write, 0, 4 * KIB),
+        with(rec(50, Op::Write, 64 * KIB, 4 * KIB), Flags::FUA),
+        with(rec(100, Op::Write, 128 * KIB, 4 * KIB), Flags::PREFLUSH),
+        with(
+            rec(150, Op::Write, 192 * KIB, 4 * KIB),
+            Flags::PREFLUSH | Flags::FUA | Flags::SYNC,
+        ),
+        // A preflush of no data, as a format that keeps it a write has it.
+        with(rec(200, Op::Write, 256 * KIB, 0), Flags::PREFLUSH),
+        rec(250, Op::Flush, 0, 0),
+    ];
+    let trace = t.dir().join("cache.tmt");
+    write_trace(&trace, "cache", &recs);
+    let dev = t.loop_device(16);
+    // A loop device has a write-back cache and no FUA: the block layer keeps
+    // both flags on the bios it is sent (a device without a cache has them
+    // stripped before they are traced).
+    let cache = std::fs::read_to_string(format!("/sys/block/{}/queue/write_cache", dev.name()))
+        .unwrap_or_default();
+    assert_eq!(cache.trim(), "write back", "the loop device's cache mode");
+    let (major, minor) = dev.dev_id();
+    let tracer = IssueTracer::start_event(&t, "block_bio_queue", major, minor);
+    let target = dev.path.to_string_lossy().to_string();
+    let mut args = vec![
+        trace.to_str().unwrap(),
+        "--target",
+        &target,
+        "--allow-write",
+        "--mode",
+        "compressed",
+        "--queue-depth",
+        "1",
+        "--mapping",
+        "identity",
+        "--passes",
+        "1",
+        "--no-warmup",
+        "--precondition",
+        "skip",
+    ];
+    if skip_flushes {
+        args.extend(["--skip-ops", "flush"]);
+    }
+    let out = replay(t.dir(), &args);
+    let issued = tracer.stop_with_flags();
+    assert!(out.status.success());
+    Some(bios(&issued))
+}
+
+/// A write the trace recorded with FUA reaches the device with FUA; one with
+/// a preflush comes after a flush of the device; a preflush of no data is a
+/// flush. At queue depth 1 the order is the trace's.
+#[test]
+fn fua_and_preflush_writes_reach_the_device_as_recorded() {
+    let Some(got) = replay_cache_flags(false) else {
+        return;
+    };
+    let w = |k: u64, fua| Bio::Write {
+        offset: k * KIB,
+        fua,
+    };
+    assert_eq!(
+        got,
+        vec![
+            w(0, false),
+            w(64, true),
+            Bio::Flush,
+            w(128, false),
+            Bio::Flush,
+            w(192, true),
+            Bio::Flush,
+            Bio::Flush,
+        ]
+    );
+}
+
+/// `--skip-ops flush` leaves the cache alone: plain writes, no flush.
+#[test]
+fn skipping_flushes_drops_preflush_and_fua_too() {
+    let Some(got) = replay_cache_flags(true) else {
+        return;
+    };
+    let w = |k: u64| Bio::Write {
+        offset: k * KIB,
+        fua: false,
+    };
+    assert_eq!(got, vec![w(0), w(64), w(128), w(192)]);
+}

@@ -68,11 +68,11 @@ use crate::ReplayError;
 use idle_spin::IdleSpin;
 use io_uring::IoUring;
 use lanes::LaneBoard;
-use pass::{NeverStop, Pass, PassSetup, Pending};
+use pass::{CacheFlags, NeverStop, Pass, PassSetup, Pending};
 use placement::CpuPin;
 use priority::PriorityGuard;
 use ring::{cooperative_ring, share_punted_work, CompletionWaits};
-use trace_format::{IoRecord, Op};
+use trace_format::{Flags, IoRecord, Op};
 use write_data::WriteData;
 
 /// `_IO(0x12, 0)`: the block layer's asynchronous discard command.
@@ -443,7 +443,17 @@ impl<'t> Engine<'t> {
                 pass.progress(observer);
                 continue;
             }
-            let mapped = if rec.op == Op::Flush {
+            let op = issue::replayed_op(&rec);
+            // `--skip-ops flush` leaves the drive's cache alone altogether.
+            let cache = if op == Op::Write && !plan.opts.skips(Op::Flush) {
+                CacheFlags {
+                    preflush: rec.flags.contains(Flags::PREFLUSH),
+                    fua: rec.flags.contains(Flags::FUA),
+                }
+            } else {
+                CacheFlags::default()
+            };
+            let mapped = if op == Op::Flush {
                 crate::mapping::Mapped {
                     target,
                     offset: 0,
@@ -463,7 +473,7 @@ impl<'t> Engine<'t> {
             return Ok(Some(Pending {
                 wait_past,
                 index,
-                op: rec.op,
+                op,
                 virtual_ns,
                 orig_issue: rec.time.0,
                 orig_completion: completion.unwrap_or(u64::MAX),
@@ -472,6 +482,7 @@ impl<'t> Engine<'t> {
                 len: mapped.len,
                 device: rec.device,
                 waited: false,
+                cache,
             }));
         }
         Ok(None)

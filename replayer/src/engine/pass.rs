@@ -49,6 +49,20 @@ pub(super) struct Pending {
     /// With several rings: the other rings must have issued every record up
     /// to this index first.
     pub wait_past: Option<u64>,
+    /// What a write asks of the drive's write cache.
+    pub cache: CacheFlags,
+}
+
+/// A write's demands on the drive's write cache, as the trace recorded them
+/// (REQ_PREFLUSH, REQ_FUA): a journal commit block carries both, and on a
+/// drive with a volatile cache the flush it waits for can cost more than the
+/// write. Replayed as a flush linked before the write and as `RWF_DSYNC`
+/// (which the block layer sends as FUA, or as the write and a flush where
+/// the drive has no FUA).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct CacheFlags {
+    pub preflush: bool,
+    pub fua: bool,
 }
 
 impl Pending {
@@ -76,6 +90,9 @@ pub(super) struct Slot {
     /// for think pacing.
     pub orig_completion: u64,
     pub virtual_completion: u64,
+    /// The result of the flush linked before this write, where it failed
+    /// (0 otherwise): the write itself then completes as cancelled.
+    pub preflush_result: i32,
 }
 
 /// What a pass is set up with.
@@ -172,6 +189,7 @@ impl<'b> Pass<'b> {
             in_flight: false,
             orig_completion: u64::MAX,
             virtual_completion: u64::MAX,
+            preflush_result: 0,
         };
         Pass {
             slots: vec![empty; queue_depth as usize],
@@ -250,6 +268,16 @@ impl<'b> Pass<'b> {
         self.queued.clear();
     }
 
+    /// The flush linked before the write in `slot_index` failed with
+    /// `result`; the write's own completion (cancelled) follows.
+    pub fn preflush_failed(&mut self, slot_index: u32, result: i32) {
+        if let Some(slot) = self.slots.get_mut(slot_index as usize) {
+            if slot.in_flight {
+                slot.preflush_result = result;
+            }
+        }
+    }
+
     pub fn complete(
         &mut self,
         slot_index: u32,
@@ -264,6 +292,13 @@ impl<'b> Pass<'b> {
             return;
         }
         slot.in_flight = false;
+        // A write cancelled because the flush linked before it failed
+        // reports the flush's error, the cause.
+        let result = if result == -libc::ECANCELED && slot.preflush_result < 0 {
+            slot.preflush_result
+        } else {
+            result
+        };
         let slot = *slot;
         self.free.push(slot_index);
         self.inflight -= 1;

@@ -194,6 +194,14 @@ impl Engine<'_> {
         let mut n = 0;
         for cqe in &mut cq {
             let slot = cqe.user_data() as u32;
+            if cqe.user_data() & super::issue::PREFLUSH_TAG != 0 {
+                // The flush before a write: the write's own completion
+                // follows and counts; a failure is kept as its cause.
+                if cqe.result() < 0 {
+                    pass.preflush_failed(slot, cqe.result());
+                }
+                continue;
+            }
             if let Some(s) = pass.slots.get(slot as usize) {
                 if s.in_flight && s.op == Op::Write {
                     self.write_data.renew(slot as usize, s.len as usize);
