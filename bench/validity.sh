@@ -101,20 +101,24 @@ while [ $# -gt 0 ]; do
     *) die "unknown argument $1 (see --help)" ;;
   esac
 done
-mkdir -p "$OUT/traces"
-# The replays' results go to the study's own database, never the user's.
-export TRACEMARK_DB=$OUT/results.db
+# Every argument is checked before anything is made.
+[ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
+[[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
+[[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
+[[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
+[[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
 
 report() {
   python3 "$BENCH/validity/report.py" "$OUT" --capture-drive "$CAPTURE_DRIVE"
 }
 if [ -n "$REPORT_ONLY" ]; then report; exit 0; fi
 
-[ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
-[[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
-[[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
-[[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
+[ -x "$TRACEMARK" ] || die "$TRACEMARK missing; cargo build --release first"
+[ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
 need_root "loop devices, chroot, cgroups, tracing"
+mkdir -p "$OUT/traces"
+# The replays' results go to the study's own database, never the user's.
+export TRACEMARK_DB=$OUT/results.db
 # The replays' options, all of them: the study validates these settings.
 # The queue depth is replay's default (the one a user gets), read from the
 # binary's help so the record says what ran.
@@ -141,10 +145,6 @@ if [ -f "$OUT/replay-settings.txt" ]; then
 else
   echo "$settings" > "$OUT/replay-settings.txt"
 fi
-[ -x "$TRACEMARK" ] || die "$TRACEMARK missing; cargo build --release first"
-[ -x "$DRIVES_SH" ] || die "$DRIVES_SH missing"
-[[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
-
 UP='' DATA_TMPFS=''
 # The replays run in a private cpuacct cgroup (cgroup v1), so their own CPU
 # time can be told from the rest of the host's (the drive's stack).
