@@ -453,39 +453,79 @@ fn the_readme_tables_are_what_table_sh_prints() {
     );
 }
 
-/// Every trace of the quick profile (the suite a user runs first) carries
-/// what makes its task time a prediction that holds across drives: task
-/// marks (start and done), the task's untraced time on the capture drive,
-/// and a calibration (a replay on the capture drive, `tracemark calibrate`).
-/// Without them `suite` falls back to the capture's own timing, which
-/// missed by up to 62.6 % in the validity study (docs/validity.md).
+/// Every trace of the quick profile (the suite a user runs first), and
+/// every trace traces/README.md lists under "Task times", carries what makes
+/// its task time a prediction that holds across drives: task marks (start
+/// and done), the task's untraced time on the capture drive (the one the
+/// README gives), and a calibration (a replay on the capture drive,
+/// `tracemark calibrate`). Without them `suite` falls back to the capture's
+/// own timing, which missed by up to 62.6 % in the validity study
+/// (docs/validity.md).
 #[test]
-fn every_quick_trace_has_marks_an_untraced_time_and_a_calibration() {
+fn every_calibrated_trace_has_marks_its_readme_untraced_time_and_a_calibration() {
     use replayer::source::{TmtSource, TraceSource};
+    const UNTRACED: &str = "untraced s (median of 5)";
+    let rows = readme_rows();
+    let listed: HashMap<&String, f64> = rows
+        .iter()
+        .filter_map(|(name, cells)| {
+            let s = cells.get(UNTRACED)?;
+            Some((
+                name,
+                s.parse()
+                    .unwrap_or_else(|e| panic!("{name}: {UNTRACED} {s:?}: {e}")),
+            ))
+        })
+        .collect();
+    let quick: Vec<String> = load_profile("quick")
+        .traces
+        .iter()
+        .map(|t| t.name.clone())
+        .collect();
+    assert!(
+        listed.len() >= quick.len(),
+        "the README's task-time table: {listed:?}"
+    );
     let mut missing = Vec::new();
-    for t in &load_profile("quick").traces {
-        let source = TmtSource::open(&t.file).unwrap_or_else(|e| panic!("{}: {e}", t.name));
+    for name in &quick {
+        if !listed.contains_key(name) {
+            missing.push(format!(
+                "{name}: a quick-profile trace not in the task-time table"
+            ));
+        }
+    }
+    for (name, untraced_s) in &listed {
+        let path = traces_dir().join(format!("{name}.tmt"));
+        let source = TmtSource::open(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
         let marks = source.task_marks();
         let mut lacks = Vec::new();
         if marks.start_before.is_none() && marks.start_after.is_none() {
-            lacks.push("a start mark");
+            lacks.push("a start mark".to_string());
         }
         if marks.end.is_none() {
-            lacks.push("a done mark");
+            lacks.push("a done mark".to_string());
         }
-        if marks.untraced.is_none_or(|ns| ns.0 == 0) {
-            lacks.push("an untraced time");
+        match marks.untraced {
+            Some(ns) if ns.0 > 0 => {
+                let s = ns.0 as f64 / 1e9;
+                if (s - untraced_s).abs() > 0.0005 {
+                    lacks.push(format!(
+                        "the README's untraced time ({untraced_s} s; it holds {s:.3} s)"
+                    ));
+                }
+            }
+            _ => lacks.push("an untraced time".to_string()),
         }
         if !marks.capture_drive.is_set() {
-            lacks.push("a calibration");
+            lacks.push("a calibration".to_string());
         }
         if !lacks.is_empty() {
-            missing.push(format!("{}: lacks {}", t.name, lacks.join(", ")));
+            missing.push(format!("{name}: lacks {}", lacks.join(", ")));
         }
     }
     assert!(
         missing.is_empty(),
-        "quick-profile traces without what a calibrated prediction needs (traces/README.md, \"Task times\"):\n{}",
+        "traces without what a calibrated prediction needs (traces/README.md, \"Task times\"):\n{}",
         missing.join("\n")
     );
 }
