@@ -50,25 +50,13 @@ fn busy_time_bandwidth_and_access_time_match_the_timestamps() {
         }
         recs.push(rec(t + 12, Op::Flush, 0, 0));
     }
-    let src = MemorySource::new("pattern", recs.clone());
-    let opts = ReplayOptions {
-        mode: TimingMode::Realtime,
-        passes: 1,
-        warmup: false,
-        ..Default::default()
-    };
-    let mut ev = IoLog::default();
-    let srcs: [&dyn TraceSource; 1] = [&src];
-    let r = replayer::run_suite(&srcs, Some(&dir.path().join("s.bin")), &opts, &mut ev).unwrap();
+    let (r, ev) = play_in_memory(dir.path(), recs.clone(), &one_pass(TimingMode::Realtime));
     let t = &r.traces[0];
     let pass = &t.passes[0];
-    assert_eq!(ev.0.len(), recs.len());
-    assert!(ev
-        .0
-        .iter()
-        .all(|e| e.result >= 0 && e.result as u64 == e.len));
+    assert_eq!(ev.len(), recs.len());
+    assert!(ev.iter().all(|e| e.result >= 0 && e.result as u64 == e.len));
 
-    let data: Vec<&IoEvent> = ev.0.iter().filter(|e| e.op.carries_data()).collect();
+    let data: Vec<&IoEvent> = ev.iter().filter(|e| e.op.carries_data()).collect();
     let busy_ns = union_ns(&data);
     let bytes: u64 = data.iter().map(|e| e.len).sum();
     assert_eq!(bytes, 10 * (8 * 64 + 4 * 32) * KIB);
@@ -80,8 +68,8 @@ fn busy_time_bandwidth_and_access_time_match_the_timestamps() {
         / data.len() as f64
         / 1e3;
     let bandwidth = bytes as f64 / (busy_ns as f64 / 1e9) / 1e6;
-    let first = ev.0.iter().map(|e| e.submit_ns).min().unwrap();
-    let last = ev.0.iter().map(|e| e.complete_ns).max().unwrap();
+    let first = ev.iter().map(|e| e.submit_ns).min().unwrap();
+    let last = ev.iter().map(|e| e.complete_ns).max().unwrap();
 
     close(pass.busy_s, busy_ns as f64 / 1e9, "busy time");
     close(pass.bandwidth_mb_s, bandwidth, "bandwidth");
@@ -191,31 +179,18 @@ fn suite_figures_are_geometric_means_of_trace_figures() {
 fn fua_and_preflush_writes_complete_and_a_bare_preflush_is_a_flush() {
     use trace_format::Flags;
     let dir = tempfile::tempdir().unwrap();
-    let with = |mut r: IoRecord, flags| {
-        r.flags = flags;
-        r
-    };
     let recs = vec![
-        with(rec(0, Op::Write, 0, 8 * KIB), Flags::FUA),
-        with(rec(100, Op::Write, 64 * KIB, 8 * KIB), Flags::PREFLUSH),
-        with(
+        with_flags(rec(0, Op::Write, 0, 8 * KIB), Flags::FUA),
+        with_flags(rec(100, Op::Write, 64 * KIB, 8 * KIB), Flags::PREFLUSH),
+        with_flags(
             rec(200, Op::Write, 128 * KIB, 8 * KIB),
             Flags::PREFLUSH | Flags::FUA,
         ),
-        with(rec(300, Op::Write, 192 * KIB, 0), Flags::PREFLUSH),
+        with_flags(rec(300, Op::Write, 192 * KIB, 0), Flags::PREFLUSH),
         rec(400, Op::Read, 0, 8 * KIB),
     ];
-    let src = MemorySource::new("cache", recs);
-    let opts = ReplayOptions {
-        mode: TimingMode::Compressed,
-        passes: 1,
-        warmup: false,
-        ..Default::default()
-    };
-    let mut ev = IoLog::default();
-    let srcs: [&dyn TraceSource; 1] = [&src];
-    let r = replayer::run_suite(&srcs, Some(&dir.path().join("s.bin")), &opts, &mut ev).unwrap();
-    let mut got: Vec<(u64, Op, i32)> = ev.0.iter().map(|e| (e.index, e.op, e.result)).collect();
+    let (r, ev) = play_in_memory(dir.path(), recs, &one_pass(TimingMode::Compressed));
+    let mut got: Vec<(u64, Op, i32)> = ev.iter().map(|e| (e.index, e.op, e.result)).collect();
     got.sort();
     let k = 8 * KIB as i32;
     assert_eq!(

@@ -5,27 +5,14 @@
 
 use crate::support::replay::*;
 use replayer::options::Pacing;
-use replayer::{IoEvent, IoLog, MemorySource, Observer, ReplayOptions, TimingMode, TraceSource};
+use replayer::{IoEvent, MemorySource, Observer, ReplayOptions, TimingMode};
 use std::path::Path;
 use trace_format::{IoRecord, Op};
 
-fn one_pass(mode: TimingMode) -> ReplayOptions {
-    ReplayOptions {
-        mode,
-        passes: 1,
-        warmup: false,
-        ..Default::default()
-    }
-}
-
 /// Replays `recs` once onto a scratch file in `dir`; the playback time (s) and the events.
 fn play(dir: &Path, recs: Vec<IoRecord>, opts: &ReplayOptions) -> (f64, Vec<IoEvent>) {
-    let src = MemorySource::new("t", recs);
-    let mut ev = IoLog::default();
-    let srcs: [&dyn TraceSource; 1] = [&src];
-    let r = replayer::run_suite(&srcs, Some(&dir.join("scratch.bin")), opts, &mut ev).unwrap();
-    ev.0.sort_by_key(|e| e.index);
-    (r.traces[0].playback_s, ev.0)
+    let (r, ev) = play_in_memory(dir, recs, opts);
+    (r.traces[0].playback_s, ev)
 }
 
 /// Five bursts of four 4 KiB reads, 200 ms apart: 0.8 s, of which ~all idle.

@@ -3,6 +3,8 @@
 //! requests through a private tracefs instance.
 
 use crate::support::{SystemTest, TracingInstance};
+use replayer::{IoEvent, IoLog, MemorySource, ReplayOptions, TimingMode, TraceSource};
+use results::schema::SuiteResult;
 use std::fs;
 use std::path::Path;
 use std::process::Output;
@@ -27,6 +29,36 @@ pub fn rec(t_us: u64, op: Op, offset: u64, len: u64) -> IoRecord {
 pub fn with_latency(mut r: IoRecord, lat_us: u64) -> IoRecord {
     r.latency = Some(Nanos::from_micros(lat_us));
     r
+}
+
+pub fn with_flags(mut r: IoRecord, flags: Flags) -> IoRecord {
+    r.flags = flags;
+    r
+}
+
+/// One pass in `mode`, no warm-up.
+pub fn one_pass(mode: TimingMode) -> ReplayOptions {
+    ReplayOptions {
+        mode,
+        passes: 1,
+        warmup: false,
+        ..Default::default()
+    }
+}
+
+/// Replays `recs` through the library onto a scratch file in `dir`: the
+/// result and every I/O's event, by record index.
+pub fn play_in_memory(
+    dir: &Path,
+    recs: Vec<IoRecord>,
+    opts: &ReplayOptions,
+) -> (SuiteResult, Vec<IoEvent>) {
+    let src = MemorySource::new("t", recs);
+    let mut ev = IoLog::default();
+    let srcs: [&dyn TraceSource; 1] = [&src];
+    let r = replayer::run_suite(&srcs, Some(&dir.join("scratch.bin")), opts, &mut ev).unwrap();
+    ev.0.sort_by_key(|e| e.index);
+    (r, ev.0)
 }
 
 /// Writes `records` as a `.tmt` file with the real writer.
@@ -98,12 +130,15 @@ impl IssueTracer {
 
     /// Stops recording and returns what was issued.
     pub fn stop(&self) -> Vec<Issued> {
-        let dir = &self.instance.dir;
-        let _ = fs::write(dir.join("tracing_on"), "0");
-        let text = fs::read_to_string(dir.join("trace")).unwrap();
-        text.lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| parse_issue_line(l, self.event))
+        self.stop_with_flags()
+            .into_iter()
+            .filter_map(|(rwbs, offset, len)| {
+                Some(Issued {
+                    op: op_of(&rwbs)?,
+                    offset,
+                    len,
+                })
+            })
             .collect()
     }
 
@@ -113,45 +148,40 @@ impl IssueTracer {
         let dir = &self.instance.dir;
         let _ = fs::write(dir.join("tracing_on"), "0");
         let text = fs::read_to_string(dir.join("trace")).unwrap();
-        let event = format!("{}: ", self.event);
         text.lines()
             .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let f: Vec<&str> = l.split(&event).nth(1)?.split_whitespace().collect();
-                let plus = f.iter().position(|s| *s == "+")?;
-                let sector: u64 = f.get(plus - 1)?.parse().ok()?;
-                let sectors: u64 = f.get(plus + 1)?.parse().ok()?;
-                Some((f.get(1)?.to_string(), sector * 512, sectors * 512))
-            })
+            .filter_map(|l| parse_issue_line(l, self.event))
             .collect()
     }
 }
 
 /// `... block_rq_issue: 7,0 WS 4096 () 2048 + 8 be,0,4 [tracemark]` or
-/// `... block_bio_queue: 251,0 R 2048 + 8 [iou-wrk-1]`
-fn parse_issue_line(line: &str, event: &str) -> Option<Issued> {
+/// `... block_bio_queue: 251,0 R 2048 + 8 [iou-wrk-1]`: (rwbs, byte offset,
+/// bytes).
+fn parse_issue_line(line: &str, event: &str) -> Option<(String, u64, u64)> {
     let rest = line.split(&format!("{event}: ")).nth(1)?;
     let f: Vec<&str> = rest.split_whitespace().collect();
     let rwbs = f.get(1)?;
-    let op = if rwbs.contains('D') {
-        Op::Discard
-    } else if rwbs.contains('W') {
-        Op::Write
-    } else if rwbs.contains('R') {
-        Op::Read
-    } else if rwbs.contains('F') {
-        Op::Flush
-    } else {
-        return None;
-    };
     let plus = f.iter().position(|s| *s == "+")?;
     let sector: u64 = f.get(plus - 1)?.parse().ok()?;
     let sectors: u64 = f.get(plus + 1)?.parse().ok()?;
-    Some(Issued {
-        op,
-        offset: sector * 512,
-        len: sectors * 512,
-    })
+    Some((rwbs.to_string(), sector * 512, sectors * 512))
+}
+
+/// The operation an `rwbs` names (discard, write, read, flush, in that
+/// precedence); none for others.
+fn op_of(rwbs: &str) -> Option<Op> {
+    if rwbs.contains('D') {
+        Some(Op::Discard)
+    } else if rwbs.contains('W') {
+        Some(Op::Write)
+    } else if rwbs.contains('R') {
+        Some(Op::Read)
+    } else if rwbs.contains('F') {
+        Some(Op::Flush)
+    } else {
+        None
+    }
 }
 
 /// Switches off request merging on a loop device so each I/O stays one request.

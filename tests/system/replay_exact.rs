@@ -6,6 +6,18 @@ use crate::support::{self, SystemTest};
 use std::collections::BTreeMap;
 use trace_format::{IoRecord, Op};
 
+/// One compressed pass and nothing else: the device sees the replay's I/O
+/// only (no warm-up; preconditioning has its own test).
+const ONE_PASS_ONLY: [&str; 7] = [
+    "--mode",
+    "compressed",
+    "--passes",
+    "1",
+    "--no-warmup",
+    "--precondition",
+    "skip",
+];
+
 /// Reads and writes of 4–128 KiB on 24 distinct 1 MiB regions scattered over a
 /// 2 TB "original disk", never adjacent (so nothing could merge).
 fn scattered_trace() -> Vec<IoRecord> {
@@ -70,22 +82,9 @@ fn run_exactness(read_only: bool) {
     let tracer = IssueTracer::start(&t, major, minor);
     let target = dev.path.to_string_lossy().to_string();
     let json = t.dir().join("r.json");
-    let mut args = vec![
-        trace.to_str().unwrap(),
-        "--target",
-        &target,
-        "--mode",
-        "compressed",
-        "--passes",
-        "1",
-        "--no-warmup",
-        // The device must see the replay's I/O only (preconditioning has
-        // its own test).
-        "--precondition",
-        "skip",
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let mut args = vec![trace.to_str().unwrap(), "--target", &target];
+    args.extend(ONE_PASS_ONLY);
+    args.extend(["--json", json.to_str().unwrap()]);
     args.push(if read_only {
         "--read-only"
     } else {
@@ -138,26 +137,18 @@ fn on_a_device_without_nowait_every_io_still_reaches_it_once() {
     let (major, minor) = zram.dev_id();
     let tracer = IssueTracer::start_event(&t, "block_bio_queue", major, minor);
     let json = t.dir().join("r.json");
-    let out = replay(
-        t.dir(),
-        &[
-            trace.to_str().unwrap(),
-            "--target",
-            zram.path.to_str().unwrap(),
-            "--mode",
-            "compressed",
-            "--queue-depth",
-            "16",
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--allow-write",
-            "--precondition",
-            "skip",
-            "--json",
-            json.to_str().unwrap(),
-        ],
-    );
+    let mut args = vec![
+        trace.to_str().unwrap(),
+        "--target",
+        zram.path.to_str().unwrap(),
+        "--queue-depth",
+        "16",
+        "--allow-write",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    args.extend(ONE_PASS_ONLY);
+    let out = replay(t.dir(), &args);
     let mut issued = tracer.stop();
     assert!(out.status.success());
     issued.sort();
@@ -308,21 +299,17 @@ fn bios(issued: &[(String, u64, u64)]) -> Vec<Bio> {
 
 fn replay_cache_flags(skip_flushes: bool) -> Option<Vec<Bio>> {
     let t = SystemTest::with_tracefs(&["losetup"])?;
-    let with = |mut r: IoRecord, flags: trace_format::Flags| {
-        r.flags = flags;
-        r
-    };
     use trace_format::Flags;
     let recs = vec![
         rec(0, Op::Write, 0, 4 * KIB),
-        with(rec(50, Op::Write, 64 * KIB, 4 * KIB), Flags::FUA),
-        with(rec(100, Op::Write, 128 * KIB, 4 * KIB), Flags::PREFLUSH),
-        with(
+        with_flags(rec(50, Op::Write, 64 * KIB, 4 * KIB), Flags::FUA),
+        with_flags(rec(100, Op::Write, 128 * KIB, 4 * KIB), Flags::PREFLUSH),
+        with_flags(
             rec(150, Op::Write, 192 * KIB, 4 * KIB),
             Flags::PREFLUSH | Flags::FUA | Flags::SYNC,
         ),
         // A preflush of no data, as a format that keeps it a write has it.
-        with(rec(200, Op::Write, 256 * KIB, 0), Flags::PREFLUSH),
+        with_flags(rec(200, Op::Write, 256 * KIB, 0), Flags::PREFLUSH),
         rec(250, Op::Flush, 0, 0),
     ];
     let trace = t.dir().join("cache.tmt");
@@ -342,18 +329,12 @@ fn replay_cache_flags(skip_flushes: bool) -> Option<Vec<Bio>> {
         "--target",
         &target,
         "--allow-write",
-        "--mode",
-        "compressed",
         "--queue-depth",
         "1",
         "--mapping",
         "identity",
-        "--passes",
-        "1",
-        "--no-warmup",
-        "--precondition",
-        "skip",
     ];
+    args.extend(ONE_PASS_ONLY);
     if skip_flushes {
         args.extend(["--skip-ops", "flush"]);
     }

@@ -26,13 +26,14 @@ pub(super) fn replayed_op(rec: &trace_format::IoRecord) -> Op {
 
 impl Engine<'_> {
     /// Why a record is not sent to the target, as a counter to bump.
+    /// `op` is the record's [`replayed_op`].
     pub(super) fn skip_reason(
         &self,
         rec: &trace_format::IoRecord,
+        op: Op,
         target: u32,
         opts: &ReplayOptions,
     ) -> Option<fn(&mut Skipped)> {
-        let op = replayed_op(rec);
         let writes = !matches!(op, Op::Read);
         if opts.read_only && writes {
             return Some(|s| s.read_only += 1);

@@ -436,14 +436,14 @@ impl<'t> Engine<'t> {
                     continue;
                 }
             }
-            let skip = self.skip_reason(&rec, target, plan.opts);
+            let op = issue::replayed_op(&rec);
+            let skip = self.skip_reason(&rec, op, target, plan.opts);
             pass.task.record_read(index, &rec, skip.is_none());
             if let Some(reason) = skip {
                 reason(&mut pass.skipped);
                 pass.progress(observer);
                 continue;
             }
-            let op = issue::replayed_op(&rec);
             // `--skip-ops flush` leaves the drive's cache alone altogether.
             let cache = if op == Op::Write && !plan.opts.skips(Op::Flush) {
                 CacheFlags {
