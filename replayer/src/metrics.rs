@@ -61,6 +61,8 @@ pub struct PassOutcome {
     pub playback_ns: u64,
     pub original_duration_ns: u64,
     pub skipped: Skipped,
+    /// Writes issued with their record's FUA or preflush.
+    pub cache_flag_writes: u64,
     /// The task time the pass predicts (realtime, one ring, original
     /// completions known), or why it predicts none.
     pub task: Result<TaskTimePrediction, results::NoTaskTime>,
@@ -498,6 +500,7 @@ pub fn trace_result(
         interrupted: basis.iter().any(|p| p.interrupted) || scored.is_empty(),
         trace_id: None,
         reads_found: None,
+        cache_flag_writes: basis.first().map(|p| p.cache_flag_writes),
         latency_cdf_us,
         timeline: None,
         valid: true,

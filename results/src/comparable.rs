@@ -64,11 +64,42 @@ pub fn differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, Strin
             sb.push(worker(b));
         }
     }
-    sa.into_iter()
+    let mut out: Vec<_> = sa
+        .into_iter()
         .zip(sb)
         .filter(|(x, y)| x.1 != y.1)
         .map(|(x, y)| (x.0, x.1, y.1))
-        .collect()
+        .collect();
+    out.extend(cache_flags_difference(a, b));
+    out
+}
+
+/// What a trace's FUA and preflush writes were replayed as.
+const CACHE_FLAGS: &str = "FUA and preflush writes";
+
+/// A result from before the replay honoured FUA and preflush replayed such
+/// writes as plain writes, faster on a drive with a volatile cache. It
+/// cannot say whether its traces had any; a result of the same trace from
+/// after can, and where it counts some the two are not compared.
+fn cache_flags_difference(
+    a: &SuiteResult,
+    b: &SuiteResult,
+) -> Option<(&'static str, String, String)> {
+    let said = |n: Option<u64>| match n {
+        Some(n) => format!("honoured ({n} per pass)"),
+        None => "replayed as plain writes".to_string(),
+    };
+    a.traces.iter().find_map(|x| {
+        let y = b.traces.iter().find(|y| y.name == x.name)?;
+        match (x.cache_flag_writes, y.cache_flag_writes) {
+            (Some(n), None) | (None, Some(n)) if n > 0 => Some((
+                CACHE_FLAGS,
+                format!("{} in {}", said(x.cache_flag_writes), x.name),
+                format!("{} in {}", said(y.cache_flag_writes), y.name),
+            )),
+            _ => None,
+        }
+    })
 }
 
 /// Whether two results may be ranked together: the same trace set and the
@@ -80,14 +111,19 @@ pub fn comparable(a: &SuiteResult, b: &SuiteResult) -> bool {
 /// The settings as people read them, one line: `realtime mode, time scale
 /// 1, idle cap 1000 ms, queue depth 32, ...`.
 pub fn describe(r: &SuiteResult) -> String {
-    settings(r)
+    let mut parts: Vec<String> = settings(r)
         .into_iter()
         .map(|(what, v)| match what {
             "mode" => format!("{v} mode"),
             _ => format!("{what} {v}"),
         })
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    // Said only where a trace has such writes: results from before cannot
+    // tell, and a board of them is kept apart by `comparable`.
+    if r.traces.iter().any(|t| t.cache_flag_writes > Some(0)) {
+        parts.push(format!("{CACHE_FLAGS} honoured"));
+    }
+    parts.join(", ")
 }
 
 #[cfg(test)]
@@ -131,5 +167,35 @@ mod tests {
             "{}",
             describe(&c)
         );
+    }
+
+    #[test]
+    fn older_results_stand_apart_where_a_trace_has_fua_or_preflush_writes() {
+        let text = include_str!("../tests/fixtures/suite-a.json");
+        let old: SuiteResult = serde_json::from_str(text).unwrap();
+        assert!(old.traces.iter().all(|t| t.cache_flag_writes.is_none()));
+        let mut none = old.clone();
+        for t in &mut none.traces {
+            t.cache_flag_writes = Some(0);
+        }
+        // Traces without such writes replay the same either way.
+        assert!(comparable(&old, &none));
+        assert!(!describe(&none).contains(CACHE_FLAGS));
+        let mut some = none.clone();
+        some.traces[0].cache_flag_writes = Some(12);
+        let name = some.traces[0].name.clone();
+        assert!(!comparable(&old, &some));
+        assert!(!comparable(&some, &old));
+        assert_eq!(
+            differences(&old, &some),
+            vec![(
+                CACHE_FLAGS,
+                format!("replayed as plain writes in {name}"),
+                format!("honoured (12 per pass) in {name}")
+            )]
+        );
+        // Two results that both honoured them compare.
+        assert!(comparable(&some, &some.clone()));
+        assert!(describe(&some).ends_with("FUA and preflush writes honoured"));
     }
 }

@@ -172,6 +172,33 @@ fn mismatched_modes_and_options_are_flagged() {
 }
 
 #[test]
+fn a_result_that_replayed_fua_and_preflush_writes_plain_is_flagged() {
+    let dir = tempfile::tempdir().unwrap();
+    // A result from before the replay honoured them has no count.
+    let old = result("realtime", "/dev/sda", None, &alpha_beta());
+    let a = write(dir.path(), "a.json", &old);
+    let mut honoured = result("realtime", "/dev/sdb", None, &alpha_beta());
+    honoured["traces"][0]["cache_flag_writes"] = 7.into();
+    honoured["traces"][1]["cache_flag_writes"] = 0.into();
+    let b = write(dir.path(), "b.json", &honoured);
+    let (code, out, err) = compare(&[&a, &b], &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(
+            "FUA and preflush writes differs: /dev/sdb has honoured (7 per pass) in alpha, \
+             /dev/sda has replayed as plain writes in alpha"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("  B! = /dev/sdb"), "{out}");
+    // Where the trace has none, the older result compares as it did.
+    honoured["traces"][0]["cache_flag_writes"] = 0.into();
+    let c = write(dir.path(), "c.json", &honoured);
+    let (_, out, _) = compare(&[&a, &c], &[]);
+    assert!(!out.contains("WARNING") && !out.contains("B!"), "{out}");
+}
+
+#[test]
 fn missing_traces_and_other_versions_of_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let a = write(

@@ -204,4 +204,13 @@ fn fua_and_preflush_writes_complete_and_a_bare_preflush_is_a_flush() {
         ]
     );
     assert_eq!(r.traces[0].skipped.empty, 0);
+    // The three writes that carry a flag are counted; the bare preflush is
+    // a flush.
+    assert_eq!(r.traces[0].cache_flag_writes, Some(3));
+    let (r, _) = play_in_memory(
+        dir.path(),
+        vec![rec(0, Op::Write, 0, 8 * KIB)],
+        &one_pass(TimingMode::Compressed),
+    );
+    assert_eq!(r.traces[0].cache_flag_writes, Some(0));
 }

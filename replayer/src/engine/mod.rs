@@ -453,6 +453,9 @@ impl<'t> Engine<'t> {
             } else {
                 CacheFlags::default()
             };
+            if cache != CacheFlags::default() {
+                pass.cache_flag_writes += 1;
+            }
             let mapped = if op == Op::Flush {
                 crate::mapping::Mapped {
                     target,

@@ -135,6 +135,8 @@ pub(super) struct Pass<'b> {
     ops: [OpStats; 5],
     lateness: hdrhistogram::Histogram<u64>,
     pub skipped: Skipped,
+    /// Writes issued with their record's FUA or preflush.
+    pub cache_flag_writes: u64,
     warmup: bool,
     pub interrupted: bool,
     pub original_duration_ns: u64,
@@ -211,6 +213,7 @@ impl<'b> Pass<'b> {
             ops: Default::default(),
             lateness: new_histogram(),
             skipped: Skipped::default(),
+            cache_flag_writes: 0,
             warmup,
             interrupted: false,
             original_duration_ns: 0,
@@ -402,6 +405,7 @@ impl<'b> Pass<'b> {
         s.discards += o.discards;
         s.write_zeroes += o.write_zeroes;
         s.empty += o.empty;
+        self.cache_flag_writes += other.cache_flag_writes;
         self.first_submit_ns = match (self.first_submit_ns, other.first_submit_ns) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -471,6 +475,7 @@ impl<'b> Pass<'b> {
                 .map_or(0, |f| self.last_complete_ns.saturating_sub(f)),
             original_duration_ns: self.original_duration_ns,
             skipped: self.skipped,
+            cache_flag_writes: self.cache_flag_writes,
             task: if self.interrupted {
                 Err(NoTaskTime::Interrupted)
             } else {

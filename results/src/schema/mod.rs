@@ -371,6 +371,12 @@ pub struct TraceResult {
     /// files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reads_found: Option<Sampled>,
+    /// Writes replayed with the FUA or preflush their record carries, per
+    /// pass. Absent in files from before the replay honoured them, which
+    /// replayed such writes as plain writes
+    /// ([`crate::comparable::differences`] keeps the two apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_flag_writes: Option<u64>,
 }
 
 fn yes() -> bool {
