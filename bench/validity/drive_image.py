@@ -9,9 +9,11 @@
         as dumpe2fs reads them; the ext4 must be clean), holes and all-zero
         blocks are left as holes. IMG is only read.
     drive_image.py clone SRC DST
-        DST a new sparse copy of SRC (its data regions only).
+        DST a new copy of SRC: sparse (SRC's data regions only) in a tmpfs,
+        written whole on a disk (SRC's holes as zeros; see fill_holes).
     drive_image.py restore PRISTINE WORK [--trace INSTANCE --dev MAJ:MIN --filter F [--tracked-only]]
-        Puts WORK back to PRISTINE's bytes. With --trace: only the ranges
+        Puts WORK back to PRISTINE's bytes (PRISTINE's holes punched in a
+        tmpfs, written as zeros on a disk). With --trace: only the ranges
         the tracing instance saw written or discarded on device MAJ:MIN
         (block_rq_issue events, consumed from its trace_pipe); a full copy
         when the instance lost events or is not as set up (says why), or
@@ -32,6 +34,7 @@ import sys
 CHUNK = 1 << 20
 BLOCK = 4096
 ZERO_BLOCK = bytes(BLOCK)
+ZERO_CHUNK = bytes(CHUNK)
 FALLOC_FL_KEEP_SIZE = 0x01
 FALLOC_FL_PUNCH_HOLE = 0x02
 # Flushes and drops cached pages of a file on a disk every this many bytes
@@ -56,6 +59,26 @@ def punch(fd, off, length):
     if _libc.fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, length) != 0:
         e = ctypes.get_errno()
         raise Failure(f"punching a hole at {off} (+{length}) failed: {os.strerror(e)}")
+
+
+def write_zeros(fd, off, length, dropper):
+    """Writes zeros over [off, off+length): the blocks are allocated."""
+    end = off + length
+    while off < end:
+        n = min(CHUNK, end - off)
+        os.pwrite(fd, ZERO_CHUNK[:n], off)
+        off += n
+        dropper.advance(off, n)
+
+
+def fill_holes(fd):
+    """Whether a working copy's holes are written as zeros: on a disk, yes.
+    A hole of a file on a disk costs the first write into it a block
+    allocation in the disk's filesystem (and the flush after it a journal
+    commit), which no drive has: a task that writes new files on such a copy
+    pays it on every run after a restore, and a replay only in its first
+    pass. In a tmpfs a hole is only memory not yet used."""
+    return not on_tmpfs(fd)
 
 
 def data_regions(fd, start, end):
@@ -250,13 +273,15 @@ def cmd_clone(src_path, dst_path):
     try:
         size = os.fstat(src).st_size
         os.ftruncate(dst, size)
+        fill = fill_holes(dst)
         dropper = CacheDropper(src, dst)
-        copied = copy_range(src, dst, 0, 0, size, False, dropper)
+        copied = restore_range(src, dst, 0, size, dropper, fill)
         dropper.flush()
     finally:
         os.close(src)
         os.close(dst)
-    say(f"clone: {dst_path}: {copied >> 20} MiB of data copied")
+    holes = "the holes written as zeros" if fill else "sparse"
+    say(f"clone: {dst_path}: {copied >> 20} MiB of data copied, {holes}")
 
 
 # --- restore ------------------------------------------------------------------
@@ -342,15 +367,23 @@ def tracked_extents(instance, dev, expected_filter):
     return (merged, events), None
 
 
-def restore_range(pristine, work, a, b, dropper):
-    """Makes [a, b) of work equal to pristine: its data copied, its holes punched."""
+def restore_range(pristine, work, a, b, dropper, fill):
+    """Makes [a, b) of work equal to pristine: its data copied, its holes
+    punched (or, with fill, written as zeros)."""
+
+    def hole(off, length):
+        if fill:
+            write_zeros(work, off, length, dropper)
+        else:
+            punch(work, off, length)
+
     copied = 0
     pos = a
     for da, db in data_regions(pristine, a, b):
-        punch(work, pos, da - pos)
+        hole(pos, da - pos)
         copied += copy_range(pristine, work, da, da, db - da, False, dropper)
         pos = db
-    punch(work, pos, b - pos)
+    hole(pos, b - pos)
     return copied
 
 
@@ -375,8 +408,9 @@ def cmd_restore(pristine_path, work_path, trace=None, dev=None, filt=None, track
             else:
                 extents, events = found
         dropper = CacheDropper(w) if not on_tmpfs(w) else CacheDropper()
+        fill = fill_holes(w)
         if extents is None:
-            copied = restore_range(p, w, 0, size, dropper)
+            copied = restore_range(p, w, 0, size, dropper, fill)
             say(f"restore: full: {copied >> 20} MiB copied from {pristine_path}")
         else:
             copied = 0
@@ -384,7 +418,7 @@ def cmd_restore(pristine_path, work_path, trace=None, dev=None, filt=None, track
             for a, b in extents:
                 b = min(b, size)
                 if a < b:
-                    copied += restore_range(p, w, a, b, dropper)
+                    copied += restore_range(p, w, a, b, dropper, fill)
                     span += b - a
             say(
                 f"restore: {events} write/discard requests traced, {len(extents)} ranges "

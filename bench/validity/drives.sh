@@ -15,7 +15,10 @@
 # The classes:
 #   F  loop device over a file in a private tmpfs (direct I/O).
 #   V  loop device over a file on the virtio disk (/var/tmp), direct I/O, as
-#      the capture attached guest.img (traces/capture/native.sh).
+#      the capture attached guest.img (traces/capture/native.sh); the file
+#      is written whole (pristine's holes as zeros) and the drive takes no
+#      discards, so a write into the ext4's free space costs no block
+#      allocation on the virtio disk.
 #   S, U, H  the tmpfs drive throttled with blk-throttle (cgroup v1 root
 #      group: blkio.throttle.*_device, which also holds back writeback) to
 #      the data-sheet or review rates of a SATA SSD, a USB 3.0 stick and a
@@ -69,8 +72,8 @@ FUSE_MNT=$RUN/fuse
 FUSE_BIN=$RUN/bin/latency_fuse
 V_WORK=$DIR/v-work.img
 # V's working copy survives `down V` when a tracked restore made it pristine
-# again (copying 10 GB on the virtio disk takes minutes): this file then holds
-# pristine.info's line, and the next `up V` takes the copy as it is.
+# again (writing it on the virtio disk takes minutes): this file then holds
+# v_clean_line, and the next `up V` takes the copy as it is.
 V_CLEAN=$DIR/v-work.clean
 PY="python3 $HERE/drive_image.py"
 BLKIO=/sys/fs/cgroup/blkio
@@ -88,7 +91,7 @@ CLASSES=(F V S U H L)
 class_description() {
   case $1 in
     F) echo "fast: loop over a file in a private tmpfs (direct I/O)" ;;
-    V) echo "virtio: loop over a file on the virtio disk (direct I/O), as the capture" ;;
+    V) echo "virtio: loop over a file on the virtio disk (direct I/O, written whole, no discards), as the capture" ;;
     S) echo "SATA SSD rates: tmpfs drive throttled to 560/530 MB/s, 98,000/88,000 IOPS (Samsung 870 EVO data sheet)" ;;
     U) echo "USB 3.0 stick rates: tmpfs drive throttled to 136/98 MB/s, 1,250/190 IOPS (Lexar JumpDrive S75, CrystalDiskMark)" ;;
     H) echo "hard disk rates: tmpfs drive throttled to 150/150 MB/s, 300/300 IOPS (WD Blue 1 TB 7200 rpm data sheet)" ;;
@@ -258,6 +261,16 @@ set_queue_limits() {
     die "$1: queue limits not as set (scheduler $(cat "$q/scheduler"), read_ahead_kb $(cat "$q/read_ahead_kb"), max_sectors_kb $(cat "$q/max_sectors_kb"))"
 }
 
+# V takes no discards: the loop device would punch them into its file as
+# holes (a task's own, and the fstrim after each job's run), and the next
+# write there would pay a block allocation on the virtio disk, which a
+# drive's trimmed blocks do not cost. The ext4 on it is told "not supported".
+refuse_discards() {
+  local q=/sys/block/${1#/dev/}/queue
+  echo 0 > "$q/discard_max_bytes"
+  [ "$(cat "$q/discard_max_bytes")" = 0 ] || die "$1: discard_max_bytes stayed $(cat "$q/discard_max_bytes")"
+}
+
 THROTTLE_FILES=(read_bps_device write_bps_device read_iops_device write_iops_device)
 
 throttle_rule() { awk -v d="$1" '$1 == d { print $2 }' "$BLKIO/blkio.throttle.$2"; }
@@ -381,12 +394,13 @@ cmd_up() {
   work=$(work_file "$class")
   local reuse=0
   if [ "$kind" = disk ]; then
-    if [ -f "$work" ] && [ -f "$V_CLEAN" ] && [ "$(cat "$V_CLEAN")" = "$(cat "$PRISTINE_INFO")" ]; then
+    if [ -f "$work" ] && [ -f "$V_CLEAN" ] && [ "$(cat "$V_CLEAN")" = "$(v_clean_line)" ]; then
       reuse=1
     else
       rm -f "$work"
       local need_mib avail_mib
-      need_mib=$(($(du -m "$PRISTINE" | cut -f1) + 1024))
+      # Written whole (drive_image.py fill_holes): the partition's size.
+      need_mib=$(($(du -m --apparent-size "$PRISTINE" | cut -f1) + 1024))
       avail_mib=$(df -m --output=avail "$DIR" | tail -1 | tr -d ' ')
       [ "$avail_mib" -gt "$need_mib" ] || die "$class: $DIR has $avail_mib MiB free, the working copy needs $need_mib"
     fi
@@ -412,6 +426,8 @@ cmd_up() {
   state_set "$class" DEV "$dev"
   start_tracking "$class" "$dev"
   [ "$(cat "/sys/block/${loop#/dev/}/loop/dio")" = 1 ] || log "$class: warning: $loop is not in direct I/O mode (the backing file refused O_DIRECT)"
+  # first: a limit change resets read_ahead_kb
+  [ "$kind" != disk ] || refuse_discards "$loop"
   set_queue_limits "$loop"
   check_no_throttle "$dev"
   state_set "$class" CLEAN 1
@@ -517,6 +533,13 @@ release_private_tracefs() {
 
 # V at down: a tracked restore (no full copy) makes the working copy
 # pristine for the next up; anything less and the copy is deleted.
+# What v-work.clean holds for a copy `up V` may take: pristine.info's line,
+# and that the copy is written whole (an older, sparse copy is not taken).
+v_clean_line() {
+  cat "$PRISTINE_INFO"
+  echo "written whole: pristine's holes as zeros"
+}
+
 keep_clean_copy() {
   local class=$1 loop dev trace work
   loop=$(state_get "$class" LOOP)
@@ -530,7 +553,7 @@ keep_clean_copy() {
   tracking_intact "$trace" "$dev" || return 0
   blockdev --flushbufs "$loop" || return 0
   if $PY restore "$PRISTINE" "$work" --trace "$trace" --dev "$dev" --filter "$(track_filter "$dev")" --tracked-only; then
-    cat "$PRISTINE_INFO" > "$V_CLEAN"
+    v_clean_line > "$V_CLEAN"
     log "$class: working copy kept, pristine, for the next up"
   fi
 }
