@@ -16,9 +16,10 @@
 #   F  loop device over a file in a private tmpfs (direct I/O).
 #   V  loop device over a file on the virtio disk (/var/tmp), direct I/O, as
 #      the capture attached guest.img (traces/capture/native.sh); the file
-#      is written whole (pristine's holes as zeros) and the drive takes no
-#      discards, so a write into the ext4's free space costs no block
-#      allocation on the virtio disk.
+#      is written whole (pristine's holes as zeros), so a write into the
+#      ext4's free space costs no block allocation on the virtio disk (a
+#      discard punches a hole again: validity.sh has native.sh skip its
+#      fstrim on V).
 #   S, U, H  the tmpfs drive throttled with blk-throttle (cgroup v1 root
 #      group: blkio.throttle.*_device, which also holds back writeback) to
 #      the data-sheet or review rates of a SATA SSD, a USB 3.0 stick and a
@@ -91,7 +92,7 @@ CLASSES=(F V S U H L)
 class_description() {
   case $1 in
     F) echo "fast: loop over a file in a private tmpfs (direct I/O)" ;;
-    V) echo "virtio: loop over a file on the virtio disk (direct I/O, written whole, no discards), as the capture" ;;
+    V) echo "virtio: loop over a file on the virtio disk (direct I/O, written whole), as the capture" ;;
     S) echo "SATA SSD rates: tmpfs drive throttled to 560/530 MB/s, 98,000/88,000 IOPS (Samsung 870 EVO data sheet)" ;;
     U) echo "USB 3.0 stick rates: tmpfs drive throttled to 136/98 MB/s, 1,250/190 IOPS (Lexar JumpDrive S75, CrystalDiskMark)" ;;
     H) echo "hard disk rates: tmpfs drive throttled to 150/150 MB/s, 300/300 IOPS (WD Blue 1 TB 7200 rpm data sheet)" ;;
@@ -261,16 +262,6 @@ set_queue_limits() {
     die "$1: queue limits not as set (scheduler $(cat "$q/scheduler"), read_ahead_kb $(cat "$q/read_ahead_kb"), max_sectors_kb $(cat "$q/max_sectors_kb"))"
 }
 
-# V takes no discards: the loop device would punch them into its file as
-# holes (a task's own, and the fstrim after each job's run), and the next
-# write there would pay a block allocation on the virtio disk, which a
-# drive's trimmed blocks do not cost. The ext4 on it is told "not supported".
-refuse_discards() {
-  local q=/sys/block/${1#/dev/}/queue
-  echo 0 > "$q/discard_max_bytes"
-  [ "$(cat "$q/discard_max_bytes")" = 0 ] || die "$1: discard_max_bytes stayed $(cat "$q/discard_max_bytes")"
-}
-
 THROTTLE_FILES=(read_bps_device write_bps_device read_iops_device write_iops_device)
 
 throttle_rule() { awk -v d="$1" '$1 == d { print $2 }' "$BLKIO/blkio.throttle.$2"; }
@@ -426,8 +417,6 @@ cmd_up() {
   state_set "$class" DEV "$dev"
   start_tracking "$class" "$dev"
   [ "$(cat "/sys/block/${loop#/dev/}/loop/dio")" = 1 ] || log "$class: warning: $loop is not in direct I/O mode (the backing file refused O_DIRECT)"
-  # first: a limit change resets read_ahead_kb
-  [ "$kind" != disk ] || refuse_discards "$loop"
   set_queue_limits "$loop"
   check_no_throttle "$dev"
   state_set "$class" CLEAN 1

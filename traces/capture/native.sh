@@ -80,7 +80,9 @@
 #                         reference traces before 2026-12-04; default 1: a
 #                         compositor's context held by gl_hold.py, so the
 #                         graphics stack is warm as on a composited desktop);
-#   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img).
+#   TM_DATA_IMG=FILE      the second disk's image (default $WORK/data.img);
+#   TM_NO_TRIM=1          no fstrim of the disk after a job's run (a drive
+#                         over a file written whole would get the holes back).
 set -euo pipefail
 
 CAPTURE_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -539,6 +541,11 @@ office_job() {
   cgroup_kill
 }
 
+# The freed blocks discarded after a job's run, unless TM_NO_TRIM=1.
+trim_free() {
+  [ "${TM_NO_TRIM:-0}" = 1 ] || fstrim "$MNT" || true
+}
+
 # copy_set SET WHAT OUTNAME SRC INTO WITHIN: copies.sh's three copies of a
 # set (into the traced disk at INTO, within it to WITHIN, out of it to
 # /mnt/data/out/OUTNAME), then the copies removed and the disk trimmed.
@@ -550,7 +557,7 @@ copy_set() {
   copy_job "copy-$set-within" "$what ($sz MB) from one folder to another on the traced disk" "$into" "$within"
   copy_job "copy-$set-out" "$what ($sz MB) from the traced disk to a second disk" "$within" "$out"
   prepared "rm -rf $into $within $out"
-  fstrim "$MNT" || true
+  trim_free
 }
 
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
@@ -686,7 +693,7 @@ for job in "${jobs[@]}"; do
         "apt-get install krita at native speed on the guest's disk (chroot, 5 GiB memory cgroup) from a local repository on a second disk: $count packages ($mb MB of .deb) unpacked and configured by dpkg; page cache dropped before" \
         "DEBIAN_FRONTEND=noninteractive $APT install -y --no-install-recommends krita >/tmp/install.log 2>&1 || { tail -20 /tmp/install.log; exit 1; }" root
       as_root "tail -3 /tmp/install.log; DEBIAN_FRONTEND=noninteractive apt-get purge -y --autoremove krita krita-data >/dev/null 2>&1; rm -f /etc/apt/sources.list.d/local-repo.list; apt-get clean" || true
-      fstrim "$MNT" || true ;;
+      trim_free ;;
     unpack-sync)
       prepared "$UNPACK_PREP"
       prepared "$UNPACK_CLEAN"
@@ -695,7 +702,7 @@ for job in "${jobs[@]}"; do
         "tar at native speed on the guest's disk (chroot, 5 GiB memory cgroup): a 10,000-file tarball of documentation, icons and a Python library (136 MB) unpacked, then syncfs; program warm, archive cold" \
         "$UNPACK_RUN"
       prepared "$UNPACK_CLEAN"
-      fstrim "$MNT" || true ;;
+      trim_free ;;
     db-commit)
       run_tmpfs
       install -d -m 755 "$MNT/run/tracemark"
@@ -706,7 +713,7 @@ for job in "${jobs[@]}"; do
         "SQLite 3.40 through Python 3.11 at native speed on the guest's disk (chroot, 5 GiB memory cgroup): 200,000 ledger rows inserted in 400 transactions (rollback journal, synchronous=FULL), then indexed; program warm" \
         "$DB_RUN"
       prepared "$DB_CLEAN"
-      fstrim "$MNT" || true ;;
+      trim_free ;;
     file-search)
       sync; echo 3 > /proc/sys/vm/drop_caches
       native_capture file-search "search" \
