@@ -15,7 +15,7 @@
 #                          [--jobs "copy-photos install-krita ..."]
 #                          [--passes N] [--out DIR] [--report-only]
 #                          [--capture-drive V] [--replay-tries 3]
-#                          [--cpu-idle poll|os] [--calibration-replays 3]
+#                          [--cpu-idle poll|os] [--calibration-replays 5]
 #                          [--quiet-busy 10] [--quiet-wait 1800]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
@@ -40,9 +40,10 @@
 # run again, up to --replay-tries times, and the least disturbed one kept.
 # --calibration-replays: each trace is calibrated from the median of this
 # many replays on the capture drive (`tracemark calibrate --from A B C`):
-# V's latency moves from one replay to the next (game-launch-0ad's three
-# predicted 0.290, 0.392 and 0.287 s), and a calibration carries its draw
-# into every prediction of the trace.
+# V's latency moves from one replay to the next and comes in bursts (2 of 12
+# replays of copy-photos-out predicted 1.0 s, the other ten 0.52-0.59 s;
+# docs/measurements/v-calibration-draws-2026-12-06.md), and a calibration
+# carries its draw into every prediction of the trace.
 # The capture drive goes first (real runs, captures, replays), then each
 # other drive (real runs, replays); what is done is kept in OUT (done-*
 # markers, replay-*.json), so the same command run again goes on where a
@@ -76,7 +77,7 @@ CAPTURE_DRIVE=V
 JOBS="copy-photos install-krita game-supertuxkart photo-light launch-gimp launch-inkscape launch-darktable launch-firefox"
 PASSES=3
 REPLAY_TRIES=3
-CALIBRATION_REPLAYS=3
+CALIBRATION_REPLAYS=5
 CPU_IDLE=poll
 QUIET_BUSY=10
 QUIET_WAIT=1800
@@ -222,9 +223,14 @@ hold_page_reporting
 # disk its reads took 4 to 20 s for the same 451 MB, whatever the drive.
 GUEST_DIR=${TRACEMARK_GUEST_DIR:-/var/tmp/tracemark-guest}
 DATA_TMPFS=$(mktemp -d /tmp/tm-validity-data.XXXXXX)
-# Room for what the copies write to it: a copy out writes its set (451 MB
-# of photos) into blocks the image may never have held.
-mount -t tmpfs -o size=$(( $(du -k "$GUEST_DIR/data.img" | cut -f1) / 1024 + 3072 ))m tmpfs "$DATA_TMPFS"
+# Room for what the copies write to it: a copy out writes a set that came
+# from this image (copy-iso's 3.3 GB of disc images, copy-photos' 451 MB)
+# into blocks the image may never have held, so as much again as the image
+# holds, and 1 GiB (3 GiB of room, sized for the photos, filled up under
+# copy-iso-out and aborted the disk's journal). native.sh trims it after
+# each run's copies.
+data_mib=$(($(du -k "$GUEST_DIR/data.img" | cut -f1) / 1024))
+mount -t tmpfs -o size=$((2 * data_mib + 1024))m tmpfs "$DATA_TMPFS"
 cp --sparse=always "$GUEST_DIR/data.img" "$DATA_TMPFS/data.img"
 export TM_DATA_IMG=$DATA_TMPFS/data.img
 read -r -a jobs <<< "$JOBS"

@@ -541,14 +541,19 @@ office_job() {
   cgroup_kill
 }
 
-# The freed blocks discarded after a job's run, unless TM_NO_TRIM=1.
+# The freed blocks discarded after a job's run, unless TM_NO_TRIM=1. What a
+# delete frees is free once the journal has committed it: synced first, or
+# fstrim finds nothing to discard.
 trim_free() {
-  [ "${TM_NO_TRIM:-0}" = 1 ] || fstrim "$MNT" || true
+  [ "${TM_NO_TRIM:-0}" = 1 ] || { sync -f "$MNT" && fstrim "$MNT"; } || true
 }
 
 # copy_set SET WHAT OUTNAME SRC INTO WITHIN: copies.sh's three copies of a
 # set (into the traced disk at INTO, within it to WITHIN, out of it to
-# /mnt/data/out/OUTNAME), then the copies removed and the disk trimmed.
+# /mnt/data/out/OUTNAME), then the copies removed and the disks trimmed:
+# the second disk whatever TM_NO_TRIM says (it is untraced, and its image,
+# in memory for the validity study, would otherwise keep every copy out:
+# copy-iso's second run filled the room left for it).
 copy_set() {
   local set=$1 what=$2 out=/mnt/data/out/$3 src=$4 into=$5 within=$6 sz
   data_disk
@@ -558,6 +563,7 @@ copy_set() {
   copy_job "copy-$set-out" "$what ($sz MB) from the traced disk to a second disk" "$within" "$out"
   prepared "rm -rf $into $within $out"
   trim_free
+  { sync -f "$MNT/mnt/data" && fstrim "$MNT/mnt/data"; } || true
 }
 
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
