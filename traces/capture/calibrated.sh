@@ -5,11 +5,15 @@
 # (the guest's partition copied to a loop device on the virtio disk, class
 # V of bench/validity/drives.sh, restored to pristine before each job: no
 # run, capture or replay writes onto guest.img), captured once with task
-# marks and the median untraced time (`capture --untraced`), replayed three
-# times on the capture drive and calibrated from the median of the three
-# (`tracemark calibrate --from`), then copied into traces/. bench/validity.sh does the work;
-# a job stopped part way goes on where it stopped (its done markers in OUT).
-# The machine's load before and after each job goes to OUT/load.txt.
+# marks and the median untraced time (`capture --untraced`), replayed five
+# times on the capture drive and calibrated from the median of the five
+# (`tracemark calibrate --from`), then copied into traces/. Five, not three:
+# V's latency has bursts (2 of 12 replays of copy-photos-out, minutes apart,
+# predicted 1.0 s where the other ten predicted 0.52-0.59), and a median of
+# three is a burst's once in about 13 calibrations, of five once in 28.
+# bench/validity.sh does the work; a job stopped part way goes on where it
+# stopped (its done markers in OUT). The machine's load before and after
+# each job goes to OUT/load.txt.
 #
 # Usage: traces/capture/calibrated.sh [--reps N] [--out DIR] JOB...
 #   (as root, after build-guest.sh; TRACEMARK=a copy of the binary, so a
@@ -30,7 +34,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --reps) REPS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^set /!p}' "$0"; exit 0 ;;
     -*) die "unknown option $1 (see --help)" ;;
     *) break ;;
   esac
@@ -47,7 +51,7 @@ mkdir -p "$OUT"
 for job in "$@"; do
   echo "$job start $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
   bash "$REPO/bench/validity.sh" --capture-drive V --drives V --reps "$REPS" --passes 1 \
-    --replay-tries 1 --jobs "$job" --out "$OUT" || log "validity.sh for $job exited $?"
+    --calibration-replays 5 --replay-tries 1 --jobs "$job" --out "$OUT" || log "validity.sh for $job exited $?"
   echo "$job end $(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg)" >> "$OUT/load.txt"
   for t in "$OUT"/traces/*.tmt; do
     n=$(basename "$t" .tmt)
