@@ -5,6 +5,7 @@
 //! run; a replay measures the same drive's latencies its own way, and only a
 //! replay set against a replay leaves the drives' difference alone.
 
+use results::options::PreconditionPolicy;
 use results::schema::{SuiteResult, TraceResult};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -32,6 +33,7 @@ pub enum CalibrationProblem {
     /// replay's sampled reads found no data: they were answered without
     /// touching the medium, and a user's replay (preconditioned by default)
     /// reads data there, so the calibration would move every prediction.
+    /// Also a replay at `--precondition skip`, which samples nothing.
     UnwrittenReads,
 }
 
@@ -165,6 +167,19 @@ fn replay_of<'a>(
             CalibrationProblem::UnwrittenReads,
             format!(
                 "its replay of {}: {why}; a calibration carries that into every later prediction: replay it on a copy of the drive with its read regions preconditioned, or pass --accept-unwritten-reads",
+                t.name
+            ),
+        ));
+    }
+    // At `skip` nothing is sampled, so the check above cannot see holes.
+    if !accept.unwritten_reads
+        && result.options.precondition == PreconditionPolicy::Skip
+        && t.read_bytes > 0
+    {
+        return Err(refuse(
+            CalibrationProblem::UnwrittenReads,
+            format!(
+                "its replay of {} ran at --precondition skip, which does not look whether its reads found data; a calibration carries what they found into every later prediction: replay it with its read regions preconditioned (the default), or pass --accept-unwritten-reads",
                 t.name
             ),
         ));

@@ -38,9 +38,10 @@ pub struct CalibrateArgs {
     /// prediction of the trace).
     #[arg(long)]
     pub accept_cpu_wait: bool,
-    /// Take a replay over 10 % of whose sampled reads found no data (refused
-    /// otherwise: never-written or trimmed blocks read faster than data, and
-    /// a replay preconditioned as by default reads data there).
+    /// Take a replay over 10 % of whose sampled reads found no data, or one
+    /// at --precondition skip, which does not look (refused otherwise:
+    /// never-written or trimmed blocks read faster than data, and a replay
+    /// preconditioned as by default reads data there).
     #[arg(long)]
     pub accept_unwritten_reads: bool,
 }

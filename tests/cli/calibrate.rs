@@ -417,6 +417,69 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
     assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
+/// A replay at `--precondition skip` does not look whether its reads found
+/// data (nothing is sampled), so the check above cannot see holes there:
+/// `calibrate` refuses it unless told, as it does a replay that found none.
+#[test]
+fn a_calibration_replay_at_precondition_skip_is_refused_unless_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let out = replay(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--precondition",
+            "skip",
+            "--json",
+            "skip.json",
+            "--target",
+            "scratch.bin",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = read_json(&dir.path().join("skip.json"));
+    assert!(v["traces"][0]["reads_found"].is_null(), "nothing sampled");
+    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+    let cpu_wait_taken = Accept {
+        cpu_wait: true,
+        ..Accept::default()
+    };
+    let err = refusal_taking(dir.path(), "chain.tmt", "skip.json", cpu_wait_taken);
+    assert_eq!(
+        err.problem(),
+        Some(CalibrationProblem::UnwrittenReads),
+        "{err}"
+    );
+    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "skip.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("skip.json")
+            && stderr.contains("--precondition skip")
+            && stderr.contains("--accept-unwritten-reads"),
+        "{stderr}"
+    );
+    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+
+    calibrate_ok(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--from",
+            "skip.json",
+            "--accept-unwritten-reads",
+        ],
+    );
+    assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+}
+
 /// Calibrated in place through a symbolic link: the real trace is
 /// calibrated, the link stays a link, the trace keeps its mode (600); a
 /// device node or FIFO as `-o` is refused and left as it was.
