@@ -383,38 +383,41 @@ fn a_calibration_replay_whose_reads_found_no_data_is_refused_unless_accepted() {
         stdout.contains("caution: 20 of 20 sampled reads found no data"),
         "{stdout}"
     );
-    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+    unwritten_reads_refused_unless_accepted(
+        dir.path(),
+        "empty.json",
+        &["empty.json", "--accept-unwritten-reads"],
+    );
+}
+
+/// Calibrating chain.tmt in `dir` from `result` is refused for unwritten
+/// reads (by the library, and by the CLI in one error line saying each of
+/// `says`, the trace unchanged), and taken with `--accept-unwritten-reads`.
+fn unwritten_reads_refused_unless_accepted(dir: &Path, result: &str, says: &[&str]) {
+    let before = fs::read(dir.join("chain.tmt")).unwrap();
     // The replay ran beside other tests: a CPU wait is not what this checks.
     let cpu_wait_taken = Accept {
         cpu_wait: true,
         ..Accept::default()
     };
-    let err = refusal_taking(dir.path(), "chain.tmt", "empty.json", cpu_wait_taken);
+    let err = refusal_taking(dir, "chain.tmt", result, cpu_wait_taken);
     assert_eq!(
         err.problem(),
         Some(CalibrationProblem::UnwrittenReads),
         "{err}"
     );
-    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "empty.json"]);
+    let out = calibrate_cli(dir, &["chain.tmt", "--from", result]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("empty.json") && stderr.contains("--accept-unwritten-reads"),
-        "{stderr}"
-    );
+    assert!(says.iter().all(|s| stderr.contains(s)), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
-    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+    assert_eq!(fs::read(dir.join("chain.tmt")).unwrap(), before);
 
     calibrate_ok(
-        dir.path(),
-        &[
-            "chain.tmt",
-            "--from",
-            "empty.json",
-            "--accept-unwritten-reads",
-        ],
+        dir,
+        &["chain.tmt", "--from", result, "--accept-unwritten-reads"],
     );
-    assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+    assert_ne!(fs::read(dir.join("chain.tmt")).unwrap(), before);
 }
 
 /// A replay at `--precondition skip` does not look whether its reads found
@@ -446,38 +449,15 @@ fn a_calibration_replay_at_precondition_skip_is_refused_unless_accepted() {
     );
     let v = read_json(&dir.path().join("skip.json"));
     assert!(v["traces"][0]["reads_found"].is_null(), "nothing sampled");
-    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
-    let cpu_wait_taken = Accept {
-        cpu_wait: true,
-        ..Accept::default()
-    };
-    let err = refusal_taking(dir.path(), "chain.tmt", "skip.json", cpu_wait_taken);
-    assert_eq!(
-        err.problem(),
-        Some(CalibrationProblem::UnwrittenReads),
-        "{err}"
-    );
-    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "skip.json"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("skip.json")
-            && stderr.contains("--precondition skip")
-            && stderr.contains("--accept-unwritten-reads"),
-        "{stderr}"
-    );
-    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
-
-    calibrate_ok(
+    unwritten_reads_refused_unless_accepted(
         dir.path(),
+        "skip.json",
         &[
-            "chain.tmt",
-            "--from",
             "skip.json",
+            "--precondition skip",
             "--accept-unwritten-reads",
         ],
     );
-    assert_ne!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
 /// Calibrated in place through a symbolic link: the real trace is
