@@ -541,11 +541,16 @@ office_job() {
   cgroup_kill
 }
 
-# The freed blocks discarded after a job's run, unless TM_NO_TRIM=1. What a
-# delete frees is free once the journal has committed it: synced first, or
-# fstrim finds nothing to discard.
+# trim DIR: the freed blocks of DIR's filesystem discarded. What a delete
+# frees is free once the journal has committed it: synced first, or fstrim
+# finds nothing to discard.
+trim() {
+  { sync -f "$1" && fstrim "$1"; } || true
+}
+
+# The freed blocks discarded after a job's run, unless TM_NO_TRIM=1.
 trim_free() {
-  [ "${TM_NO_TRIM:-0}" = 1 ] || { sync -f "$MNT" && fstrim "$MNT"; } || true
+  [ "${TM_NO_TRIM:-0}" = 1 ] || trim "$MNT"
 }
 
 # copy_set SET WHAT OUTNAME SRC INTO WITHIN: copies.sh's three copies of a
@@ -563,7 +568,7 @@ copy_set() {
   copy_job "copy-$set-out" "$what ($sz MB) from the traced disk to a second disk" "$within" "$out"
   prepared "rm -rf $into $within $out"
   trim_free
-  { sync -f "$MNT/mnt/data" && fstrim "$MNT/mnt/data"; } || true
+  trim "$MNT/mnt/data"
 }
 
 # name | window-name pattern | command (as launch.sh's; LibreOffice with
