@@ -244,6 +244,7 @@ fn split_into(
             notes: outcome.tail.notes.clone(),
             capture_start_unix_ns: outcome.tail.capture_start_unix_ns,
             task: outcome.tail.task,
+            calibration: None,
         };
         let (buffered, summary) = out.writer.finish(&tail)?;
         let output = out.output.clone();

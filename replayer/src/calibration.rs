@@ -10,7 +10,7 @@ use results::schema::{SuiteResult, TraceResult};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use trace_format::RecordChecksum;
-use trace_format::{ModelTimes, Nanos, TraceFile, TraceWriter};
+use trace_format::{CalibrationReplays, ModelTimes, Nanos, TraceFile, TraceWriter};
 
 /// What went wrong, for callers that act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +35,9 @@ pub enum CalibrationProblem {
     /// reads data there, so the calibration would move every prediction.
     /// Also a replay at `--precondition skip`, which samples nothing.
     UnwrittenReads,
+    /// The replays ran at different settings (queue depth, pacing, idle
+    /// policy, ...): their median mixes the settings' effects.
+    MixedSettings,
 }
 
 /// Which doubtful calibration replays are taken anyway. The default
@@ -257,6 +260,22 @@ pub fn calibrate(
         return Err(CalibrationError::NoReplay);
     };
     let name = first.name.clone();
+    // Every replay at the first's settings, which the trace keeps: a later
+    // replay at others is told its difference holds theirs too.
+    let settings = results::comparable::settings(results[0].0);
+    for (result, path) in &results[1..] {
+        let differ = results::comparable::differences(results[0].0, result);
+        if let Some((what, a, b)) = differ.first() {
+            return Err(CalibrationError::Result {
+                result: path.to_path_buf(),
+                kind: CalibrationProblem::MixedSettings,
+                reason: format!(
+                    "its replay ran at {what} {b}, {} at {what} {a}: a median of replays at different settings mixes their effects; calibrate from replays at one setting",
+                    results[0].1.display()
+                ),
+            });
+        }
+    }
     let predictions: Vec<ModelTimes> = replays
         .iter()
         .map(|t| capture_drive_prediction(t))
@@ -266,6 +285,13 @@ pub fn calibrate(
     let mut tail = file.footer().tail.clone();
     let before = tail.task;
     tail.task.capture_drive = capture_drive;
+    tail.calibration = capture_drive.is_set().then(|| CalibrationReplays {
+        settings: settings
+            .into_iter()
+            .map(|(what, value)| (what.to_string(), value))
+            .collect(),
+        predictions,
+    });
 
     let write_error = |source| CalibrationError::Write {
         path: out.to_path_buf(),

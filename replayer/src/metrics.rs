@@ -93,6 +93,7 @@ pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
                 .map(|m| (m.name().to_string(), secs(p.uncalibrated(*m))))
                 .collect()
         }),
+        calibrated_at: None,
         predicted_spread: None,
         breakdown: Some(results::breakdown::Breakdown::new(
             DependencyModel::PRIMARY.name(),

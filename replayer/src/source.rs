@@ -25,6 +25,11 @@ pub trait TraceSource: Sync {
     fn task_marks(&self) -> crate::prediction::TaskMarks {
         crate::prediction::TaskMarks::default()
     }
+    /// The replays the trace's calibration was made from, where it records
+    /// them.
+    fn calibration(&self) -> Option<trace_format::CalibrationReplays> {
+        None
+    }
 }
 
 /// A `.tmt` trace file.
@@ -78,6 +83,10 @@ impl TraceSource for TmtSource {
 
     fn task_marks(&self) -> crate::prediction::TaskMarks {
         self.file.footer().tail.task
+    }
+
+    fn calibration(&self) -> Option<trace_format::CalibrationReplays> {
+        self.file.footer().tail.calibration.clone()
     }
 
     fn records(&self) -> RecordIter<'_> {

@@ -122,6 +122,12 @@ pub fn run_suite(
         }
         let mut result = passes.result(*t, scan, opts);
         result.trace_id = Some(identity);
+        if let (Some(task), Some(c)) = (result.task.as_mut(), t.calibration()) {
+            // Only a calibrated prediction is set against these replays.
+            if task.uncalibrated.is_some() {
+                task.calibrated_at = Some(c.settings.into_iter().collect());
+            }
+        }
         result.reads_found = (found.blocks > 0).then_some(found);
         result.timeline = observer.last.take();
         results.push(result);

@@ -521,6 +521,7 @@ impl Comparison {
                 let cautions = [
                     crate::validity::cpu_wait_caution(t),
                     crate::validity::unwritten_reads_caution(t),
+                    crate::validity::calibration_caution(&d.result, t),
                 ];
                 for why in cautions.into_iter().flatten() {
                     out.push(Mismatch {

@@ -168,6 +168,10 @@ pub struct TaskJson {
     /// (a calibrated trace).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub capture_drive_ns: BTreeMap<&'static str, u64>,
+    /// The replays the calibration is the median of, where the trace records
+    /// them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<CalibrationJson>,
     /// Start to "done", as captured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub captured_ns: Option<u64>,
@@ -183,9 +187,27 @@ pub struct TaskJson {
     pub untraced_ns: Option<u64>,
 }
 
+/// The replays a trace's calibration is the median of.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CalibrationJson {
+    /// Each replay's prediction on the capture drive, per dependency model,
+    /// ns.
+    pub replays_ns: Vec<BTreeMap<&'static str, u64>>,
+    /// The settings they ran at.
+    pub settings: BTreeMap<String, String>,
+}
+
 impl TaskJson {
-    fn new(t: &trace_format::TaskMarks) -> TaskJson {
+    fn new(t: &trace_format::TaskMarks, c: Option<&trace_format::CalibrationReplays>) -> TaskJson {
         TaskJson {
+            calibration: c.map(|c| CalibrationJson {
+                replays_ns: c
+                    .predictions
+                    .iter()
+                    .map(|p| p.iter().map(|(m, n)| (m.name(), n.0)).collect())
+                    .collect(),
+                settings: c.settings.iter().cloned().collect(),
+            }),
             capture_drive_ns: t
                 .capture_drive
                 .iter()
@@ -295,7 +317,8 @@ impl TraceInfo {
                 .collect(),
             source_files: h.source_files.clone(),
             source_format: h.source_format.clone(),
-            task: (!tail.task.is_empty()).then(|| TaskJson::new(&tail.task)),
+            task: (!tail.task.is_empty())
+                .then(|| TaskJson::new(&tail.task, tail.calibration.as_ref())),
             time_step_ns: None,
             with_latency: s.with_latency,
             write_bytes: s.write_bytes,

@@ -55,6 +55,26 @@ pub fn unwritten_reads_caution(t: &TraceResult) -> Option<String> {
     })
 }
 
+/// A caution about a trace's calibrated prediction: the replay ran at other
+/// settings than the trace's calibration replays (queue depth, pacing, idle
+/// policy, ...), so its difference from them, which moves the prediction,
+/// holds the settings' effect as well as the drives'. None when they agree,
+/// or when the trace does not record them.
+pub fn calibration_caution(r: &SuiteResult, t: &TraceResult) -> Option<String> {
+    let at = t.task.as_ref()?.calibrated_at.as_ref()?;
+    let differ = crate::comparable::calibration_differences(r, at);
+    (!differ.is_empty()).then(|| {
+        let list: Vec<String> = differ
+            .iter()
+            .map(|(what, then, now)| format!("{what} {now} (calibrated at {then})"))
+            .collect();
+        format!(
+            "its calibrated task time is set against replays at other settings: {}; the prediction holds their effect as well as the drive's",
+            list.join(", ")
+        )
+    })
+}
+
 /// Everything wrong with one trace's figures, from its data alone.
 pub fn trace_problems(t: &TraceResult, mode: TimingMode, options: &ReplayOptions) -> Vec<Problem> {
     let mut problems = Vec::new();

@@ -226,6 +226,169 @@ fn several_calibration_replays_give_the_median_of_their_predictions() {
     assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
 }
 
+/// The trace keeps each calibration replay's prediction and the settings
+/// they ran at, and `info` shows them; replays at different settings are
+/// refused together; a later replay at another queue depth is told that its
+/// calibrated figure is set against replays at other settings.
+#[test]
+fn the_calibration_keeps_its_replays_and_settings_and_a_replay_at_others_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    write_marked_trace(&dir.path().join("chain.tmt"), 20);
+    let v = replay_json(dir.path(), "chain.tmt", "replay.json");
+    assert_eq!(v["options"]["queue_depth"], 128, "replay's default");
+    for (name, secs) in [("a.json", 0.30), ("b.json", 0.10), ("c.json", 0.20)] {
+        let mut r = v.clone();
+        r["traces"][0]["task"]["models"]["blocking"] = serde_json::json!(secs);
+        fs::write(dir.path().join(name), serde_json::to_string(&r).unwrap()).unwrap();
+    }
+    calibrate_ok(
+        dir.path(),
+        &["chain.tmt", "--from", "a.json", "b.json", "c.json"],
+    );
+    let tail = TraceFile::open(dir.path().join("chain.tmt"))
+        .unwrap()
+        .footer()
+        .tail
+        .clone();
+    let c = tail.calibration.expect("the calibration's replays");
+    let blocking: Vec<_> = c
+        .predictions
+        .iter()
+        .map(|p| p.get(DependencyModel::Blocking))
+        .collect();
+    assert_eq!(
+        blocking,
+        [300_000_000, 100_000_000, 200_000_000].map(|n| Some(Nanos(n))),
+        "in the order given"
+    );
+    let setting = |what: &str| {
+        c.settings
+            .iter()
+            .find(|(w, _)| w == what)
+            .map(|(_, v)| v.clone())
+    };
+    assert_eq!(setting("queue depth").as_deref(), Some("128"));
+    assert_eq!(setting("pacing").as_deref(), Some("think"));
+
+    let info = tracemark()
+        .current_dir(dir.path())
+        .args(["info", "chain.tmt"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        text.contains(
+            "  from replays   300.0 ms / 100.0 ms / 200.0 ms (blocking, the median of 3)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  replayed at    mode realtime, ") && text.contains("queue depth 128"),
+        "{text}"
+    );
+    let info = tracemark()
+        .current_dir(dir.path())
+        .args(["info", "--json", "chain.tmt"])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&info.stdout).unwrap();
+    let calibration = &json["task"]["calibration"];
+    assert_eq!(calibration["settings"]["queue depth"], "128", "{json}");
+    assert_eq!(calibration["replays_ns"][1]["blocking"], 100_000_000u64);
+
+    // Replays at different settings: refused, named, the trace unchanged.
+    let mut shallow = v.clone();
+    shallow["options"]["queue_depth"] = serde_json::json!(32);
+    fs::write(
+        dir.path().join("qd32.json"),
+        serde_json::to_string(&shallow).unwrap(),
+    )
+    .unwrap();
+    let before = fs::read(dir.path().join("chain.tmt")).unwrap();
+    let out = calibrate_cli(dir.path(), &["chain.tmt", "--from", "a.json", "qd32.json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("qd32.json")
+            && stderr.contains("queue depth 32, a.json at queue depth 128"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one error line: {stderr}");
+    assert_eq!(fs::read(dir.path().join("chain.tmt")).unwrap(), before);
+    let a = results::compare::load_result(&dir.path().join("a.json")).unwrap();
+    let q = results::compare::load_result(&dir.path().join("qd32.json")).unwrap();
+    let err = calibrate(
+        &dir.path().join("chain.tmt"),
+        &[
+            (&a, &dir.path().join("a.json")),
+            (&q, &dir.path().join("qd32.json")),
+        ],
+        &dir.path().join("out.tmt"),
+        Accept {
+            cpu_wait: true,
+            ..Accept::default()
+        },
+    )
+    .expect_err("refused");
+    assert_eq!(err.problem(), Some(CalibrationProblem::MixedSettings));
+
+    // A replay at queue depth 32 is told, in its report and its JSON; one
+    // at the calibration's settings is not.
+    let caution = "caution: its calibrated task time is set against replays at other settings: queue depth 32 (calibrated at 128)";
+    let out = replay(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--queue-depth",
+            "32",
+            "--json",
+            "low.json",
+            "--target",
+            "scratch.bin",
+        ],
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains(caution), "{stdout}");
+    let low = read_json(&dir.path().join("low.json"));
+    assert_eq!(
+        low["traces"][0]["task"]["calibrated_at"]["queue depth"], "128",
+        "{low}"
+    );
+    let out = replay(
+        dir.path(),
+        &[
+            "chain.tmt",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--json",
+            "same.json",
+            "--target",
+            "scratch.bin",
+        ],
+    );
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("set against replays at other settings"),
+        "{stdout}"
+    );
+    let compared = tracemark()
+        .current_dir(dir.path())
+        .args(["compare", "same.json", "low.json"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&compared.stdout);
+    assert!(
+        text.contains("queue depth 32 (calibrated at 128)"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_result_of_another_trace_or_without_a_prediction_is_refused() {
     let dir = tempfile::tempdir().unwrap();

@@ -3,7 +3,7 @@
 //! A `.tmt` file is a header, a run of zstd-compressed columnar chunks of
 //! records, each protected by a CRC-32C, and a footer holding the chunk index,
 //! the summary and what the writer learnt while writing; between the last chunk
-//! and the footer, typed sections (the captured task). `FORMAT.md` in this
+//! and the footer, typed sections (the captured task, its calibration). `FORMAT.md` in this
 //! crate specifies the bytes.
 //!
 //! Write with [`TraceWriter`] (memory bounded by one chunk), read with
@@ -33,7 +33,7 @@ pub use meta::{
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};
 pub use record_checksum::RecordChecksum;
-pub use task::{DependencyModel, ModelTimes, TaskMarks};
+pub use task::{CalibrationReplays, DependencyModel, ModelTimes, TaskMarks};
 pub use units::{Bytes, Nanos, Sectors};
 pub use writer::{TraceWriter, WriterOptions};
 

@@ -2,7 +2,7 @@
 //! and the tail (learnt while writing: device table, summary, skipped input).
 
 use crate::record::{DeviceId, IoRecord, Op};
-use crate::task::TaskMarks;
+use crate::task::{CalibrationReplays, TaskMarks};
 use crate::units::{Bytes, Nanos};
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +131,11 @@ pub struct TraceTail {
     /// notes of a format 1.0 file).
     #[serde(skip)]
     pub task: TaskMarks,
+    /// The replays the task's calibration was made from, stored in the
+    /// file's calibration section (absent from uncalibrated traces and from
+    /// traces calibrated before the section existed).
+    #[serde(skip)]
+    pub calibration: Option<CalibrationReplays>,
 }
 
 /// Per-trace totals, computed by the writer and stored in the footer so `info`

@@ -4,7 +4,7 @@
 
 use crate::error::FormatError;
 use crate::frame::{decode_meta, encode_meta, u32_at};
-use crate::task::TaskMarks;
+use crate::task::{CalibrationReplays, TaskMarks};
 
 pub(crate) const SECTION_MAGIC: [u8; 4] = *b"TMSC";
 /// magic, kind, version, payload length.
@@ -18,36 +18,72 @@ pub(crate) const MAX_SECTION_PAYLOAD: usize = 64 << 20;
 enum Kind {
     /// [`TaskMarks`].
     Task = 1,
+    /// [`CalibrationReplays`].
+    Calibration = 2,
 }
 
-/// The version of the task section's payload this crate writes and reads.
-const TASK_VERSION: u16 = 1;
+impl Kind {
+    fn from_u16(kind: u16) -> Option<Kind> {
+        match kind {
+            1 => Some(Kind::Task),
+            2 => Some(Kind::Calibration),
+            _ => None,
+        }
+    }
+
+    /// The name errors give the section.
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Task => "task",
+            Kind::Calibration => "calibration",
+        }
+    }
+
+    /// The version of the kind's payload this crate writes and reads.
+    fn version(self) -> u16 {
+        match self {
+            Kind::Task => 1,
+            Kind::Calibration => 1,
+        }
+    }
+}
 
 /// The sections of a file, as read.
 #[derive(Debug, Default)]
 pub(crate) struct Sections {
     pub task: Option<TaskMarks>,
+    pub calibration: Option<CalibrationReplays>,
 }
 
-fn corrupt(reason: impl Into<String>) -> FormatError {
+fn corrupt(kind: Kind, reason: impl Into<String>) -> FormatError {
     FormatError::CorruptSection {
-        section: "task",
+        section: kind.name(),
         reason: reason.into(),
     }
 }
 
-/// The section block for `marks`: head, payload, CRC of both.
-pub(crate) fn task_section(marks: &TaskMarks) -> Result<Vec<u8>, FormatError> {
-    let payload = encode_meta(marks)?;
+/// The section block of `kind` holding `payload`: head, payload, CRC of both.
+fn section<T: serde::Serialize>(kind: Kind, payload: &T) -> Result<Vec<u8>, FormatError> {
+    let payload = encode_meta(payload)?;
     let mut out = Vec::with_capacity(SECTION_HEAD_LEN + payload.len() + 4);
     out.extend_from_slice(&SECTION_MAGIC);
-    out.extend_from_slice(&(Kind::Task as u16).to_le_bytes());
-    out.extend_from_slice(&TASK_VERSION.to_le_bytes());
+    out.extend_from_slice(&(kind as u16).to_le_bytes());
+    out.extend_from_slice(&kind.version().to_le_bytes());
     out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     out.extend_from_slice(&payload);
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     Ok(out)
+}
+
+/// The section block for `marks`.
+pub(crate) fn task_section(marks: &TaskMarks) -> Result<Vec<u8>, FormatError> {
+    section(Kind::Task, marks)
+}
+
+/// The section block for `replays`.
+pub(crate) fn calibration_section(replays: &CalibrationReplays) -> Result<Vec<u8>, FormatError> {
+    section(Kind::Calibration, replays)
 }
 
 /// The length of the whole section whose head starts `head`, when the head
@@ -60,7 +96,11 @@ pub(crate) fn section_len(head: &[u8]) -> Result<usize, FormatError> {
     }
     let len = u32_at(head, 8) as usize;
     if len > MAX_SECTION_PAYLOAD {
-        return Err(corrupt(format!("implausible length {len}")));
+        let kind = Kind::from_u16(u16::from_le_bytes([head[4], head[5]]));
+        return Err(FormatError::CorruptSection {
+            section: kind.map_or("unknown", Kind::name),
+            reason: format!("implausible length {len}"),
+        });
     }
     Ok(SECTION_HEAD_LEN + len + 4)
 }
@@ -68,37 +108,70 @@ pub(crate) fn section_len(head: &[u8]) -> Result<usize, FormatError> {
 /// Checks one whole section block and adds what it holds to `into`.
 pub(crate) fn parse_section(block: &[u8], into: &mut Sections) -> Result<(), FormatError> {
     let total = section_len(block)?;
+    let kind_number = u16::from_le_bytes([block[4], block[5]]);
+    let kind = Kind::from_u16(kind_number);
+    let damaged = |reason: String| FormatError::CorruptSection {
+        section: kind.map_or("unknown", Kind::name),
+        reason: match kind {
+            Some(_) => reason,
+            None => format!("{reason} (kind {kind_number})"),
+        },
+    };
     if block.len() != total {
-        return Err(corrupt("the section is cut short"));
+        return Err(damaged("the section is cut short".into()));
     }
-    let kind = u16::from_le_bytes([block[4], block[5]]);
     let version = u16::from_le_bytes([block[6], block[7]]);
     let body_end = total - 4;
     if crc32c::crc32c(&block[..body_end]) != u32_at(block, body_end) {
-        return Err(if kind == Kind::Task as u16 {
-            corrupt("checksum mismatch")
-        } else {
-            FormatError::CorruptSection {
-                section: "unknown",
-                reason: format!("checksum mismatch (kind {kind})"),
-            }
-        });
+        return Err(damaged("checksum mismatch".into()));
     }
-    if kind != Kind::Task as u16 {
-        // A kind of a later minor version: checked, and skipped.
+    // A kind of a later minor version: checked, and skipped.
+    let Some(kind) = kind else {
         return Ok(());
+    };
+    if version != kind.version() {
+        return Err(corrupt(
+            kind,
+            format!(
+                "version {version} is not the {} this tracemark reads; upgrade tracemark",
+                kind.version()
+            ),
+        ));
     }
-    if version != TASK_VERSION {
-        return Err(corrupt(format!(
-            "version {version} is not the {TASK_VERSION} this tracemark reads; upgrade tracemark"
-        )));
+    let payload = &block[SECTION_HEAD_LEN..body_end];
+    match kind {
+        Kind::Task => {
+            if into.task.is_some() {
+                return Err(corrupt(kind, "the file holds two task sections"));
+            }
+            let marks: TaskMarks = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
+            marks.check().map_err(|e| corrupt(kind, e))?;
+            into.task = Some(marks);
+        }
+        Kind::Calibration => {
+            if into.calibration.is_some() {
+                return Err(corrupt(kind, "the file holds two calibration sections"));
+            }
+            let replays: CalibrationReplays = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
+            if replays.predictions.is_empty() {
+                return Err(corrupt(kind, "it holds no replay"));
+            }
+            into.calibration = Some(replays);
+        }
     }
-    if into.task.is_some() {
-        return Err(corrupt("the file holds two task sections"));
+    Ok(())
+}
+
+/// Checks what the sections hold together: a calibration belongs to a task
+/// calibrated from it.
+pub(crate) fn check_sections(sections: &Sections) -> Result<(), FormatError> {
+    let calibrated = sections.task.is_some_and(|t| t.capture_drive.is_set());
+    if sections.calibration.is_some() && !calibrated {
+        return Err(corrupt(
+            Kind::Calibration,
+            "the task it calibrates holds no capture drive prediction",
+        ));
     }
-    let marks: TaskMarks = decode_meta(&block[SECTION_HEAD_LEN..body_end]).map_err(corrupt)?;
-    marks.check().map_err(corrupt)?;
-    into.task = Some(marks);
     Ok(())
 }
 
@@ -109,7 +182,11 @@ pub(crate) fn parse_sections(mut bytes: &[u8]) -> Result<Sections, FormatError> 
     while !bytes.is_empty() {
         let total = section_len(bytes)?;
         if total > bytes.len() {
-            return Err(corrupt("the section runs into the footer"));
+            return Err(FormatError::CorruptSection {
+                section: Kind::from_u16(u16::from_le_bytes([bytes[4], bytes[5]]))
+                    .map_or("unknown", Kind::name),
+                reason: "the section runs into the footer".into(),
+            });
         }
         parse_section(&bytes[..total], &mut sections)?;
         bytes = &bytes[total..];

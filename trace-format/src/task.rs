@@ -133,6 +133,23 @@ pub struct TaskMarks {
     pub capture_drive: ModelTimes,
 }
 
+/// How a trace's calibration was made: each replay on the capture drive it
+/// is the median of, and the settings they ran at. A later replay at other
+/// settings is set against them all the same, and its difference from them
+/// then holds the settings' effect as well as the drives'; the settings are
+/// kept so that a reader can say so. Stored in the calibration section
+/// (FORMAT.md); the median itself stays in [`TaskMarks::capture_drive`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CalibrationReplays {
+    /// The replays' settings that change a replay's figures, as (setting,
+    /// value) in the replayer's own spelling and order: the format keeps
+    /// them, the replayer's comparability rule reads them.
+    pub settings: Vec<(String, String)>,
+    /// Each calibration replay's prediction on the capture drive, per model,
+    /// in the order given to `calibrate`.
+    pub predictions: Vec<ModelTimes>,
+}
+
 /// The note keys format 1.0 stored the task under.
 mod legacy_note {
     pub const START_BEFORE: &str = "task: start, ns before time 0";

@@ -149,7 +149,8 @@ impl<W: Write> TraceWriter<W> {
     }
 
     /// Flushes the last chunk and writes the task section (when
-    /// `tail.task` holds anything), the footer and the trailer; returns the
+    /// `tail.task` holds anything), the calibration section (when
+    /// `tail.calibration` is set), the footer and the trailer; returns the
     /// output and the summary.
     /// Fails if a record names a device beyond `tail.devices` (a trace
     /// without a device table may only use device 0).
@@ -162,8 +163,20 @@ impl<W: Write> TraceWriter<W> {
             });
         }
         self.flush_chunk()?;
+        let mut sections = Vec::new();
         if !tail.task.is_empty() {
-            let section = crate::section::task_section(&tail.task)?;
+            sections.push(crate::section::task_section(&tail.task)?);
+        }
+        if let Some(replays) = &tail.calibration {
+            // What a reader would refuse is never written.
+            if !tail.task.capture_drive.is_set() || replays.predictions.is_empty() {
+                return Err(FormatError::Encode(
+                    "a calibration section needs the task's capture drive prediction and at least one replay".into(),
+                ));
+            }
+            sections.push(crate::section::calibration_section(replays)?);
+        }
+        for section in sections {
             self.out.write_all(&section)?;
             self.position += section.len() as u64;
         }

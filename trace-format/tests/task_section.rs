@@ -1,6 +1,7 @@
 //! The task section (format 1.1): it round-trips through both readers, a
 //! format 1.0 file with the task in its notes reads the same, and a damaged
-//! section is refused with an error that names it.
+//! section is refused with an error that names it. Likewise the calibration
+//! section beside it.
 
 use trace_format::*;
 
@@ -20,6 +21,31 @@ fn marks() -> TaskMarks {
 
 /// A small trace whose tail holds `notes` and `task`.
 fn trace(notes: Vec<(String, u64)>, task: TaskMarks) -> Vec<u8> {
+    trace_calibrated(notes, task, None).unwrap()
+}
+
+/// Three calibration replays at one set of settings.
+fn replays() -> CalibrationReplays {
+    let prediction = |ns: u64| ModelTimes::from_fn(|m| Some(Nanos(ns + m.index() as u64)));
+    CalibrationReplays {
+        settings: vec![
+            ("queue depth".to_string(), "128".to_string()),
+            ("pacing".to_string(), "think".to_string()),
+        ],
+        predictions: vec![
+            prediction(2_000_000_000),
+            prediction(2_300_000_000),
+            prediction(2_100_000_000),
+        ],
+    }
+}
+
+/// [`trace`] with a calibration section from `calibration`.
+fn trace_calibrated(
+    notes: Vec<(String, u64)>,
+    task: TaskMarks,
+    calibration: Option<CalibrationReplays>,
+) -> Result<Vec<u8>, FormatError> {
     let header = TraceHeader::new("task", "test");
     let opts = WriterOptions {
         chunk_records: 4,
@@ -42,9 +68,10 @@ fn trace(notes: Vec<(String, u64)>, task: TaskMarks) -> Vec<u8> {
     let tail = TraceTail {
         notes,
         task,
+        calibration,
         ..Default::default()
     };
-    w.finish(&tail).unwrap().0
+    Ok(w.finish(&tail)?.0)
 }
 
 /// The tail as both readers see it, after checking every record.
@@ -187,6 +214,91 @@ fn a_format_1_0_file_holds_no_section() {
         .find_map(Result::err)
         .expect("refused");
     assert_eq!(streamed.kind(), FormatErrorKind::CorruptChunk, "{streamed}");
+}
+
+#[test]
+fn the_calibration_section_round_trips_through_both_readers() {
+    let bytes = trace_calibrated(Vec::new(), marks(), Some(replays())).unwrap();
+    let (file, streamed) = tails(&bytes).unwrap();
+    assert_eq!(file.calibration, Some(replays()));
+    assert_eq!(streamed.calibration, Some(replays()));
+    assert_eq!(file.task, marks(), "the task section beside it is kept");
+    assert_eq!(
+        u16::from_le_bytes([bytes[10], bytes[11]]),
+        1,
+        "a section kind of minor 1"
+    );
+    // A trace calibrated before the section existed reads as before.
+    let (older, _) = tails(&trace(Vec::new(), marks())).unwrap();
+    assert_eq!(older.calibration, None);
+    assert_eq!(older.task, marks());
+}
+
+#[test]
+fn a_calibration_without_the_tasks_calibration_is_never_written() {
+    let mut uncalibrated = marks();
+    uncalibrated.capture_drive = ModelTimes::default();
+    let e = trace_calibrated(Vec::new(), uncalibrated, Some(replays())).expect_err("refused");
+    assert_eq!(e.kind(), FormatErrorKind::Encode, "{e}");
+    let empty = CalibrationReplays {
+        predictions: Vec::new(),
+        ..replays()
+    };
+    let e = trace_calibrated(Vec::new(), marks(), Some(empty)).expect_err("refused");
+    assert_eq!(e.kind(), FormatErrorKind::Encode, "{e}");
+}
+
+#[test]
+fn a_damaged_calibration_section_is_refused_by_name() {
+    let bytes = trace_calibrated(Vec::new(), marks(), Some(replays())).unwrap();
+    let task_at = find(&bytes, b"TMSC").expect("the task section");
+    let at = task_at + 4 + find(&bytes[task_at + 4..], b"TMSC").expect("the calibration section");
+    assert_eq!(
+        u16::from_le_bytes([bytes[at + 4], bytes[at + 5]]),
+        2,
+        "kind 2"
+    );
+    for flip in [at + 14, at + 12 + 20] {
+        let mut bad = bytes.clone();
+        bad[flip] ^= 0x10;
+        let e = TraceFile::from_bytes(bad.clone()).err().expect("refused");
+        assert_eq!(e.kind(), FormatErrorKind::CorruptSection, "{e}");
+        assert!(
+            e.to_string().contains("calibration section is corrupt"),
+            "{e}"
+        );
+        let streamed = TraceReader::new(&bad[..])
+            .unwrap()
+            .find_map(Result::err)
+            .expect("refused");
+        assert!(
+            streamed
+                .to_string()
+                .contains("calibration section is corrupt"),
+            "{streamed}"
+        );
+    }
+}
+
+#[test]
+fn a_section_of_an_unknown_kind_is_checked_and_skipped() {
+    // The calibration section renumbered to a kind this reader does not
+    // know (its checksum made good): the file reads, without it.
+    let mut bytes = trace_calibrated(Vec::new(), marks(), Some(replays())).unwrap();
+    let task_at = find(&bytes, b"TMSC").unwrap();
+    let at = task_at + 4 + find(&bytes[task_at + 4..], b"TMSC").unwrap();
+    let len = u32::from_le_bytes(bytes[at + 8..at + 12].try_into().unwrap()) as usize;
+    bytes[at + 4..at + 6].copy_from_slice(&77u16.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[at..at + 12 + len]);
+    bytes[at + 12 + len..at + 16 + len].copy_from_slice(&crc.to_le_bytes());
+    let (file, streamed) = tails(&bytes).unwrap();
+    assert_eq!(file.calibration, None);
+    assert_eq!(streamed.calibration, None);
+    assert_eq!(file.task, marks());
+    // Damaged, it is refused all the same.
+    bytes[at + 13] ^= 0x01;
+    let e = TraceFile::from_bytes(bytes).err().expect("refused");
+    assert!(e.to_string().contains("kind 77"), "{e}");
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

@@ -201,6 +201,7 @@ impl<'o> Normaliser<'o> {
             notes,
             capture_start_unix_ns: self.wall_clock,
             task: trace_format::TaskMarks::default(),
+            calibration: None,
         };
         Ok(NormaliseOutcome {
             tail,

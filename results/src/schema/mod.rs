@@ -247,6 +247,13 @@ pub struct TaskTime {
     /// time plus this replay's difference from the capture drive's replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncalibrated: Option<BTreeMap<String, f64>>,
+    /// The settings the trace's calibration replays ran at (setting to
+    /// value, as [`crate::comparable::settings`] names them), when the trace
+    /// records them: a replay at other settings is set against them all the
+    /// same ([`crate::validity::calibration_caution`]). Absent when
+    /// uncalibrated and for traces calibrated before they were recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibrated_at: Option<BTreeMap<String, String>>,
     /// Over the scored passes (a trace's summary only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub predicted_spread: Option<Spread>,

@@ -24,7 +24,7 @@ pub fn format_table(r: &SuiteResult) -> String {
     let verdict = crate::validity::judge(r);
     table(&mut out, r, &verdict);
     for t in &r.traces {
-        notes(&mut out, t, r.mode());
+        notes(&mut out, r, t);
     }
     if r.interrupted {
         let _ = writeln!(out, "interrupted: partial result");
@@ -253,7 +253,8 @@ fn row(out: &mut String, t: &TraceResult, task_column: bool, invalid: bool) {
     let _ = writeln!(out, "{task}{}", if invalid { "  INVALID" } else { "" });
 }
 
-fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
+fn notes(out: &mut String, r: &SuiteResult, t: &TraceResult) {
+    let mode = r.mode();
     let name = esc(&t.name);
     let errors: Vec<String> = t
         .errors
@@ -275,6 +276,7 @@ fn notes(out: &mut String, t: &TraceResult, mode: TimingMode) {
     let cautions = [
         crate::validity::cpu_wait_caution(t),
         crate::validity::unwritten_reads_caution(t),
+        crate::validity::calibration_caution(r, t),
     ];
     for why in cautions.into_iter().flatten() {
         let _ = writeln!(out, "{name}: caution: {why}");
@@ -330,6 +332,7 @@ mod tests {
                 untraced_s: None,
                 span: "task marks".into(),
                 uncalibrated: None,
+                calibrated_at: None,
                 predicted_spread: None,
                 breakdown: None,
             });
@@ -385,6 +388,7 @@ mod tests {
                 span: "task marks".into(),
                 // Only the first trace was calibrated.
                 uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
+                calibrated_at: None,
                 predicted_spread: None,
                 breakdown: None,
             });

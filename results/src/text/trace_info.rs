@@ -6,7 +6,7 @@ use super::units::{bytes, duration_ns, percent, size_bound};
 use std::fmt::Write;
 use std::path::Path;
 use trace_format::stats::{Histogram, IdlePeriods, TraceStats};
-use trace_format::{Nanos, Summary, TaskMarks, TraceFile};
+use trace_format::{CalibrationReplays, DependencyModel, Nanos, Summary, TaskMarks, TraceFile};
 
 /// The report: header, summary, the characterisation when `stats` is given
 /// (not under `--summary-only`), the captured task, the source's notes and
@@ -284,7 +284,7 @@ fn idle_periods(out: &mut String, p: &IdlePeriods) {
 
 /// The captured task: its marks on the trace's clock, its untraced time and
 /// the capture drive's prediction (a calibrated trace).
-fn task(out: &mut String, t: &TaskMarks) {
+fn task(out: &mut String, t: &TaskMarks, c: Option<&CalibrationReplays>) {
     if t.is_empty() {
         return;
     }
@@ -321,6 +321,27 @@ fn task(out: &mut String, t: &TaskMarks) {
             "  calibrated     on the capture drive: {}",
             models.join(", ")
         );
+        if let Some(c) = c {
+            let primary = DependencyModel::PRIMARY;
+            let replays: Vec<String> = c
+                .predictions
+                .iter()
+                .map(|p| p.get(primary).map_or("-".to_string(), d))
+                .collect();
+            let _ = writeln!(
+                out,
+                "  from replays   {} ({}, the median of {})",
+                replays.join(" / "),
+                primary.name(),
+                c.predictions.len()
+            );
+            let settings: Vec<String> = c
+                .settings
+                .iter()
+                .map(|(what, value)| format!("{} {}", escape_control(what), escape_control(value)))
+                .collect();
+            let _ = writeln!(out, "  replayed at    {}", settings.join(", "));
+        }
     } else {
         let _ = writeln!(out, "  calibrated     no (tracemark calibrate)");
     }
@@ -329,7 +350,7 @@ fn task(out: &mut String, t: &TaskMarks) {
 /// The source's notes (what it understood that is no I/O) and the skipped input.
 fn notes_and_skipped(out: &mut String, file: &TraceFile) {
     let tail = &file.footer().tail;
-    task(out, &tail.task);
+    task(out, &tail.task, tail.calibration.as_ref());
     if !tail.notes.is_empty() {
         let _ = writeln!(out, "Not I/O (understood and counted)");
         let width = tail.notes.iter().map(|(k, _)| k.chars().count()).max();

@@ -4,7 +4,7 @@ use super::Footer;
 use crate::error::FormatError;
 use crate::frame::{decode_meta, u32_at, FOOTER_MAGIC, PREAMBLE_LEN};
 use crate::meta::TraceHeader;
-use crate::section::Sections;
+use crate::section::{check_sections, Sections};
 use crate::task::TaskMarks;
 use crate::{MAGIC, VERSION_MAJOR};
 
@@ -76,11 +76,15 @@ pub(super) fn parse_footer_block(block: &[u8]) -> Result<Footer, String> {
     decode_meta(&block[8..8 + len])
 }
 
-/// Puts the task into the footer's tail: the task section's, or for a file
-/// without one, what the notes of format 1.0 held (taken out of the notes).
-pub(super) fn attach_task(footer: &mut Footer, sections: Sections) {
+/// Puts the task and its calibration into the footer's tail: the sections',
+/// or for a file without a task section, what the notes of format 1.0 held
+/// (taken out of the notes).
+pub(super) fn attach_task(footer: &mut Footer, sections: Sections) -> Result<(), FormatError> {
+    check_sections(&sections)?;
     footer.tail.task = match sections.task {
         Some(task) => task,
         None => TaskMarks::from_legacy_notes(&mut footer.tail.notes),
     };
+    footer.tail.calibration = sections.calibration;
+    Ok(())
 }

@@ -163,7 +163,7 @@ impl TraceFile {
         } else {
             Sections::default()
         };
-        attach_task(&mut footer, sections);
+        attach_task(&mut footer, sections)?;
         Ok(TraceFile {
             backing,
             header,

@@ -173,7 +173,7 @@ impl<R: Read> TraceReader<R> {
                     "bytes follow the trailer".into(),
                 ));
             }
-            attach_task(&mut footer, std::mem::take(&mut self.sections));
+            attach_task(&mut footer, std::mem::take(&mut self.sections))?;
             self.footer = Some(footer);
             return Ok(false);
         }
