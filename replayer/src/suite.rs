@@ -122,12 +122,7 @@ pub fn run_suite(
         }
         let mut result = passes.result(*t, scan, opts);
         result.trace_id = Some(identity);
-        if let (Some(task), Some(c)) = (result.task.as_mut(), t.calibration()) {
-            // Only a calibrated prediction is set against these replays.
-            if task.uncalibrated.is_some() {
-                task.calibrated_at = Some(c.settings.into_iter().collect());
-            }
-        }
+        note_calibration(&mut result, *t);
         result.reads_found = (found.blocks > 0).then_some(found);
         result.timeline = observer.last.take();
         results.push(result);
@@ -149,6 +144,18 @@ pub fn run_suite(
         results::validity::mark_stopped(&mut result, &trace, &why, traces.len());
     }
     Ok(result)
+}
+
+/// Names in a calibrated prediction the settings of the replays its trace
+/// was calibrated from, where the trace records them.
+fn note_calibration(result: &mut results::schema::TraceResult, t: &dyn TraceSource) {
+    let (Some(task), Some(c)) = (result.task.as_mut(), t.calibration()) else {
+        return;
+    };
+    // Only a calibrated prediction is set against those replays.
+    if task.uncalibrated.is_some() {
+        task.calibrated_at = Some(c.settings.into_iter().collect());
+    }
 }
 
 /// Writes what the policy asks before scoring (see `crate::precondition`),
