@@ -76,16 +76,18 @@ pub fn differences(a: &SuiteResult, b: &SuiteResult) -> Vec<(&'static str, Strin
 
 /// The settings of `r` that differ from those a trace's calibration replays
 /// ran at (`calibrated_at`, as [`settings`] named them), as (what,
-/// calibration's, this replay's). Left out: the mapping (a calibration is
-/// made at `identity` on the capture drive, a user replays anywhere at
-/// `compact`, both keeping the trace's order and locality) and what the
-/// target decides (direct I/O, the io worker CPU): the drives' difference
-/// is what a prediction measures.
+/// calibration's, this replay's). Left out: the idle cap (a suite file's
+/// 1 s shortens the playback, while the predicted task time keeps the
+/// trace's idle whole), the mapping (a calibration is made at `identity` on
+/// the capture drive, a user replays anywhere at `compact`, both keeping
+/// the trace's order and locality) and what the target decides (direct
+/// I/O, the io worker CPU): the drives' difference is what a prediction
+/// measures.
 pub fn calibration_differences(
     r: &SuiteResult,
     calibrated_at: &std::collections::BTreeMap<String, String>,
 ) -> Vec<(&'static str, String, String)> {
-    const NOT_COMPARED: [&str; 3] = ["mapping", "direct I/O", "io worker cpu"];
+    const NOT_COMPARED: [&str; 4] = ["idle cap", "mapping", "direct I/O", "io worker cpu"];
     settings(r)
         .into_iter()
         .filter(|(what, _)| !NOT_COMPARED.contains(what))

@@ -517,3 +517,70 @@ fn count_volume(
         v.latency_sum_ns += latency;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::ReplayOptions;
+    use crate::schedule::ScheduleRules;
+    use crate::IoLog;
+
+    /// A pass with one 4 KiB write submitted and in flight; its slot.
+    fn pass_with_a_write() -> (Pass<'static>, u32) {
+        let setup = PassSetup {
+            queue_depth: 2,
+            warmup: false,
+            log_events: true,
+            targets: 1,
+            io_timeout_ns: u64::MAX,
+            volume_table: None,
+        };
+        let rules = ScheduleRules::new(&ReplayOptions::default(), false);
+        let mut pass = Pass::new(setup, IssueSchedule::new(rules), None);
+        let slot = pass.free.pop().expect("a free slot");
+        pass.slots[slot as usize] = Slot {
+            index: 0,
+            op: Op::Write,
+            target: 0,
+            offset: 0,
+            len: 4096,
+            device: 0,
+            sched_ns: 0,
+            submit_ns: 0,
+            in_flight: true,
+            orig_completion: u64::MAX,
+            virtual_completion: u64::MAX,
+            preflush_result: 0,
+        };
+        pass.inflight += 1;
+        pass.gate.enter(slot as usize, u64::MAX);
+        pass.queued.push(slot);
+        pass.stamp_submitted(now_ns());
+        (pass, slot)
+    }
+
+    /// A write the kernel cancelled because the flush linked before it (its
+    /// preflush) failed reports the flush's error, the cause, and counts as
+    /// a failed write; a write cancelled otherwise keeps its own result.
+    #[test]
+    fn a_write_whose_preflush_failed_reports_the_flushs_error() {
+        let (mut pass, slot) = pass_with_a_write();
+        pass.preflush_failed(slot, -libc::EIO);
+        let mut log = IoLog::default();
+        pass.complete(slot, -libc::ECANCELED, now_ns(), &mut log);
+        assert_eq!(log.0.len(), 1);
+        assert_eq!(log.0[0].result, -libc::EIO);
+        let writes = &pass.ops[Op::Write.code() as usize];
+        assert_eq!((writes.count, writes.errors), (1, 1));
+        assert_eq!(pass.inflight, 0);
+
+        let (mut pass, slot) = pass_with_a_write();
+        let mut log = IoLog::default();
+        pass.complete(slot, -libc::ECANCELED, now_ns(), &mut log);
+        assert_eq!(log.0[0].result, -libc::ECANCELED);
+        // A report for a slot no longer in flight is not kept for the
+        // slot's next request.
+        pass.preflush_failed(slot, -libc::EIO);
+        assert_eq!(pass.slots[slot as usize].preflush_result, 0);
+    }
+}
