@@ -27,7 +27,9 @@ pub struct CalibrateArgs {
     pub trace: PathBuf,
     /// Result files (`tracemark replay --json`) of replays of this trace on
     /// the drive it was captured on: with several, the median of their
-    /// predictions (one replay carries its own draw of the drive's latency).
+    /// predictions (one replay carries its own draw of the drive's latency),
+    /// all made at one setting. The trace keeps each replay's prediction
+    /// and their settings (`info` shows them).
     #[arg(long, value_name = "RESULT.json", required = true, num_args = 1..)]
     pub from: Vec<PathBuf>,
     /// Write the calibrated trace here instead of over TRACE.
