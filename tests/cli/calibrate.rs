@@ -43,6 +43,17 @@ fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
     read_json(&dir.join(json))
 }
 
+/// One pass of chain.tmt on the scratch file with `extra` options, its
+/// result written to `json` in `dir`: the report and the result.
+fn replay_once(dir: &Path, extra: &[&str], json: &str) -> (String, serde_json::Value) {
+    let base = ["chain.tmt", "--passes", "1", "--no-warmup", "--json", json];
+    let args = [&base[..], extra, &["--target", "scratch.bin"]].concat();
+    let out = replay(dir, &args);
+    assert!(out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    (stdout, read_json(&dir.join(json)))
+}
+
 /// Runs `tracemark calibrate ARGS... --accept-cpu-wait` in `dir`: the
 /// replays these tests calibrate from run beside other tests, and one that
 /// waited for a CPU would be refused (tested on its own below).
@@ -336,46 +347,13 @@ fn the_calibration_keeps_its_replays_and_settings_and_a_replay_at_others_is_told
     // at the calibration's settings is not, nor one whose idle is capped as
     // a suite file caps it (the predicted task time keeps the idle whole).
     let caution = "caution: its calibrated task time is set against replays at other settings: queue depth 32 (calibrated at 128)";
-    let out = replay(
-        dir.path(),
-        &[
-            "chain.tmt",
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--queue-depth",
-            "32",
-            "--json",
-            "low.json",
-            "--target",
-            "scratch.bin",
-        ],
-    );
-    assert!(out.status.success());
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (stdout, low) = replay_once(dir.path(), &["--queue-depth", "32"], "low.json");
     assert!(stdout.contains(caution), "{stdout}");
-    let low = read_json(&dir.path().join("low.json"));
     assert_eq!(
         low["traces"][0]["task"]["calibrated_at"]["queue depth"], "128",
         "{low}"
     );
-    let out = replay(
-        dir.path(),
-        &[
-            "chain.tmt",
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--idle-cap",
-            "1s",
-            "--json",
-            "same.json",
-            "--target",
-            "scratch.bin",
-        ],
-    );
-    assert!(out.status.success());
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (stdout, _) = replay_once(dir.path(), &["--idle-cap", "1s"], "same.json");
     assert!(
         !stdout.contains("set against replays at other settings"),
         "{stdout}"
