@@ -25,33 +25,32 @@ fn records(path: &Path) -> Vec<IoRecord> {
         .collect()
 }
 
-fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
-    let out = replay(
-        dir,
-        &[
-            trace,
-            "--passes",
-            "2",
-            "--no-warmup",
-            "--json",
-            json,
-            "--target",
-            "scratch.bin",
-        ],
-    );
-    assert!(out.status.success());
-    read_json(&dir.join(json))
-}
-
-/// One pass of chain.tmt on the scratch file with `extra` options, its
-/// result written to `json` in `dir`: the report and the result.
-fn replay_once(dir: &Path, extra: &[&str], json: &str) -> (String, serde_json::Value) {
-    let base = ["chain.tmt", "--passes", "1", "--no-warmup", "--json", json];
+/// Replays `trace` on the scratch file for `passes` passes with `extra`
+/// options, its result written to `json` in `dir`: the report and the
+/// result.
+fn replay_passes(
+    dir: &Path,
+    trace: &str,
+    passes: &str,
+    extra: &[&str],
+    json: &str,
+) -> (String, serde_json::Value) {
+    let base = [trace, "--passes", passes, "--no-warmup", "--json", json];
     let args = [&base[..], extra, &["--target", "scratch.bin"]].concat();
     let out = replay(dir, &args);
     assert!(out.status.success());
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     (stdout, read_json(&dir.join(json)))
+}
+
+/// Two passes of `trace`: the result.
+fn replay_json(dir: &Path, trace: &str, json: &str) -> serde_json::Value {
+    replay_passes(dir, trace, "2", &[], json).1
+}
+
+/// One pass of chain.tmt with `extra` options: the report and the result.
+fn replay_once(dir: &Path, extra: &[&str], json: &str) -> (String, serde_json::Value) {
+    replay_passes(dir, "chain.tmt", "1", extra, json)
 }
 
 /// Runs `tracemark calibrate ARGS... --accept-cpu-wait` in `dir`: the
