@@ -16,7 +16,7 @@
 #                          [--passes N] [--out DIR] [--report-only]
 #                          [--capture-drive V] [--replay-tries 3]
 #                          [--cpu-idle poll|os] [--calibration-replays 5]
-#                          [--quiet-busy 10] [--quiet-wait 1800]
+#                          [--quiet-busy 10] [--quiet-wait 1800] [--rounds 1]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
@@ -54,8 +54,22 @@
 # again): game-launch-0ad's runs on S, started as other work on the host
 # ended, took 0.46 to 0.61 s with 0.38 s of CPU, and 0.25 to 0.31 s with
 # 0.22 s of CPU on a quiet host.
+# --rounds N: the real runs in N rounds, each visiting every drive (the first
+# drive of a round rotating) and running each job REPS/N times there (the
+# remainder in the first rounds), all before the captures. A vCPU of this
+# host ran fixed work at anything from 1.0 to 1.8 times its fastest pace
+# within seconds, and a CPU-bound task on one drive at 09:24 used 40 % more
+# CPU than at 15:10 the same day
+# (docs/measurements/host-cpu-speed-2026-12-06.md): with one round, each
+# drive's runs sit in their own hour, and the drives' ratio carries the
+# hours' difference. With N rounds every drive's runs spread over the same
+# hours, and so do the capture drive's, whose median untraced time the
+# traces are calibrated to. The default, 1, runs each drive's runs just
+# before its replays. A continued study must keep its --reps and --rounds.
 # Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/cpu-<drive>.txt
-# (the task's CPU time and the rest of the host's per run), DIR/host-<drive>.txt
+# (the task's CPU time and the rest of the host's per run), DIR/pace.txt (the
+# host's pace at fixed work, bench/cpu_pace.py, before each job's runs),
+# DIR/host-<drive>.txt
 # (the host's counters per run: stolen CPU, reclaim, faults),
 # DIR/cpurep-<drive>-<task>.txt (the same for the replay), DIR/traces/*.tmt
 # (calibrated), DIR/calib-<capture drive>-<task>.json, calib2-..., calib3-...
@@ -79,6 +93,7 @@ PASSES=3
 REPLAY_TRIES=3
 CALIBRATION_REPLAYS=5
 CPU_IDLE=poll
+ROUNDS=1
 QUIET_BUSY=10
 QUIET_WAIT=1800
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
@@ -96,6 +111,7 @@ while [ $# -gt 0 ]; do
     --cpu-idle) CPU_IDLE=$2; shift 2 ;;
     --quiet-busy) QUIET_BUSY=$2; shift 2 ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -106,6 +122,9 @@ done
 [ "$CPU_IDLE" = poll ] || [ "$CPU_IDLE" = os ] || die "--cpu-idle takes poll or os, not $CPU_IDLE"
 [[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
 [[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
+[[ "$REPS" =~ ^[0-9]+$ ]] || die "--reps takes a count, not $REPS"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] && { [ "$REPS" = 0 ] || [ "$ROUNDS" -le "$REPS" ]; } ||
+  die "--rounds takes a count from 1 to --reps ($REPS), not $ROUNDS"
 [[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
 [[ " $DRIVES " == *" $CAPTURE_DRIVE "* ]] || die "--drives must include the capture drive $CAPTURE_DRIVE"
 
@@ -146,6 +165,17 @@ if [ -f "$OUT/replay-settings.txt" ]; then
 else
   echo "$settings" > "$OUT/replay-settings.txt"
 fi
+# Runs of one study are medians over the same schedule: a continued study
+# keeps its repetitions and rounds.
+runs="reps=$REPS rounds=$ROUNDS"
+if [ -f "$OUT/real-run-settings.txt" ]; then
+  [ "$(cat "$OUT/real-run-settings.txt")" = "$runs" ] ||
+    die "$OUT's real runs were made with $(cat "$OUT/real-run-settings.txt"), not $runs: use another --out"
+elif compgen -G "$OUT/done-*" > /dev/null && [ "$ROUNDS" != 1 ]; then
+  die "$OUT holds a study begun with one round; continue it without --rounds, or use another --out"
+else
+  echo "$runs" > "$OUT/real-run-settings.txt"
+fi
 UP='' DATA_TMPFS=''
 # The replays run in a private cpuacct cgroup (cgroup v1), so their own CPU
 # time can be told from the rest of the host's (the drive's stack).
@@ -176,33 +206,39 @@ drive_down() {
   UP=
 }
 
-# A job's REPS runs on the drive that is up, from pristine. A job whose runs
-# are all in (a marker in OUT) is not run again, so a study stopped part way
-# goes on where it stopped; a job that fails is tried once more, and its
-# times count only from a run of the job that completed.
+# A job's runs on the drive that is up, from pristine: REPS of them, or in
+# round R of --rounds its share of them. A job whose runs are all in (a
+# marker in OUT) is not run again, so a study stopped part way goes on where
+# it stopped; a job that fails is tried once more, and its times count only
+# from a run of the job that completed.
 time_job() {
-  local drive=$1 job=$2 try part cpart hpart
-  part=$OUT/times-$drive-$job.part
-  cpart=$OUT/cpu-$drive-$job.part
-  hpart=$OUT/host-$drive-$job.part
-  [ -f "$OUT/done-$drive-$job" ] && return 0
+  local drive=$1 job=$2 round=${3:-} try part cpart hpart reps=$REPS tag=$2
+  if [ -n "$round" ]; then
+    reps=$((REPS / ROUNDS + (round <= REPS % ROUNDS ? 1 : 0)))
+    tag=$job-r$round
+  fi
+  part=$OUT/times-$drive-$tag.part
+  cpart=$OUT/cpu-$drive-$tag.part
+  hpart=$OUT/host-$drive-$tag.part
+  [ -f "$OUT/done-$drive-$tag" ] && return 0
   for try in 1 2; do
     rm -f "$part" "$cpart" "$hpart"
     "$DRIVES_SH" restore "$drive"
     wait_quiet "$QUIET_BUSY" "$QUIET_WAIT"
-    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$REPS TM_TIMES="$part" TM_CPU_TIMES="$cpart" \
+    python3 "$BENCH/cpu_pace.py" 2 --label "$(date -u +%FT%TZ)/$drive/$tag" >> "$OUT/pace.txt"
+    if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$reps TM_TIMES="$part" TM_CPU_TIMES="$cpart" \
       TM_HOST_STATS="$hpart" TRACEMARK="$TRACEMARK" TM_NO_TRIM=$(no_trim "$drive") \
-      "$NATIVE" "$job" > "$OUT/log-$drive-$job.txt" 2>&1; then
+      "$NATIVE" "$job" > "$OUT/log-$drive-$tag.txt" 2>&1; then
       cat "$part" >> "$OUT/times-$drive.txt"
       cat "$cpart" >> "$OUT/cpu-$drive.txt"
       cat "$hpart" >> "$OUT/host-$drive.txt"
       sed "s/^/$drive /" "$part"
       rm -f "$part" "$cpart" "$hpart"
-      touch "$OUT/done-$drive-$job"
+      touch "$OUT/done-$drive-$tag"
       return 0
     fi
-    cp "$OUT/log-$drive-$job.txt" "$OUT/log-$drive-$job.failed-$try.txt"
-    echo "note: $job on $drive failed (try $try; see $OUT/log-$drive-$job.failed-$try.txt)" >&2
+    cp "$OUT/log-$drive-$tag.txt" "$OUT/log-$drive-$tag.failed-$try.txt"
+    echo "note: $job on $drive failed (try $try; see $OUT/log-$drive-$tag.failed-$try.txt)" >&2
   done
   die "$job on $drive failed twice"
 }
@@ -235,17 +271,39 @@ cp --sparse=always "$GUEST_DIR/data.img" "$DATA_TMPFS/data.img"
 export TM_DATA_IMG=$DATA_TMPFS/data.img
 read -r -a jobs <<< "$JOBS"
 read -r -a drives <<< "$DRIVES"
-echo "== $(date -u +%FT%TZ) validity study: drives ${drives[*]}, jobs ${jobs[*]}, $REPS repetitions; load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== $(date -u +%FT%TZ) validity study: drives ${drives[*]}, jobs ${jobs[*]}, $REPS repetitions in $ROUNDS round(s); load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # Ground truth, from pristine: a job's task REPS times back to back on the
 # drive that is up (native.sh's TM_REPS: each run from a dropped page
 # cache); the jobs in an order rotated from drive to drive, so drift in the
-# machine's load spreads over all of them.
+# machine's load spreads over all of them. real_runs D [ROUND]: drive D's
+# runs (ROUND's share of them with --rounds; without ROUND, nothing then:
+# rounds run first, in all_rounds).
 real_runs() {
-  local d=$1 j
+  local d=$1 round=${2:-} j
   [ "$REPS" -gt 0 ] || return 0
+  [ -n "$round" ] || [ "$ROUNDS" = 1 ] || return 0
   for ((j = 0; j < ${#jobs[@]}; j++)); do
-    time_job "${drives[d]}" "${jobs[$(((j + d) % ${#jobs[@]}))]}"
+    time_job "${drives[d]}" "${jobs[$(((j + d) % ${#jobs[@]}))]}" "$round"
+  done
+}
+# round_done D ROUND: every job's runs of ROUND on drive D are in.
+round_done() {
+  local job
+  for job in "${jobs[@]}"; do [ -f "$OUT/done-${drives[$1]}-$job-r$2" ] || return 1; done
+}
+all_rounds() {
+  local r k d
+  [ "$ROUNDS" -gt 1 ] && [ "$REPS" -gt 0 ] || return 0
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for ((k = 0; k < ${#drives[@]}; k++)); do
+      d=$(((k + r - 1) % ${#drives[@]}))
+      round_done "$d" "$r" && continue
+      echo "== $(date -u +%FT%TZ) round $r of $ROUNDS: ${drives[d]}; load $(cut -d' ' -f1-3 /proc/loadavg)"
+      drive_up "${drives[d]}"
+      real_runs "$d" "$r"
+      drive_down
+    done
   done
 }
 
@@ -304,13 +362,15 @@ replays() {
   "$DRIVES_SH" restore "$drive"
 }
 
-# First the capture drive: its real runs, then each job captured once with
+# With --rounds, every drive's real runs first, in rounds (all_rounds).
+# Then the capture drive: its real runs, then each job captured once with
 # the tasks' median untraced time there, then a calibration replay of each
 # trace there (`tracemark calibrate`: later predictions are set against it),
 # then the replays; then every other drive, its real runs and its replays
 # (so the report covers each drive finished so far). The capture drive's
 # own predictions come from replays other than the calibration ones.
 for ((d = 0; d < ${#drives[@]}; d++)); do [ "${drives[d]}" = "$CAPTURE_DRIVE" ] && cd_index=$d; done
+all_rounds
 drive_up "$CAPTURE_DRIVE"
 real_runs "$cd_index"
 untraced=$(python3 -c '

@@ -163,6 +163,37 @@ def host_section(p, tasks, drives, times, host):
             p(f"  {task:24} {d:>5} " + "  ".join(cells))
 
 
+def load_pace(out):
+    """The host's pace before each job's real runs (bench/cpu_pace.py lines
+    in pace.txt, labelled TIME/DRIVE/JOB): drive -> [median unit ms]."""
+    pace = defaultdict(list)
+    path = os.path.join(out, "pace.txt")
+    if not os.path.exists(path):
+        return pace
+    with open(path) as f:
+        for n, line in enumerate(f, 1):
+            parts = line.split()
+            label = parts[0].split("/") if parts else []
+            ms = dict(x.split("=", 1) for x in parts[1:] if "=" in x).get("all.ms")
+            if len(label) != 3 or ms is None or ms.count("/") != 4:
+                sys.exit(f"{path}:{n}: expected 'TIME/DRIVE/JOB all.n=N all.ms=MIN/P10/P50/P90/MAX ...', got {line.strip()!r}")
+            pace[label[1]].append(float(ms.split("/")[2]))
+    return pace
+
+
+def pace_section(p, drives, pace):
+    """The host's pace at each drive's real runs: the median unit time of
+    fixed work just before each job's runs (lower is faster)."""
+    if not pace:
+        return
+    cells = []
+    for d in drives:
+        if pace.get(d):
+            v = pace[d]
+            cells.append(f"{d} {statistics.median(v):.2f} ms ({min(v):.2f}-{max(v):.2f}, {len(v)})")
+    p("the host's pace before the real runs (bench/cpu_pace.py's unit, median (range, count)): " + ", ".join(cells))
+
+
 def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_replay):
     """Whether the time a drive adds beyond its prediction is host CPU the
     drive's own stack took (loop workers, a FUSE server) from the task: per
@@ -331,6 +362,7 @@ def main():
     cpu_real, cpu_replay = load_cpu(args.dir)
     predicted = {t: {d: med[(t, d)][2] for d in drives if (t, d) in med} for t in tasks}
     cpu_section(p, tasks, drives, cap, times, predicted, cpu_real, cpu_replay)
+    pace_section(p, drives, load_pace(args.dir))
     host_section(p, tasks, drives, times, load_host(args.dir))
     p("")
     p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
