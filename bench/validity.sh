@@ -17,6 +17,7 @@
 #                          [--capture-drive V] [--replay-tries 3]
 #                          [--cpu-idle poll|os] [--calibration-replays 5]
 #                          [--quiet-busy 10] [--quiet-wait 1800] [--rounds 1]
+#                          [--steal-max 5] [--steal-tries 2]
 #   (as root, after traces/capture/build-guest.sh and cargo build --release;
 #   do not rebuild the binary while a study runs)
 # Jobs are native.sh's (copy-photos gives three tasks: into, within, out).
@@ -66,10 +67,16 @@
 # hours, and so do the capture drive's, whose median untraced time the
 # traces are calibrated to. The default, 1, runs each drive's runs just
 # before its replays. A continued study must keep its --reps and --rounds.
+# --steal-max PCT, --steal-tries N: a job's runs are taken again (up to N
+# times) when the hypervisor stole more than PCT % of a run's wall time
+# (the guest's steal counter): in a study with 4 rounds, S's runs of two
+# rounds lost 0.26-1.14 s each to it and took up to twice their other runs'
+# time (docs/measurements/validity-rounds-2026-12-06.md).
 # Output: DIR/times-<drive>.txt ("task seconds" per run), DIR/cpu-<drive>.txt
 # (the task's CPU time and the rest of the host's per run), DIR/pace.txt (the
-# host's pace at fixed work, bench/cpu_pace.py, before each job's runs),
-# DIR/host-<drive>.txt
+# host's pace at fixed work, bench/cpu_pace.py, before each job's runs) and
+# DIR/pace-<drive>.txt (that pace beside each run, in cpu-<drive>.txt's
+# order), DIR/host-<drive>.txt
 # (the host's counters per run: stolen CPU, reclaim, faults),
 # DIR/cpurep-<drive>-<task>.txt (the same for the replay), DIR/traces/*.tmt
 # (calibrated), DIR/calib-<capture drive>-<task>.json, calib2-..., calib3-...
@@ -94,6 +101,8 @@ REPLAY_TRIES=3
 CALIBRATION_REPLAYS=5
 CPU_IDLE=poll
 ROUNDS=1
+STEAL_MAX=5
+STEAL_TRIES=2
 QUIET_BUSY=10
 QUIET_WAIT=1800
 OUT=${TM_VALIDITY_OUT:-/var/tmp/tracemark-validity/study}
@@ -112,6 +121,8 @@ while [ $# -gt 0 ]; do
     --quiet-busy) QUIET_BUSY=$2; shift 2 ;;
     --quiet-wait) QUIET_WAIT=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --steal-max) STEAL_MAX=$2; shift 2 ;;
+    --steal-tries) STEAL_TRIES=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --report-only) REPORT_ONLY=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0"; exit 0 ;;
@@ -123,6 +134,8 @@ done
 [[ "$QUIET_BUSY" =~ ^[0-9]+$ ]] && [ "$QUIET_BUSY" -le 100 ] || die "--quiet-busy takes a percentage (0 to 100), not $QUIET_BUSY"
 [[ "$QUIET_WAIT" =~ ^[0-9]+$ ]] || die "--quiet-wait takes seconds, not $QUIET_WAIT"
 [[ "$REPS" =~ ^[0-9]+$ ]] || die "--reps takes a count, not $REPS"
+[[ "$STEAL_MAX" =~ ^[0-9]+$ ]] && [ "$STEAL_MAX" -le 100 ] || die "--steal-max takes a percentage (0 to 100), not $STEAL_MAX"
+[[ "$STEAL_TRIES" =~ ^[0-9]+$ ]] || die "--steal-tries takes a count, not $STEAL_TRIES"
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] && { [ "$REPS" = 0 ] || [ "$ROUNDS" -le "$REPS" ]; } ||
   die "--rounds takes a count from 1 to --reps ($REPS), not $ROUNDS"
 [[ "$CALIBRATION_REPLAYS" =~ ^[1-9][0-9]*$ ]] || die "--calibration-replays takes a count of 1 or more, not $CALIBRATION_REPLAYS"
@@ -206,13 +219,25 @@ drive_down() {
   UP=
 }
 
+# runs_stolen TIMES HOST: how many runs (a line of each file) the hypervisor
+# took more than STEAL_MAX % of the run's wall time from (the host's steal
+# counter, both CPUs, between the run's marks).
+runs_stolen() {
+  paste -d' ' "$1" "$2" | awk -v hz="$(getconf CLK_TCK)" -v max="$STEAL_MAX" '
+    { s = 0; for (i = 4; i <= NF; i++) if ($i ~ /^steal=/) s = substr($i, 7) / hz
+      if (s > max / 100 * $2) n++ }
+    END { print n + 0 }'
+}
+
 # A job's runs on the drive that is up, from pristine: REPS of them, or in
 # round R of --rounds its share of them. A job whose runs are all in (a
 # marker in OUT) is not run again, so a study stopped part way goes on where
 # it stopped; a job that fails is tried once more, and its times count only
-# from a run of the job that completed.
+# from a run of the job that completed. Runs the hypervisor took CPU time
+# from (--steal-max) are taken again, all of the job's runs of the call, up
+# to --steal-tries times (each such try's runs go to stolen-DRIVE.txt).
 time_job() {
-  local drive=$1 job=$2 round=${3:-} try part cpart hpart reps=$REPS tag=$2
+  local drive=$1 job=$2 round=${3:-} try part cpart hpart reps=$REPS tag=$2 pace
   if [ -n "$round" ]; then
     reps=$((REPS / ROUNDS + (round <= REPS % ROUNDS ? 1 : 0)))
     tag=$job-r$round
@@ -221,24 +246,40 @@ time_job() {
   cpart=$OUT/cpu-$drive-$tag.part
   hpart=$OUT/host-$drive-$tag.part
   [ -f "$OUT/done-$drive-$tag" ] && return 0
-  for try in 1 2; do
+  local failed=0 stolen_tries=0 stolen
+  while :; do
     rm -f "$part" "$cpart" "$hpart"
     "$DRIVES_SH" restore "$drive"
     wait_quiet "$QUIET_BUSY" "$QUIET_WAIT"
-    python3 "$BENCH/cpu_pace.py" 2 --label "$(date -u +%FT%TZ)/$drive/$tag" >> "$OUT/pace.txt"
+    pace=$(python3 "$BENCH/cpu_pace.py" 2 --label "$(date -u +%FT%TZ)/$drive/$tag")
+    echo "$pace" >> "$OUT/pace.txt"
     if TM_DEVICE=$DEV TM_MODE=time TM_REPS=$reps TM_TIMES="$part" TM_CPU_TIMES="$cpart" \
       TM_HOST_STATS="$hpart" TRACEMARK="$TRACEMARK" TM_NO_TRIM=$(no_trim "$drive") \
       "$NATIVE" "$job" > "$OUT/log-$drive-$tag.txt" 2>&1; then
+      stolen=$(runs_stolen "$part" "$hpart")
+      if [ "$stolen" -gt 0 ] && [ "$stolen_tries" -lt "$STEAL_TRIES" ]; then
+        stolen_tries=$((stolen_tries + 1))
+        cp "$OUT/log-$drive-$tag.txt" "$OUT/log-$drive-$tag.stolen-$stolen_tries.txt"
+        paste -d' ' "$part" "$hpart" >> "$OUT/stolen-$drive.txt"
+        echo "note: $job on $drive: the hypervisor took over $STEAL_MAX % of $stolen run(s)' time; again" >&2
+        continue
+      fi
+      [ "$stolen" = 0 ] || echo "note: $job on $drive: $stolen run(s) kept with over $STEAL_MAX % of their time stolen ($STEAL_TRIES tries)" >&2
       cat "$part" >> "$OUT/times-$drive.txt"
       cat "$cpart" >> "$OUT/cpu-$drive.txt"
       cat "$hpart" >> "$OUT/host-$drive.txt"
+      # each run beside the probe before it: "task p50_ms", cpu-DRIVE.txt's order
+      awk -v pace="$pace" 'BEGIN { n = split(pace, f, " "); for (i = 1; i <= n; i++) if (f[i] ~ /^all\.ms=/) { split(substr(f[i], 8), m, "/"); ms = m[3] } }
+        { print $1, ms }' "$cpart" >> "$OUT/pace-$drive.txt"
       sed "s/^/$drive /" "$part"
       rm -f "$part" "$cpart" "$hpart"
       touch "$OUT/done-$drive-$tag"
       return 0
     fi
-    cp "$OUT/log-$drive-$tag.txt" "$OUT/log-$drive-$tag.failed-$try.txt"
-    echo "note: $job on $drive failed (try $try; see $OUT/log-$drive-$tag.failed-$try.txt)" >&2
+    failed=$((failed + 1))
+    cp "$OUT/log-$drive-$tag.txt" "$OUT/log-$drive-$tag.failed-$failed.txt"
+    echo "note: $job on $drive failed (try $failed; see $OUT/log-$drive-$tag.failed-$failed.txt)" >&2
+    [ "$failed" -lt 2 ] || break
   done
   die "$job on $drive failed twice"
 }

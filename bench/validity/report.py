@@ -181,9 +181,32 @@ def load_pace(out):
     return pace
 
 
-def pace_section(p, drives, pace):
+def load_run_pace(out):
+    """Each real run's task CPU time beside the pace probed just before its
+    job's runs (pace-DRIVE.txt, "task p50_ms", in the order of
+    cpu-DRIVE.txt's lines): [(task, cpu s, pace ms)]."""
+    pairs = []
+    for name in sorted(os.listdir(out)):
+        if not (name.startswith("pace-") and name.endswith(".txt")):
+            continue
+        drive = name[len("pace-"):-len(".txt")]
+        cpu_path = os.path.join(out, f"cpu-{drive}.txt")
+        if not os.path.exists(cpu_path):
+            continue
+        with open(os.path.join(out, name)) as f:
+            paces = [line.split() for line in f]
+        with open(cpu_path) as f:
+            cpus = [line.split() for line in f]
+        if len(paces) != len(cpus) or any(a[0] != b[0] for a, b in zip(paces, cpus)):
+            sys.exit(f"{os.path.join(out, name)}: its lines do not match {cpu_path}'s, run for run")
+        pairs += [(c[0], float(c[1]), float(pc[1])) for pc, c in zip(paces, cpus)]
+    return pairs
+
+
+def pace_section(p, drives, pace, run_pace):
     """The host's pace at each drive's real runs: the median unit time of
-    fixed work just before each job's runs (lower is faster)."""
+    fixed work just before each job's runs (lower is faster); and whether
+    that probe tells how much CPU time the runs after it took."""
     if not pace:
         return
     cells = []
@@ -192,6 +215,25 @@ def pace_section(p, drives, pace):
             v = pace[d]
             cells.append(f"{d} {statistics.median(v):.2f} ms ({min(v):.2f}-{max(v):.2f}, {len(v)})")
     p("the host's pace before the real runs (bench/cpu_pace.py's unit, median (range, count)): " + ", ".join(cells))
+    if len(run_pace) < 3:
+        return
+    # Each run's task CPU time as a share of its task's median, against the
+    # probe as a share of all probes' median.
+    by_task = defaultdict(list)
+    for task, cpu, _ in run_pace:
+        by_task[task].append(cpu)
+    med = {t: statistics.median(v) for t, v in by_task.items()}
+    mid = statistics.median(pc for _, _, pc in run_pace)
+    xs = [pc / mid for _, _, pc in run_pace]
+    ys = [cpu / med[t] for t, cpu, _ in run_pace if med[t] > 0]
+    if len(ys) != len(xs) or len(set(xs)) < 2 or len(set(ys)) < 2:
+        return
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    cov = sum((a - mx) * (b - my) for a, b in zip(xs, ys))
+    vx = sum((a - mx) ** 2 for a in xs)
+    vy = sum((b - my) ** 2 for b in ys)
+    p(f"the probe against the task CPU time of the runs after it (each as a share of its median), "
+      f"{len(xs)} runs: Pearson r {cov / (vx * vy) ** 0.5:.2f}, slope {cov / vx:.2f}")
 
 
 def cpu_section(p, tasks, drives, capture, times, predicted, cpu_real, cpu_replay):
@@ -362,7 +404,7 @@ def main():
     cpu_real, cpu_replay = load_cpu(args.dir)
     predicted = {t: {d: med[(t, d)][2] for d in drives if (t, d) in med} for t in tasks}
     cpu_section(p, tasks, drives, cap, times, predicted, cpu_real, cpu_replay)
-    pace_section(p, drives, load_pace(args.dir))
+    pace_section(p, drives, load_pace(args.dir), load_run_pace(args.dir))
     host_section(p, tasks, drives, times, load_host(args.dir))
     p("")
     p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
