@@ -184,8 +184,9 @@ def load_pace(out):
 def load_run_pace(out):
     """Each real run's task CPU time beside the pace probed just before its
     job's runs (pace-DRIVE.txt, "task p50_ms", in the order of
-    cpu-DRIVE.txt's lines): [(task, cpu s, pace ms)]."""
-    pairs = []
+    cpu-DRIVE.txt's lines): [(task, cpu s, pace ms)], and the drives whose
+    runs it does not cover (a study begun before it was kept)."""
+    pairs, uncovered = [], []
     for name in sorted(os.listdir(out)):
         if not (name.startswith("pace-") and name.endswith(".txt")):
             continue
@@ -197,13 +198,14 @@ def load_run_pace(out):
             paces = [line.split() for line in f]
         with open(cpu_path) as f:
             cpus = [line.split() for line in f]
-        if len(paces) != len(cpus) or any(a[0] != b[0] for a, b in zip(paces, cpus)):
-            sys.exit(f"{os.path.join(out, name)}: its lines do not match {cpu_path}'s, run for run")
+        if len(paces) != len(cpus) or any(len(a) != 2 or a[0] != b[0] for a, b in zip(paces, cpus)):
+            uncovered.append(drive)
+            continue
         pairs += [(c[0], float(c[1]), float(pc[1])) for pc, c in zip(paces, cpus)]
-    return pairs
+    return pairs, uncovered
 
 
-def pace_section(p, drives, pace, run_pace):
+def pace_section(p, drives, pace, run_pace_uncovered):
     """The host's pace at each drive's real runs: the median unit time of
     fixed work just before each job's runs (lower is faster); and whether
     that probe tells how much CPU time the runs after it took."""
@@ -215,6 +217,9 @@ def pace_section(p, drives, pace, run_pace):
             v = pace[d]
             cells.append(f"{d} {statistics.median(v):.2f} ms ({min(v):.2f}-{max(v):.2f}, {len(v)})")
     p("the host's pace before the real runs (bench/cpu_pace.py's unit, median (range, count)): " + ", ".join(cells))
+    run_pace, uncovered = run_pace_uncovered
+    if uncovered:
+        p(f"  runs without their probe beside them (pace-DRIVE.txt short of cpu-DRIVE.txt), left out: {', '.join(uncovered)}")
     if len(run_pace) < 3:
         return
     # Each run's task CPU time as a share of its task's median, against the
