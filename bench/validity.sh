@@ -58,8 +58,8 @@
 # --rounds N: the real runs in N rounds, each visiting every drive (the first
 # drive of a round rotating) and running each job REPS/N times there (the
 # remainder in the first rounds), all before the captures. A vCPU of this
-# host ran fixed work at anything from 1.0 to 1.8 times its fastest pace
-# within seconds, and a CPU-bound task on one drive at 09:24 used 40 % more
+# host ran fixed work at 1.0 to 1.7 times its fastest pace (p90) within
+# seconds, and a CPU-bound task on one drive at 09:24 used 40 % more
 # CPU than at 15:10 the same day
 # (docs/measurements/host-cpu-speed-2026-12-06.md): with one round, each
 # drive's runs sit in their own hour, and the drives' ratio carries the
