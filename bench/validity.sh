@@ -237,7 +237,7 @@ runs_stolen() {
 # from (--steal-max) are taken again, all of the job's runs of the call, up
 # to --steal-tries times (each such try's runs go to stolen-DRIVE.txt).
 time_job() {
-  local drive=$1 job=$2 round=${3:-} try part cpart hpart reps=$REPS tag=$2 pace
+  local drive=$1 job=$2 round=${3:-} part cpart hpart reps=$REPS tag=$2 pace
   if [ -n "$round" ]; then
     reps=$((REPS / ROUNDS + (round <= REPS % ROUNDS ? 1 : 0)))
     tag=$job-r$round
