@@ -112,6 +112,18 @@ fn calibrate(raw: [u64; 3], base: u64, capture_drive: &ModelTimes) -> ModelTimes
     })
 }
 
+/// Each model's time held at no less than `floor`. A thread's CPU work takes
+/// its time whatever the drive: where the capture drive's reads took longer
+/// than the work done under them, the trace shows waits and little think
+/// time, and taking those waits off on a faster drive would leave less time
+/// than the work itself.
+fn floored(times: ModelTimes, floor: Option<Nanos>) -> ModelTimes {
+    let Some(floor) = floor else {
+        return times;
+    };
+    ModelTimes::from_fn(|m| times.get(m).map(|t| t.max(floor)))
+}
+
 /// How a record takes part in the dependencies of the blocking and stream
 /// models.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -596,14 +608,27 @@ impl TaskTimeModel {
         path: &Path,
     ) -> TaskTimePrediction {
         let capture_drive = &self.marks.capture_drive;
+        let floor = self.cpu_floor(marked);
         TaskTimePrediction {
             captured: Nanos(captured),
             untraced: self.marks.untraced,
             marked,
-            predicted: calibrate(raw, base, capture_drive),
-            uncalibrated: capture_drive.is_set().then(|| model_times(raw)),
+            predicted: floored(calibrate(raw, base, capture_drive), floor),
+            uncalibrated: capture_drive
+                .is_set()
+                .then(|| floored(model_times(raw), floor)),
             waits: waits::class_waits(path),
         }
+    }
+
+    /// The least time the task can take on any drive: the CPU time its
+    /// busiest thread ran between the marks at capture. Only for a marked
+    /// span (the time was measured between the marks).
+    fn cpu_floor(&self, marked: bool) -> Option<Nanos> {
+        self.marks
+            .cpu
+            .filter(|_| marked)
+            .map(|cpu| cpu.busiest_thread)
     }
 }
 

@@ -33,7 +33,7 @@ pub use meta::{
 pub use reader::{ChunkInfo, Footer, Records, TraceFile, TraceReader};
 pub use record::{DeviceId, Flags, IoRecord, Op};
 pub use record_checksum::RecordChecksum;
-pub use task::{CalibrationReplays, DependencyModel, ModelTimes, TaskMarks};
+pub use task::{CalibrationReplays, DependencyModel, ModelTimes, TaskCpu, TaskMarks};
 pub use units::{Bytes, Nanos, Sectors};
 pub use writer::{TraceWriter, WriterOptions};
 

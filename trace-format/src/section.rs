@@ -4,7 +4,7 @@
 
 use crate::error::FormatError;
 use crate::frame::{decode_meta, encode_meta, u32_at};
-use crate::task::{CalibrationReplays, TaskMarks};
+use crate::task::{CalibrationReplays, TaskCpu, TaskMarks};
 
 pub(crate) const SECTION_MAGIC: [u8; 4] = *b"TMSC";
 /// magic, kind, version, payload length.
@@ -20,6 +20,8 @@ enum Kind {
     Task = 1,
     /// [`CalibrationReplays`].
     Calibration = 2,
+    /// [`TaskCpu`].
+    TaskCpu = 3,
 }
 
 impl Kind {
@@ -27,6 +29,7 @@ impl Kind {
         match kind {
             1 => Some(Kind::Task),
             2 => Some(Kind::Calibration),
+            3 => Some(Kind::TaskCpu),
             _ => None,
         }
     }
@@ -36,6 +39,7 @@ impl Kind {
         match self {
             Kind::Task => "task",
             Kind::Calibration => "calibration",
+            Kind::TaskCpu => "task CPU",
         }
     }
 
@@ -44,6 +48,7 @@ impl Kind {
         match self {
             Kind::Task => 1,
             Kind::Calibration => 1,
+            Kind::TaskCpu => 1,
         }
     }
 }
@@ -53,6 +58,7 @@ impl Kind {
 pub(crate) struct Sections {
     pub task: Option<TaskMarks>,
     pub calibration: Option<CalibrationReplays>,
+    pub task_cpu: Option<TaskCpu>,
 }
 
 fn corrupt(kind: Kind, reason: impl Into<String>) -> FormatError {
@@ -84,6 +90,11 @@ pub(crate) fn task_section(marks: &TaskMarks) -> Result<Vec<u8>, FormatError> {
 /// The section block for `replays`.
 pub(crate) fn calibration_section(replays: &CalibrationReplays) -> Result<Vec<u8>, FormatError> {
     section(Kind::Calibration, replays)
+}
+
+/// The section block for `cpu`.
+pub(crate) fn task_cpu_section(cpu: &TaskCpu) -> Result<Vec<u8>, FormatError> {
+    section(Kind::TaskCpu, cpu)
 }
 
 /// The length of the whole section whose head starts `head`, when the head
@@ -158,13 +169,27 @@ pub(crate) fn parse_section(block: &[u8], into: &mut Sections) -> Result<(), For
             }
             into.calibration = Some(replays);
         }
+        Kind::TaskCpu => {
+            if into.task_cpu.is_some() {
+                return Err(corrupt(kind, "the file holds two task CPU sections"));
+            }
+            let cpu: TaskCpu = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
+            cpu.check().map_err(|e| corrupt(kind, e))?;
+            into.task_cpu = Some(cpu);
+        }
     }
     Ok(())
 }
 
 /// Checks what the sections hold together: a calibration belongs to a task
-/// calibrated from it.
+/// calibrated from it, a task's CPU time to a task with a "done" mark.
 pub(crate) fn check_sections(sections: &Sections) -> Result<(), FormatError> {
+    if sections.task_cpu.is_some() && sections.task.is_none_or(|t| t.end.is_none()) {
+        return Err(corrupt(
+            Kind::TaskCpu,
+            "the task it measures has no \"done\" mark",
+        ));
+    }
     let calibrated = sections.task.is_some_and(|t| t.capture_drive.is_set());
     if sections.calibration.is_some() && !calibrated {
         return Err(corrupt(

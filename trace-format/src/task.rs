@@ -131,6 +131,43 @@ pub struct TaskMarks {
     /// predicts the untraced time and only the drives' difference moves the
     /// prediction.
     pub capture_drive: ModelTimes,
+    /// The CPU time the task's threads ran between its marks, as captured.
+    /// Stored in a section of its own (the task section's payload predates
+    /// it), so readers that do not know it keep the marks.
+    #[serde(skip)]
+    pub cpu: Option<TaskCpu>,
+}
+
+/// The CPU time a captured task's threads ran between its marks. A thread's
+/// CPU work is a floor under the task's time on any drive: the copy whose
+/// reads on the capture drive took longer than the work it did meanwhile
+/// shows little think time in its trace, and only this says that the work
+/// still takes its time where the reads take none. Stored in the task CPU
+/// section (FORMAT.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TaskCpu {
+    /// The CPU time of the task's busiest thread.
+    pub busiest_thread: Nanos,
+    /// The CPU time of all its threads together.
+    pub total: Nanos,
+    /// How many of its threads ran.
+    pub threads: u32,
+}
+
+impl TaskCpu {
+    /// What makes the figures impossible (a writer bug or a crafted file).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.busiest_thread > self.total {
+            return Err(format!(
+                "its busiest thread ({} ns) ran longer than all its threads ({} ns)",
+                self.busiest_thread.0, self.total.0
+            ));
+        }
+        if self.threads == 0 && self.total > Nanos::ZERO {
+            return Err("CPU time without a thread that ran".into());
+        }
+        Ok(())
+    }
 }
 
 /// How a trace's calibration was made: each replay on the capture drive it

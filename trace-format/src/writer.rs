@@ -150,7 +150,8 @@ impl<W: Write> TraceWriter<W> {
 
     /// Flushes the last chunk and writes the task section (when
     /// `tail.task` holds anything), the calibration section (when
-    /// `tail.calibration` is set), the footer and the trailer; returns the
+    /// `tail.calibration` is set), the task CPU section (when
+    /// `tail.task.cpu` is), the footer and the trailer; returns the
     /// output and the summary.
     /// Fails if a record names a device beyond `tail.devices` (a trace
     /// without a device table may only use device 0).
@@ -175,6 +176,15 @@ impl<W: Write> TraceWriter<W> {
                 ));
             }
             sections.push(crate::section::calibration_section(replays)?);
+        }
+        if let Some(cpu) = &tail.task.cpu {
+            if tail.task.end.is_none() {
+                return Err(FormatError::Encode(
+                    "a task CPU section needs the task's \"done\" mark".into(),
+                ));
+            }
+            cpu.check().map_err(FormatError::Encode)?;
+            sections.push(crate::section::task_cpu_section(cpu)?);
         }
         for section in sections {
             self.out.write_all(&section)?;

@@ -1,7 +1,7 @@
 //! The task section (format 1.1): it round-trips through both readers, a
 //! format 1.0 file with the task in its notes reads the same, and a damaged
 //! section is refused with an error that names it. Likewise the calibration
-//! section beside it.
+//! section beside it, and the task CPU section.
 
 use trace_format::*;
 
@@ -16,6 +16,7 @@ fn marks() -> TaskMarks {
         end: Some(Nanos(2_500_000_000)),
         untraced: Some(Nanos(2_000_000_001)),
         capture_drive,
+        cpu: None,
     }
 }
 
@@ -303,4 +304,68 @@ fn a_section_of_an_unknown_kind_is_checked_and_skipped() {
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// [`marks`] with the CPU time of its threads.
+fn marks_with_cpu() -> TaskMarks {
+    TaskMarks {
+        cpu: Some(TaskCpu {
+            busiest_thread: Nanos(310_000_123),
+            total: Nanos(420_000_456),
+            threads: 7,
+        }),
+        ..marks()
+    }
+}
+
+#[test]
+fn the_task_cpu_section_round_trips_beside_the_task() {
+    let bytes = trace(Vec::new(), marks_with_cpu());
+    let (file, streamed) = tails(&bytes).unwrap();
+    assert_eq!(file.task, marks_with_cpu());
+    assert_eq!(streamed.task, marks_with_cpu());
+    // Its own section (kind 3): the task section's payload is unchanged, so
+    // a reader that does not know kind 3 skips it and keeps the marks.
+    let task_at = find(&bytes, b"TMSC").expect("the task section");
+    let at = task_at + 4 + find(&bytes[task_at + 4..], b"TMSC").expect("the task CPU section");
+    assert_eq!(u16::from_le_bytes([bytes[at + 4], bytes[at + 5]]), 3);
+    let without = trace(Vec::new(), marks());
+    assert_eq!(
+        bytes[task_at..at],
+        without[task_at..task_at + (at - task_at)],
+        "the task section is the same bytes with and without the CPU time"
+    );
+    let (older, _) = tails(&without).unwrap();
+    assert_eq!(older.task.cpu, None);
+}
+
+#[test]
+fn a_task_cpu_time_without_a_done_mark_or_impossible_is_never_written() {
+    let unmarked = TaskMarks {
+        end: None,
+        ..marks_with_cpu()
+    };
+    let e = trace_calibrated(Vec::new(), unmarked, None).expect_err("refused");
+    assert_eq!(e.kind(), FormatErrorKind::Encode, "{e}");
+    let mut impossible = marks_with_cpu();
+    impossible.cpu = Some(TaskCpu {
+        busiest_thread: Nanos(2),
+        total: Nanos(1),
+        threads: 1,
+    });
+    let e = trace_calibrated(Vec::new(), impossible, None).expect_err("refused");
+    assert_eq!(e.kind(), FormatErrorKind::Encode, "{e}");
+    assert!(e.to_string().contains("busiest thread"), "{e}");
+}
+
+#[test]
+fn a_damaged_task_cpu_section_is_refused_by_name() {
+    let bytes = trace(Vec::new(), marks_with_cpu());
+    let task_at = find(&bytes, b"TMSC").expect("the task section");
+    let at = task_at + 4 + find(&bytes[task_at + 4..], b"TMSC").expect("the task CPU section");
+    let mut bad = bytes.clone();
+    bad[at + 13] ^= 0x10;
+    let e = TraceFile::from_bytes(bad).err().expect("refused");
+    assert_eq!(e.kind(), FormatErrorKind::CorruptSection, "{e}");
+    assert!(e.to_string().contains("task CPU section"), "{e}");
 }

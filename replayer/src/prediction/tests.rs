@@ -626,3 +626,62 @@ fn a_format_1_0_trace_with_task_notes_predicts_what_its_task_section_does() {
     assert!(from_old.uncalibrated.is_some(), "calibrated");
     assert_eq!(from_old.captured, Nanos(8_300_000));
 }
+
+/// A copy as a slow capture drive shows it: each read takes 1 ms and the
+/// next follows 10 µs after it completes, while the thread did 0.8 ms of
+/// copying under each read (its CPU time, not in the trace's gaps).
+fn copy_under_slow_reads() -> (Vec<IoRecord>, TaskMarks) {
+    let recs: Vec<IoRecord> = (0..10)
+        .map(|i| rec(i * 1_010_000, Op::Read, 1_000_000, 7))
+        .collect();
+    let marks = TaskMarks {
+        end: Some(Nanos(10 * 1_010_000)),
+        cpu: Some(trace_format::TaskCpu {
+            busiest_thread: Nanos(8_000_000),
+            total: Nanos(8_500_000),
+            threads: 2,
+        }),
+        ..TaskMarks::default()
+    };
+    (recs, marks)
+}
+
+#[test]
+fn no_drive_predicts_a_task_below_its_busiest_threads_cpu_time() {
+    let (recs, marks) = copy_under_slow_reads();
+    // Reads of 10 µs: the waits alone would leave 10 x 20 µs.
+    let fast = predict(&recs, marks, |_, _| 10_000, 1);
+    assert_eq!(ns(fast.predicted), [8_000_000; 3]);
+    let unfloored = predict(
+        &recs,
+        TaskMarks {
+            cpu: None,
+            ..marks
+        },
+        |_, _| 10_000,
+        1,
+    );
+    assert_eq!(unfloored.predicted(DependencyModel::Blocking).0, 200_000);
+    // A slower drive is above the floor and keeps its shift.
+    let slow = predict(&recs, marks, |_, _| 2_000_000, 1);
+    assert_eq!(
+        slow.predicted(DependencyModel::Blocking).0,
+        10 * 1_010_000 + 10 * 1_000_000
+    );
+}
+
+#[test]
+fn the_cpu_floor_holds_calibrated_and_uncalibrated_predictions() {
+    let (recs, mut marks) = copy_under_slow_reads();
+    marks.untraced = Some(Nanos(9_000_000));
+    marks.capture_drive = ModelTimes::from_fn(|_| Some(Nanos(10_100_000)));
+    let p = predict(&recs, marks, |_, _| 10_000, 1);
+    assert_eq!(ns(p.predicted), [8_000_000; 3]);
+    assert_eq!(p.uncalibrated(DependencyModel::Blocking).0, 8_000_000);
+    // Unmarked (no "done" point), the CPU time measured between marks is
+    // not the span's, and holds nothing.
+    marks.end = None;
+    let unmarked = predict(&recs, marks, |_, _| 10_000, 1);
+    assert!(!unmarked.marked);
+    assert!(unmarked.predicted(DependencyModel::Blocking).0 < 8_000_000);
+}

@@ -85,6 +85,7 @@ pub(super) fn attach_task(footer: &mut Footer, sections: Sections) -> Result<(),
         Some(task) => task,
         None => TaskMarks::from_legacy_notes(&mut footer.tail.notes),
     };
+    footer.tail.task.cpu = sections.task_cpu;
     footer.tail.calibration = sections.calibration;
     Ok(())
 }
