@@ -185,6 +185,18 @@ pub struct TaskJson {
     /// The task's time in an untraced run on the capture drive.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub untraced_ns: Option<u64>,
+    /// The CPU time its threads ran between the marks at capture.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<TaskCpuJson>,
+}
+
+/// A task's CPU time between its marks, as captured.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskCpuJson {
+    /// Its busiest thread's: no prediction goes below it.
+    pub busiest_thread_ns: u64,
+    pub total_ns: u64,
+    pub threads: u32,
 }
 
 /// The replays a trace's calibration is the median of.
@@ -218,6 +230,11 @@ impl TaskJson {
             start_after_ns: t.start_after.map(|n| n.0),
             start_before_ns: t.start_before.map(|n| n.0),
             untraced_ns: t.untraced.map(|n| n.0),
+            cpu: t.cpu.map(|c| TaskCpuJson {
+                busiest_thread_ns: c.busiest_thread.0,
+                total_ns: c.total.0,
+                threads: c.threads,
+            }),
         }
     }
 }

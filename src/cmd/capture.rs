@@ -33,7 +33,7 @@ each bio was submitted, latency runs to the bio's completion, and the capture sa
 `--events bio` traces the bios of a request-based disk too (what the application submitted, \
 before merging). The summary line names the events used.
 
-Task marks: with COMMAND, the trace records where the task started and ended on its clock, for the predicted task time of a replay: the command's start and exit, or, where the command says so itself, `kill -USR2 $TRACEMARK_CAPTURE_PID` (the task starts) and `kill -USR1 $TRACEMARK_CAPTURE_PID` (the task is done, e.g. its window is up; the I/O after it is still traced). `--untraced DUR` stores the task's time measured in an untraced run on the same drive.
+Task marks: with COMMAND, the trace records where the task started and ended on its clock, for the predicted task time of a replay: the command's start and exit, or, where the command says so itself, `kill -USR2 $TRACEMARK_CAPTURE_PID` (the task starts) and `kill -USR1 $TRACEMARK_CAPTURE_PID` (the task is done, e.g. its window is up; the I/O after it is still traced). `--untraced DUR` stores the task's time measured in an untraced run on the same drive. The capture also keeps the CPU time the command's threads ran between the marks (`info` shows it); no predicted task time goes below that of the busiest thread.
 
 Examples:
   sudo tracemark capture --device /dev/nvme0n1 --duration 60s -o boot.tmt

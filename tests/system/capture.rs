@@ -744,6 +744,55 @@ fn a_capture_marks_the_task_the_command_signals_and_its_untraced_time() {
 }
 
 #[test]
+fn a_capture_keeps_the_cpu_time_of_the_tasks_threads_between_its_marks() {
+    let Some(t) = SystemTest::with_tracefs(&[]) else {
+        return;
+    };
+    let dev = t.loop_device(64);
+    let out = t.dir().join("cpu.tmt");
+    // Spins on the wall clock for the seconds it is given.
+    let spin = t.dir().join("spin.py");
+    fs::write(
+        &spin,
+        "import sys, time\ne = time.time() + float(sys.argv[1])\nwhile time.time() < e: pass\n",
+    )
+    .unwrap();
+    let spin = spin.display();
+    // A second of CPU work before the start mark and after the done mark,
+    // 0.3 s in the task in a child of a child, and some reads.
+    let script = format!(
+        "python3 {spin} 1; kill -USR2 $TRACEMARK_CAPTURE_PID; sh -c 'python3 {spin} 0.3'; {}; \
+         kill -USR1 $TRACEMARK_CAPTURE_PID; python3 {spin} 1",
+        dd(&dev.path, Op::Read, 0, 64 * KIB, 4),
+    );
+    capture_script(&dev.path, &out, &[], &script);
+    let marks = TraceFile::open(&out).unwrap().footer().tail.task;
+    let span = marks.captured().expect("marks").0;
+    let cpu = marks.cpu.expect("the task's CPU time");
+    // The work ran in the task's window, whatever else the machine runs:
+    // at least a share of its 0.3 s, never the seconds outside the marks.
+    assert!(
+        cpu.busiest_thread.0 >= 50_000_000,
+        "busiest thread {} ns",
+        cpu.busiest_thread.0
+    );
+    assert!(cpu.busiest_thread <= cpu.total);
+    assert!(
+        cpu.total.0 <= span + 50_000_000,
+        "{} ns of CPU in a {span} ns span: time outside the marks was counted",
+        cpu.total.0
+    );
+    assert!(
+        cpu.threads >= 2,
+        "python, dd and the shells: {}",
+        cpu.threads
+    );
+    let info = tracemark().arg("info").arg(&out).output().unwrap();
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(text.contains("in its busiest thread"), "{text}");
+}
+
+#[test]
 fn a_capture_without_marks_signalled_marks_the_command_start_and_exit() {
     let Some(t) = SystemTest::with_tracefs(&[]) else {
         return;

@@ -88,6 +88,16 @@ impl RunningCommand {
         })
     }
 
+    /// The command's pid and its start (CLOCK_MONOTONIC ns), when one runs.
+    pub(super) fn started(&self) -> Option<(u32, u64)> {
+        Some((self.child.as_ref()?.id(), self.spawned_mono?))
+    }
+
+    /// When its exit was seen (CLOCK_MONOTONIC ns).
+    pub(super) fn exited_mono(&self) -> Option<u64> {
+        self.exited_mono
+    }
+
     /// Whether the command has exited (always false without one).
     pub(super) fn exited(&mut self) -> Result<bool, CaptureError> {
         let Some(child) = self.child.as_mut() else {

@@ -87,6 +87,7 @@ mod ring;
 mod session;
 mod signals;
 mod stream;
+mod task_cpu;
 mod text_pipe;
 mod view;
 mod wall_offset;
@@ -115,6 +116,7 @@ use device::no_completions;
 use session::Tracing;
 use signals::{StopSignals, STOP_REQUESTED};
 use stream::EventStream;
+use task_cpu::CpuMeter;
 use text_pipe::PipeRead;
 use view::CaptureView;
 use wall_offset::ClockOffset;
@@ -402,13 +404,17 @@ pub fn capture(
     tracing.switch(true)?;
     let started = Instant::now();
     on_started(&device);
-    let mut command = RunningCommand::spawn(&opts.command)?;
+    let (mut command, meter) = start_command(opts, &tracing, &mut messages)?;
     let stop = read_until_stop(&mut stream, &mut view, &mut command, opts.duration, started)?;
     if stop == StopReason::Interrupted {
         command.interrupt();
     }
+    if let (Some(meter), Some(exited)) = (&meter, command.exited_mono()) {
+        meter.command_exited(exited);
+    }
 
     // Stop tracing, then drain what the buffer still holds.
+    let task_cpu = meter.and_then(|m| m.finish(&mut messages));
     tracing.switch(false)?;
     let traced_for = started.elapsed();
     let (lost, reader) = drain(stream, &tracing, &mut view)?;
@@ -422,6 +428,9 @@ pub fn capture(
         outcome.origin.filter(|_| tracing.mono),
         opts.untraced,
     );
+    if outcome.tail.task.end.is_some() {
+        outcome.tail.task.cpu = task_cpu;
+    }
     // Never silently: a bio capture whose completions the kernel did not
     // trace has no latencies, and the trace says so.
     if let Some(message) = no_completions(events, &device, starts, completions, &tracing.missing) {
@@ -457,6 +466,24 @@ pub fn capture(
         messages,
         not_restored,
     })
+}
+
+/// Starts the command, if any, with its threads' CPU time metered.
+fn start_command(
+    opts: &CaptureOptions,
+    tracing: &Tracing,
+    messages: &mut Vec<String>,
+) -> Result<(RunningCommand, Option<CpuMeter>), CaptureError> {
+    let meter = if opts.command.is_empty() {
+        None
+    } else {
+        CpuMeter::start(tracing.root(), messages)
+    };
+    let command = RunningCommand::spawn(&opts.command)?;
+    if let (Some(meter), Some((pid, spawned))) = (&meter, command.started()) {
+        meter.command_started(pid, spawned);
+    }
+    Ok((command, meter))
 }
 
 /// How a capture's events become records: the first event of `events` is

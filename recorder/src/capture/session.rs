@@ -529,6 +529,11 @@ impl Tracing {
         })
     }
 
+    /// Where tracefs is mounted for the capture.
+    pub(super) fn root(&self) -> &Path {
+        &self.mount.root
+    }
+
     /// Switches tracing on or off.
     pub(super) fn switch(&mut self, on: bool) -> Result<(), CaptureError> {
         write_setting(&self.dir.path("tracing_on"), if on { "1" } else { "0" })

@@ -652,15 +652,7 @@ fn no_drive_predicts_a_task_below_its_busiest_threads_cpu_time() {
     // Reads of 10 µs: the waits alone would leave 10 x 20 µs.
     let fast = predict(&recs, marks, |_, _| 10_000, 1);
     assert_eq!(ns(fast.predicted), [8_000_000; 3]);
-    let unfloored = predict(
-        &recs,
-        TaskMarks {
-            cpu: None,
-            ..marks
-        },
-        |_, _| 10_000,
-        1,
-    );
+    let unfloored = predict(&recs, TaskMarks { cpu: None, ..marks }, |_, _| 10_000, 1);
     assert_eq!(unfloored.predicted(DependencyModel::Blocking).0, 200_000);
     // A slower drive is above the floor and keeps its shift.
     let slow = predict(&recs, marks, |_, _| 2_000_000, 1);

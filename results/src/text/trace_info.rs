@@ -310,6 +310,15 @@ fn task(out: &mut String, t: &TaskMarks, c: Option<&CalibrationReplays>) {
             let _ = writeln!(out, "  untraced       not measured (capture --untraced)");
         }
     }
+    if let Some(cpu) = t.cpu {
+        let _ = writeln!(
+            out,
+            "  task CPU       {} in its busiest thread, {} in {} threads (no prediction below the first)",
+            d(cpu.busiest_thread),
+            d(cpu.total),
+            cpu.threads
+        );
+    }
     if t.capture_drive.is_set() {
         let models: Vec<String> = t
             .capture_drive
