@@ -197,8 +197,13 @@ fn capture_drive_prediction(t: &TraceResult) -> ModelTimes {
         return ModelTimes::default();
     };
     // A replay of a trace that was calibrated before: its uncalibrated
-    // figures are the ones set against the capture's latencies.
-    let models = task.uncalibrated.as_ref().unwrap_or(&task.models);
+    // figures are the ones set against the capture's latencies. Either way
+    // the model's own figures, not the CPU floor that held them up.
+    let models = task
+        .uncalibrated
+        .as_ref()
+        .or(task.unfloored.as_ref())
+        .unwrap_or(&task.models);
     ModelTimes::from_fn(|m| {
         models
             .get(m.name())

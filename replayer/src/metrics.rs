@@ -93,6 +93,12 @@ pub fn task_time(p: &TaskTimePrediction) -> TaskTime {
                 .map(|m| (m.name().to_string(), secs(p.uncalibrated(*m))))
                 .collect()
         }),
+        cpu_floor_s: p.cpu_floor.map(secs),
+        unfloored: p.unfloored.map(|u| {
+            u.iter()
+                .map(|(m, ns)| (m.name().to_string(), secs(ns)))
+                .collect()
+        }),
         calibrated_at: None,
         predicted_spread: None,
         breakdown: Some(results::breakdown::Breakdown::new(
@@ -125,10 +131,20 @@ fn mean_task_time(passes: &[TaskTime]) -> Option<TaskTime> {
     let models = mean_models(&passes.iter().map(|t| &t.models).collect::<Vec<_>>());
     let uncalibrated: Option<Vec<&BTreeMap<String, f64>>> =
         passes.iter().map(|t| t.uncalibrated.as_ref()).collect();
+    // Held up in some pass: the mean of each pass's figure before the floor.
+    let unfloored = passes.iter().any(|t| t.unfloored.is_some()).then(|| {
+        mean_models(
+            &passes
+                .iter()
+                .map(|t| t.unfloored.as_ref().unwrap_or(&t.models))
+                .collect::<Vec<_>>(),
+        )
+    });
     Some(TaskTime {
         predicted_s: mean(&predicted),
         models,
         uncalibrated: uncalibrated.map(|u| mean_models(&u)),
+        unfloored,
         predicted_spread: Some(Spread::of(&predicted)),
         breakdown: passes
             .iter()

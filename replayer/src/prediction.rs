@@ -72,12 +72,19 @@ pub struct TaskTimePrediction {
     /// carries the capture drive's prediction).
     pub predicted: ModelTimes,
     /// Before calibration: the untraced time plus this replay's shift from
-    /// the captured latencies, every model set; `None` for an uncalibrated
-    /// trace.
+    /// the captured latencies, every model set, not held up by the CPU floor
+    /// (what a calibration sets later replays against); `None` for an
+    /// uncalibrated trace.
     pub uncalibrated: Option<ModelTimes>,
     /// The primary model's path of waits to the task's end, per class of
     /// I/O (latencies on the target).
     pub waits: Vec<ClassWaits>,
+    /// The CPU time of the task's busiest thread at capture, when the trace
+    /// keeps it: no model's prediction goes below it.
+    pub cpu_floor: Option<Nanos>,
+    /// The prediction before that floor, every model set, when the floor
+    /// held any model up.
+    pub unfloored: Option<ModelTimes>,
 }
 
 impl TaskTimePrediction {
@@ -608,16 +615,18 @@ impl TaskTimeModel {
         path: &Path,
     ) -> TaskTimePrediction {
         let capture_drive = &self.marks.capture_drive;
-        let floor = self.cpu_floor(marked);
+        let cpu_floor = self.cpu_floor(marked);
+        let calibrated = calibrate(raw, base, capture_drive);
+        let predicted = floored(calibrated, cpu_floor);
         TaskTimePrediction {
             captured: Nanos(captured),
             untraced: self.marks.untraced,
             marked,
-            predicted: floored(calibrate(raw, base, capture_drive), floor),
-            uncalibrated: capture_drive
-                .is_set()
-                .then(|| floored(model_times(raw), floor)),
+            predicted,
+            uncalibrated: capture_drive.is_set().then(|| model_times(raw)),
             waits: waits::class_waits(path),
+            cpu_floor,
+            unfloored: (predicted != calibrated).then_some(calibrated),
         }
     }
 

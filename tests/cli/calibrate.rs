@@ -180,6 +180,54 @@ fn a_calibrated_trace_predicts_the_untraced_time_plus_the_difference_from_the_ca
     );
 }
 
+/// A trace whose busiest thread ran longer than any drive's waits: every
+/// prediction is held at that CPU time, the JSON says what it held up, and
+/// a calibration from it stores the model's own figure, not the floor.
+#[test]
+fn the_cpu_floor_holds_the_prediction_and_a_calibration_keeps_the_models_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let floor_ns = 10 * UNTRACED_NS;
+    let cpu = trace_format::TaskCpu {
+        busiest_thread: Nanos(floor_ns),
+        total: Nanos(floor_ns + 1),
+        threads: 2,
+    };
+    crate::support::replay::write_marked_trace_with_cpu(
+        &dir.path().join("chain.tmt"),
+        20,
+        UNTRACED_NS,
+        Some(cpu),
+    );
+    let (report, first) = replay_passes(dir.path(), "chain.tmt", "2", &[], "first.json");
+    assert!(
+        report.contains("held at its busiest thread's CPU time at capture, 0.800 s"),
+        "{report}"
+    );
+    let task = &first["traces"][0]["task"];
+    let floor_s = floor_ns as f64 / 1e9;
+    assert_eq!(task["cpu_floor_s"].as_f64(), Some(floor_s), "{task}");
+    for (model, s) in models(task, "models") {
+        assert!((s - floor_s).abs() < 1e-9, "{model} held at the floor: {s}");
+    }
+    let unfloored = models(task, "unfloored");
+    assert_eq!(unfloored.len(), 3, "{task}");
+    assert!(unfloored.iter().all(|(_, s)| *s < floor_s), "{unfloored:?}");
+
+    calibrate_ok(dir.path(), &["chain.tmt", "--from", "first.json"]);
+    let marks = TraceFile::open(dir.path().join("chain.tmt"))
+        .unwrap()
+        .footer()
+        .tail
+        .task;
+    assert_eq!(marks.cpu, Some(cpu), "the calibration keeps the CPU time");
+    let blocking = unfloored.iter().find(|(k, _)| k == "blocking").unwrap().1;
+    assert_eq!(
+        marks.capture_drive.get(DependencyModel::Blocking),
+        Some(Nanos((blocking * 1e9).round() as u64)),
+        "the capture drive's figure is the model's, not the floor"
+    );
+}
+
 /// Several calibration replays: the trace carries the median of their
 /// predictions per model, and a refused one among them refuses them all.
 #[test]

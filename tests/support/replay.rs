@@ -193,6 +193,16 @@ pub fn no_merges(dev_name: &str) {
 /// apart), its done mark after the last read and its untraced time: a
 /// trace `calibrate` accepts a realtime replay of.
 pub fn write_marked_trace(path: &Path, reads: u64, untraced_ns: u64) -> Vec<IoRecord> {
+    write_marked_trace_with_cpu(path, reads, untraced_ns, None)
+}
+
+/// [`write_marked_trace`] with the task's CPU time at capture.
+pub fn write_marked_trace_with_cpu(
+    path: &Path,
+    reads: u64,
+    untraced_ns: u64,
+    cpu: Option<trace_format::TaskCpu>,
+) -> Vec<IoRecord> {
     let recs: Vec<IoRecord> = (0..reads)
         .map(|i| with_latency(rec(i * 1_000, Op::Read, i * 64 * KIB, 64 * KIB), 400))
         .collect();
@@ -208,6 +218,7 @@ pub fn write_marked_trace(path: &Path, reads: u64, untraced_ns: u64) -> Vec<IoRe
     let marks = trace_format::TaskMarks {
         end: Some(trace_format::Nanos(reads * 1_000_000 + 500_000)),
         untraced: Some(trace_format::Nanos(untraced_ns)),
+        cpu,
         ..trace_format::TaskMarks::default()
     };
     let tail = TraceTail {

@@ -654,8 +654,10 @@ fn no_drive_predicts_a_task_below_its_busiest_threads_cpu_time() {
     assert_eq!(ns(fast.predicted), [8_000_000; 3]);
     let unfloored = predict(&recs, TaskMarks { cpu: None, ..marks }, |_, _| 10_000, 1);
     assert_eq!(unfloored.predicted(DependencyModel::Blocking).0, 200_000);
+    assert_eq!(ns(fast.unfloored.expect("held up")), [200_000; 3]);
     // A slower drive is above the floor and keeps its shift.
     let slow = predict(&recs, marks, |_, _| 2_000_000, 1);
+    assert_eq!(slow.unfloored, None);
     assert_eq!(
         slow.predicted(DependencyModel::Blocking).0,
         10 * 1_010_000 + 10 * 1_000_000
@@ -669,7 +671,11 @@ fn the_cpu_floor_holds_calibrated_and_uncalibrated_predictions() {
     marks.capture_drive = ModelTimes::from_fn(|_| Some(Nanos(10_100_000)));
     let p = predict(&recs, marks, |_, _| 10_000, 1);
     assert_eq!(ns(p.predicted), [8_000_000; 3]);
-    assert_eq!(p.uncalibrated(DependencyModel::Blocking).0, 8_000_000);
+    assert_eq!(p.cpu_floor, Some(Nanos(8_000_000)));
+    // What it held up, and the figure a calibration sets replays against,
+    // stay as the model has them.
+    assert_eq!(ns(p.unfloored.expect("held up")), [0; 3]);
+    assert_eq!(p.uncalibrated(DependencyModel::Blocking).0, 0);
     // Unmarked (no "done" point), the CPU time measured between marks is
     // not the span's, and holds nothing.
     marks.end = None;

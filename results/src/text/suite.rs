@@ -307,6 +307,16 @@ fn notes(out: &mut String, r: &SuiteResult, t: &TraceResult) {
             "{name}: predicted task time {:.3} s on this target (as captured {:.3} s{untraced}; {}; dependencies: {}{calibrated})",
             task.predicted_s, task.captured_s, task.span, task.model
         );
+        // The floor held it: what the waits alone gave stays in sight.
+        if let (Some(floor), Some(below)) = (
+            task.cpu_floor_s,
+            task.unfloored.as_ref().and_then(|u| u.get(&task.model)),
+        ) {
+            let _ = writeln!(
+                out,
+                "{name}: held at its busiest thread's CPU time at capture, {floor:.3} s (the waits alone give {below:.3} s)"
+            );
+        }
         if let Some(b) = &task.breakdown {
             out.push_str(&super::breakdown::trace_line(&name, b));
         }
@@ -332,6 +342,8 @@ mod tests {
                 untraced_s: None,
                 span: "task marks".into(),
                 uncalibrated: None,
+                cpu_floor_s: None,
+                unfloored: None,
                 calibrated_at: None,
                 predicted_spread: None,
                 breakdown: None,
@@ -388,6 +400,8 @@ mod tests {
                 span: "task marks".into(),
                 // Only the first trace was calibrated.
                 uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
+                cpu_floor_s: None,
+                unfloored: None,
                 calibrated_at: None,
                 predicted_spread: None,
                 breakdown: None,
