@@ -372,6 +372,11 @@ def main():
             # capture's own latencies).
             for k, v in (pred.get("uncalibrated") or {}).items():
                 models[f"uncalibrated {k}"] = v
+            # Before the floor of the busiest thread's CPU time, where the
+            # trace has one (the replay keeps what the floor held up).
+            if pred.get("cpu_floor_s") is not None:
+                for k, v in (pred.get("unfloored") or pred.get("models") or {}).items():
+                    models[f"before the CPU floor {k}"] = v
             # The same shifts from the capture's own span instead of the
             # untraced time: the drive's added time relative to the capture's
             # latencies, over the capture's think time.
@@ -412,13 +417,15 @@ def main():
     pace_section(p, drives, load_pace(args.dir), load_run_pace(args.dir))
     host_section(p, tasks, drives, times, load_host(args.dir))
     p("")
-    p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20}")
+    p(f"{'task':<26} {'captured s':>11} {'untraced s':>11} {'captured / untraced':>20} {'busiest thread CPU s':>21}")
     for task in tasks:
         r = replays[task].get(cap) or next(iter(replays[task].values()), None)
         pred = (r or {}).get("task", {}) or {}
         c, u = pred.get("captured_s"), pred.get("untraced_s")
+        floor = pred.get("cpu_floor_s")
+        floor = f"{floor:.3f}" if floor is not None else "-"
         if c and u:
-            p(f"{task:<26} {c:>11.3f} {u:>11.3f} {c / u:>20.3f}")
+            p(f"{task:<26} {c:>11.3f} {u:>11.3f} {c / u:>20.3f} {floor:>21}")
 
     # Pairs.
     p("")
