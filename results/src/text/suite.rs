@@ -308,10 +308,12 @@ fn notes(out: &mut String, r: &SuiteResult, t: &TraceResult) {
             task.predicted_s, task.captured_s, task.span, task.model
         );
         // The floor held it: what the waits alone gave stays in sight.
-        if let (Some(floor), Some(below)) = (
-            task.cpu_floor_s,
-            task.unfloored.as_ref().and_then(|u| u.get(&task.model)),
-        ) {
+        let held = task.cpu_floor_s.zip(
+            task.unfloored
+                .as_ref()
+                .and_then(|u| u.get(&task.model).copied()),
+        );
+        if let Some((floor, below)) = held.filter(|(floor, below)| below < floor) {
             let _ = writeln!(
                 out,
                 "{name}: held at its busiest thread's CPU time at capture, {floor:.3} s (the waits alone give {below:.3} s)"
@@ -353,6 +355,42 @@ mod tests {
         let want = format!("suite task time: {:.3} s", 1.5 * n * (n + 1.0) / 2.0);
         assert!(format_table(&r).contains(&want), "{}", format_table(&r));
         assert!(!format_table(&r).contains('*'), "{}", format_table(&r));
+    }
+
+    #[test]
+    fn the_cpu_floor_is_named_only_where_it_held_the_primary_model_up() {
+        let text = include_str!("../../tests/fixtures/suite-a.json");
+        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
+        let task = |blocking_before: f64, predicted_s: f64| TaskTime {
+            predicted_s,
+            model: "blocking".into(),
+            models: [("blocking".to_string(), predicted_s)].into(),
+            captured_s: 1.0,
+            untraced_s: Some(1.0),
+            span: "task marks".into(),
+            uncalibrated: None,
+            cpu_floor_s: Some(0.5),
+            unfloored: Some(
+                [
+                    ("blocking".to_string(), blocking_before),
+                    ("all".to_string(), 0.25),
+                ]
+                .into(),
+            ),
+            calibrated_at: None,
+            predicted_spread: None,
+            breakdown: None,
+        };
+        r.traces[0].task = Some(task(0.25, 0.5));
+        let held = format_table(&r);
+        assert!(
+            held.contains("held at its busiest thread's CPU time at capture, 0.500 s (the waits alone give 0.250 s)"),
+            "{held}"
+        );
+        // Only another model was held up: nothing to say of this one.
+        r.traces[0].task = Some(task(0.7, 0.7));
+        let not_held = format_table(&r);
+        assert!(!not_held.contains("busiest thread"), "{not_held}");
     }
 
     #[test]
