@@ -1,8 +1,9 @@
 //! The CPU time a traced command's threads ran between the task's marks:
 //! a private tracing instance records the scheduler's runtime updates
-//! (`sched_stat_runtime`) and forks (`sched_process_fork`) of the command
-//! and everything it starts (`set_event_pid` with `event-fork`), and a
-//! thread of the capture sums them per thread as they come. The busiest
+//! (`sched_stat_runtime`) and forks (`sched_process_fork`) of the capture's
+//! children (`set_event_pid` of the capture with `event-fork`, which adds
+//! each process or thread they start), and a thread of the capture sums
+//! them per thread of the command's tree as they come. The busiest
 //! thread's time is a floor under the task's time on any drive (see
 //! `trace_format::TaskCpu`).
 
@@ -235,11 +236,18 @@ impl CpuMeter {
     /// and why in `messages`, where the kernel cannot.
     pub(super) fn start(root: &Path, messages: &mut Vec<String>) -> Option<CpuMeter> {
         let mut ignored = Vec::new();
-        let dir = TraceDir::open(root, true, &mut ignored).ok()?;
-        if !dir.instance {
-            messages.push("the task's CPU time is not measured: no tracing instance for it".into());
-            return None;
-        }
+        let dir = match TraceDir::open(root, true, &mut ignored) {
+            Ok(dir) if dir.instance => dir,
+            Ok(_) => {
+                messages
+                    .push("the task's CPU time is not measured: no tracing instance for it".into());
+                return None;
+            }
+            Err(e) => {
+                messages.push(format!("the task's CPU time is not measured: {e}"));
+                return None;
+            }
+        };
         match Self::set_up(dir) {
             Ok(meter) => Some(meter),
             Err(why) => {
@@ -314,7 +322,10 @@ impl CpuMeter {
                 messages.push(format!("the task's CPU time is not measured: {e}"));
                 return None;
             }
-            Err(_) => return None,
+            Err(_) => {
+                messages.push("the task's CPU time is not measured: its reader failed".into());
+                return None;
+            }
         };
         let signalled_start = signals::task_marks_sent().0.is_some();
         match ledger.task_cpu(signalled_start) {
