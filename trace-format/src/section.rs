@@ -151,33 +151,34 @@ pub(crate) fn parse_section(block: &[u8], into: &mut Sections) -> Result<(), For
     }
     let payload = &block[SECTION_HEAD_LEN..body_end];
     match kind {
-        Kind::Task => {
-            if into.task.is_some() {
-                return Err(corrupt(kind, "the file holds two task sections"));
-            }
-            let marks: TaskMarks = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
-            marks.check().map_err(|e| corrupt(kind, e))?;
-            into.task = Some(marks);
-        }
-        Kind::Calibration => {
-            if into.calibration.is_some() {
-                return Err(corrupt(kind, "the file holds two calibration sections"));
-            }
-            let replays: CalibrationReplays = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
-            if replays.predictions.is_empty() {
-                return Err(corrupt(kind, "it holds no replay"));
-            }
-            into.calibration = Some(replays);
-        }
-        Kind::TaskCpu => {
-            if into.task_cpu.is_some() {
-                return Err(corrupt(kind, "the file holds two task CPU sections"));
-            }
-            let cpu: TaskCpu = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
-            cpu.check().map_err(|e| corrupt(kind, e))?;
-            into.task_cpu = Some(cpu);
-        }
+        Kind::Task => store(kind, payload, &mut into.task, TaskMarks::check),
+        Kind::Calibration => store(
+            kind,
+            payload,
+            &mut into.calibration,
+            CalibrationReplays::check,
+        ),
+        Kind::TaskCpu => store(kind, payload, &mut into.task_cpu, TaskCpu::check),
     }
+}
+
+/// Decodes the payload of a section of `kind`, checks it with `check` and
+/// puts it in `slot`: a file holds at most one section of each kind.
+fn store<T: serde::de::DeserializeOwned>(
+    kind: Kind,
+    payload: &[u8],
+    slot: &mut Option<T>,
+    check: impl FnOnce(&T) -> Result<(), String>,
+) -> Result<(), FormatError> {
+    if slot.is_some() {
+        return Err(corrupt(
+            kind,
+            format!("the file holds two {} sections", kind.name()),
+        ));
+    }
+    let value: T = decode_meta(payload).map_err(|e| corrupt(kind, e))?;
+    check(&value).map_err(|e| corrupt(kind, e))?;
+    *slot = Some(value);
     Ok(())
 }
 
@@ -217,4 +218,68 @@ pub(crate) fn parse_sections(mut bytes: &[u8]) -> Result<Sections, FormatError> 
         bytes = &bytes[total..];
     }
     Ok(sections)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Nanos, TaskCpu};
+
+    fn marks() -> TaskMarks {
+        TaskMarks {
+            end: Some(Nanos(1_000)),
+            ..TaskMarks::default()
+        }
+    }
+
+    fn refusal(blocks: &[Vec<u8>]) -> String {
+        let bytes = blocks.concat();
+        match parse_sections(&bytes) {
+            Ok(sections) => panic!("read {sections:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_second_section_of_a_kind_is_refused_by_name() {
+        let task = task_section(&marks()).unwrap();
+        let cpu = task_cpu_section(&TaskCpu {
+            busiest_thread: Nanos(5),
+            total: Nanos(7),
+            threads: 2,
+        })
+        .unwrap();
+        let one = parse_sections(&[task.clone(), cpu.clone()].concat()).unwrap();
+        assert_eq!(one.task, Some(marks()));
+        assert_eq!(one.task_cpu.map(|c| c.threads), Some(2));
+        let e = refusal(&[task.clone(), cpu.clone(), task.clone()]);
+        assert!(e.contains("two task sections"), "{e}");
+        let e = refusal(&[task, cpu.clone(), cpu]);
+        assert!(e.contains("two task CPU sections"), "{e}");
+    }
+
+    #[test]
+    fn a_calibration_of_no_replay_is_refused() {
+        let empty = section(Kind::Calibration, &CalibrationReplays::default()).unwrap();
+        let e = refusal(&[empty]);
+        assert!(
+            e.contains("calibration section") && e.contains("holds no replay"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn impossible_cpu_figures_are_refused_when_read() {
+        let cpu = section(
+            Kind::TaskCpu,
+            &TaskCpu {
+                busiest_thread: Nanos(9),
+                total: Nanos(7),
+                threads: 2,
+            },
+        )
+        .unwrap();
+        let e = refusal(&[task_section(&marks()).unwrap(), cpu]);
+        assert!(e.contains("busiest thread"), "{e}");
+    }
 }

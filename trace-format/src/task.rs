@@ -187,6 +187,16 @@ pub struct CalibrationReplays {
     pub predictions: Vec<ModelTimes>,
 }
 
+impl CalibrationReplays {
+    /// What makes the calibration impossible: a median of no replay.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if self.predictions.is_empty() {
+            return Err("it holds no replay".into());
+        }
+        Ok(())
+    }
+}
+
 /// The note keys format 1.0 stored the task under.
 mod legacy_note {
     pub const START_BEFORE: &str = "task: start, ns before time 0";
