@@ -615,7 +615,7 @@ impl TaskTimeModel {
         path: &Path,
     ) -> TaskTimePrediction {
         let capture_drive = &self.marks.capture_drive;
-        let cpu_floor = self.cpu_floor(marked);
+        let cpu_floor = self.cpu_floor(marked, captured);
         let calibrated = calibrate(raw, base, capture_drive);
         let predicted = floored(calibrated, cpu_floor);
         TaskTimePrediction {
@@ -631,13 +631,21 @@ impl TaskTimeModel {
     }
 
     /// The least time the task can take on any drive: the CPU time its
-    /// busiest thread ran between the marks at capture. Only for a marked
-    /// span (the time was measured between the marks).
-    fn cpu_floor(&self, marked: bool) -> Option<Nanos> {
-        self.marks
-            .cpu
-            .filter(|_| marked)
-            .map(|cpu| cpu.busiest_thread)
+    /// busiest thread ran between the marks at capture, at the pace of the
+    /// untraced runs the prediction starts from. A capture that took longer
+    /// than the untraced time ran its work slower (the host's pace moves
+    /// from run to run, tracing costs a little), so its CPU time is scaled by
+    /// untraced / captured; a faster capture keeps its own. Only for a
+    /// marked span (the time was measured between the marks).
+    fn cpu_floor(&self, marked: bool, captured: u64) -> Option<Nanos> {
+        let busiest = self.marks.cpu.filter(|_| marked)?.busiest_thread.0;
+        let pace = match self.marks.untraced {
+            Some(untraced) if untraced.0 < captured => (untraced.0, captured),
+            _ => (1, 1),
+        };
+        Some(Nanos(
+            (u128::from(busiest) * u128::from(pace.0) / u128::from(pace.1)) as u64,
+        ))
     }
 }
 

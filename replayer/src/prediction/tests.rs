@@ -670,12 +670,19 @@ fn the_cpu_floor_holds_calibrated_and_uncalibrated_predictions() {
     marks.untraced = Some(Nanos(9_000_000));
     marks.capture_drive = ModelTimes::from_fn(|_| Some(Nanos(10_100_000)));
     let p = predict(&recs, marks, |_, _| 10_000, 1);
-    assert_eq!(ns(p.predicted), [8_000_000; 3]);
-    assert_eq!(p.cpu_floor, Some(Nanos(8_000_000)));
+    // The capture took 10.1 ms, the untraced runs 9.0: its CPU time is
+    // taken at their pace, 8.0 x 9.0 / 10.1 ms.
+    assert_eq!(p.cpu_floor, Some(Nanos(7_128_712)));
+    assert_eq!(ns(p.predicted), [7_128_712; 3]);
     // What it held up, and the figure a calibration sets replays against,
     // stay as the model has them.
     assert_eq!(ns(p.unfloored.expect("held up")), [0; 3]);
     assert_eq!(p.uncalibrated(DependencyModel::Blocking).0, 0);
+    // A capture faster than the untraced runs keeps its own CPU time.
+    marks.untraced = Some(Nanos(11_000_000));
+    let faster = predict(&recs, marks, |_, _| 10_000, 1);
+    assert_eq!(faster.cpu_floor, Some(Nanos(8_000_000)));
+    assert_eq!(ns(faster.predicted), [8_000_000; 3]);
     // Unmarked (no "done" point), the CPU time measured between marks is
     // not the span's, and holds nothing.
     marks.end = None;

@@ -247,8 +247,9 @@ pub struct TaskTime {
     /// time plus this replay's difference from the capture drive's replay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncalibrated: Option<BTreeMap<String, f64>>,
-    /// The CPU time of the task's busiest thread at capture, s, when the
-    /// trace keeps it: no prediction goes below it.
+    /// The CPU time of the task's busiest thread at capture, s, at the
+    /// untraced runs' pace, when the trace keeps it: no prediction goes
+    /// below it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_floor_s: Option<f64>,
     /// The prediction per model before that floor, s, when the floor held
