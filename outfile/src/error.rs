@@ -25,6 +25,8 @@ pub enum OutputError {
     IsInput { output: PathBuf, input: PathBuf },
     #[error("{} is the results database {}; refusing to write an output over it (give another output path)", output.display(), db.display())]
     IsDatabase { output: PathBuf, db: PathBuf },
+    #[error("{} and {} are the same file; refusing to write one output over another (give each its own path)", first.display(), second.display())]
+    SameOutput { first: PathBuf, second: PathBuf },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
 }

@@ -16,8 +16,13 @@
 //!   and the next write into the folder sweeps those a SIGKILL left (only
 //!   tracemark's names, only this user's, only of processes that are gone).
 //!
+//! - a path that names the file standard output already writes (as
+//!   `/dev/stdout` does) is standard output: the bytes go where the shell
+//!   sent them (`>>` appends), the file is not replaced.
+//!
 //! [`refuse_inputs`] refuses an output that is one of the command's inputs
-//! or the results database, by device and inode.
+//! or the results database, by device and inode; [`refuse_same_outputs`]
+//! two outputs of one command that are one file.
 
 mod error;
 mod same;
@@ -25,7 +30,7 @@ mod target;
 mod temp;
 
 pub use error::OutputError;
-pub use same::refuse_inputs;
+pub use same::{refuse_inputs, refuse_same_outputs};
 pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;
 

@@ -8,7 +8,7 @@ use std::ffi::CString;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::FileTypeExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 /// What an output path names once its links are followed.
@@ -83,6 +83,9 @@ pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
     // What the path leads to, links followed (as `>` in a shell does).
     match fs::metadata(output) {
         Ok(meta) => {
+            if crate::same::stdout_identity() == Some((meta.dev(), meta.ino())) {
+                return Ok(Resolved::Stdout);
+            }
             if let Some(kind) = refused_kind(&meta) {
                 let path = follow_links(output).unwrap_or_else(|_| output.to_path_buf());
                 let via = if path == output {
@@ -121,7 +124,7 @@ pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
 
 /// The path `output`'s symbolic links lead to (the last one may dangle: the
 /// file it names is created).
-fn follow_links(output: &Path) -> Result<PathBuf, OutputError> {
+pub(crate) fn follow_links(output: &Path) -> Result<PathBuf, OutputError> {
     let mut path = output.to_path_buf();
     for _ in 0..40 {
         match fs::symlink_metadata(&path) {

@@ -122,6 +122,48 @@ fn the_same_file_by_any_path_is_refused() {
 }
 
 #[test]
+fn a_database_not_made_yet_or_its_journal_is_refused_as_an_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let again = dir.path().join(".").join("results.db");
+    let e = refuse_inputs(&again, [Path::new("/nonexistent")], Some(&db)).unwrap_err();
+    assert!(matches!(e, OutputError::IsDatabase { .. }), "{e}");
+    fs::write(&db, b"db").unwrap();
+    let wal = dir.path().join("results.db-wal");
+    fs::write(&wal, b"wal").unwrap();
+    let link = dir.path().join("wal-link");
+    symlink(&wal, &link).unwrap();
+    let e = refuse_inputs(&link, [Path::new("/nonexistent")], Some(&db)).unwrap_err();
+    assert!(matches!(e, OutputError::IsDatabase { .. }), "{e}");
+    refuse_inputs(&dir.path().join("r.json"), [&db], Some(&db)).unwrap();
+}
+
+#[test]
+fn two_outputs_of_one_command_that_are_one_file_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    let via = dir.path().join("via");
+    symlink(&sub, &via).unwrap();
+    let json = sub.join("r.out");
+    // Not made yet: the same folder and name by two paths.
+    for other in [sub.join(".").join("r.out"), via.join("r.out")] {
+        let e = refuse_same_outputs([json.as_path(), other.as_path()]).unwrap_err();
+        assert!(
+            matches!(e, OutputError::SameOutput { .. }),
+            "{other:?}: {e}"
+        );
+    }
+    // Made: a hard link is the same file too.
+    fs::write(&json, b"x").unwrap();
+    let hard = dir.path().join("hard");
+    fs::hard_link(&json, &hard).unwrap();
+    assert!(refuse_same_outputs([json.as_path(), hard.as_path()]).is_err());
+    refuse_same_outputs([json.as_path(), sub.join("r.html").as_path()]).unwrap();
+    refuse_same_outputs([Path::new("-"), Path::new("-")]).unwrap();
+}
+
+#[test]
 fn a_killed_runs_temporary_is_swept_by_the_next_write() {
     let dir = tempfile::tempdir().unwrap();
     let left = dir.path().join(".tmk-4194305-7-0.tmp");

@@ -429,8 +429,7 @@ pub fn convert(
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
-    let files = inputs.iter().filter(|i| !is_stdin(i));
-    outfile::refuse_inputs(output, files, None).map_err(crate::tmt_output::output_error)?;
+    outfile::refuse_inputs(output, inputs, None).map_err(crate::tmt_output::output_error)?;
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();
