@@ -26,11 +26,12 @@
 
 mod error;
 mod same;
+mod stdio;
 mod target;
 mod temp;
 
 pub use error::OutputError;
-pub use same::{refuse_inputs, refuse_same_outputs};
+pub use same::{is_database, refuse_inputs, refuse_same_outputs, same_file};
 pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;
 

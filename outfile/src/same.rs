@@ -6,8 +6,6 @@
 
 use crate::error::OutputError;
 use std::fs;
-use std::io;
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
@@ -20,34 +18,13 @@ enum Place {
     New(PathBuf),
 }
 
-/// Device and inode of an open descriptor's file, when it is a regular
-/// file (a pipe or terminal is never a file an output could replace).
-fn fd_identity(fd: &impl AsRawFd) -> Option<(u64, u64)> {
-    // SAFETY: fstat fills the struct we pass; the descriptor is borrowed.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut st) } != 0 {
-        return None;
-    }
-    ((st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some((st.st_dev, st.st_ino))
-}
-
-/// The file standard input reads, when it is a regular file.
-pub(crate) fn stdin_identity() -> Option<(u64, u64)> {
-    fd_identity(&io::stdin())
-}
-
-/// The file standard output writes, when it is a regular file.
-pub(crate) fn stdout_identity() -> Option<(u64, u64)> {
-    fd_identity(&io::stdout())
-}
-
 /// Device and inode of what `path` leads to (links followed); `-` is
 /// standard input. None when there is nothing there (or it cannot be
 /// looked at: then it is not read either, and the open that reads it
 /// reports why).
 fn identity(path: &Path) -> Option<(u64, u64)> {
     if path.as_os_str() == "-" {
-        return stdin_identity();
+        return crate::stdio::stdin_identity();
     }
     let m = fs::metadata(path).ok()?;
     Some((m.dev(), m.ino()))
@@ -76,6 +53,20 @@ fn database_files(db: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     }))
 }
 
+/// Whether `a` and `b` are, or will be, one file (`-` is standard input).
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((place(a), place(b)), (Some(p), Some(q)) if p == q)
+}
+
+/// Whether `path` is, or will be, the results database `db` or one of its
+/// journals.
+pub fn is_database(path: &Path, db: &Path) -> bool {
+    let Some(p) = place(path) else {
+        return false;
+    };
+    database_files(db).any(|f| place(&f).as_ref() == Some(&p))
+}
+
 /// `Err` when `output` is the same file as any of `inputs` (what the
 /// command reads; `-` is standard input, when that is a file) or is, or
 /// will be, the results database `db` or one of its journals.
@@ -91,7 +82,7 @@ where
         return Ok(());
     };
     if let Some(db) = db {
-        if database_files(db).any(|f| place(&f).as_ref() == Some(&out)) {
+        if is_database(output, db) {
             return Err(OutputError::IsDatabase {
                 output: output.to_path_buf(),
                 db: db.to_path_buf(),

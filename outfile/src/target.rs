@@ -83,7 +83,7 @@ pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
     // What the path leads to, links followed (as `>` in a shell does).
     match fs::metadata(output) {
         Ok(meta) => {
-            if crate::same::stdout_identity() == Some((meta.dev(), meta.ino())) {
+            if crate::stdio::stdout_identity() == Some((meta.dev(), meta.ino())) {
                 return Ok(Resolved::Stdout);
             }
             if let Some(kind) = refused_kind(&meta) {

@@ -80,6 +80,9 @@ pub enum TargetProblem {
     NoSpace,
     /// Filling the scratch file was interrupted (Ctrl-C).
     FillInterrupted,
+    /// A regular file that holds data tracemark did not write, which the
+    /// run would write or grow, without `--allow-write`.
+    NotScratch,
 }
 
 /// A combination of options that makes no sense; the message names the

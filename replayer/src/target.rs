@@ -363,6 +363,7 @@ fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> ReplayError {
 }
 
 fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
+    let existed = std::fs::metadata(path).is_ok();
     let open = |direct: bool| {
         let mut o = OpenOptions::new();
         o.read(true).write(true).create(true).truncate(false);
@@ -397,6 +398,9 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
             });
         }
     }
+    if req.needs_write || current < required {
+        claim_scratch(&file, path, existed, req.allow_write)?;
+    }
     let mut size = current;
     if current < required {
         check_free_space(&file, path, required - current)?;
@@ -414,6 +418,62 @@ fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
         nowait: probe_nowait(&file, size),
         file,
     })
+}
+
+/// The extended attribute that marks a file tracemark made as its scratch
+/// file, so a later run may write it again.
+const SCRATCH_MARK: &std::ffi::CStr = c"user.tracemark.scratch";
+
+/// Whether the open file carries [`SCRATCH_MARK`].
+fn has_scratch_mark(file: &File) -> bool {
+    // SAFETY: a size query (no buffer) of an attribute of an open file.
+    unsafe {
+        libc::fgetxattr(
+            file.as_raw_fd(),
+            SCRATCH_MARK.as_ptr(),
+            std::ptr::null_mut(),
+            0,
+        ) >= 0
+    }
+}
+
+/// Before a run writes or grows a regular file: the file must be one
+/// tracemark made (it carries the scratch mark), hold no data (new, empty
+/// or all holes), or be given up with `--allow-write`; a user's file that
+/// a trace, a document or a database is never overwritten by accident. The
+/// file is then marked (a filesystem without user attributes keeps no
+/// mark, and a later run asks for `--allow-write` again).
+fn claim_scratch(
+    file: &File,
+    path: &Path,
+    existed: bool,
+    allow_write: bool,
+) -> Result<(), ReplayError> {
+    let meta = file.metadata().map_err(io_err(path, "cannot stat"))?;
+    let holds_data = existed && meta.blocks() > 0;
+    if holds_data && !allow_write && !has_scratch_mark(file) {
+        return Err(ReplayError::TargetRefused {
+            path: path.to_path_buf(),
+            kind: TargetProblem::NotScratch,
+            reason: format!(
+                "is a file of {} bytes that tracemark did not make, and the run would write or grow it; pass --allow-write to let tracemark overwrite it, or name a new file",
+                meta.len()
+            ),
+        });
+    }
+    if !has_scratch_mark(file) {
+        // SAFETY: sets a one-byte attribute on an open file.
+        unsafe {
+            libc::fsetxattr(
+                file.as_raw_fd(),
+                SCRATCH_MARK.as_ptr(),
+                b"1".as_ptr().cast(),
+                1,
+                0,
+            )
+        };
+    }
+    Ok(())
 }
 
 /// Refuses a fill the filesystem has no room for, before writing anything

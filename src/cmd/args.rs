@@ -204,8 +204,11 @@ pub struct RunArgs {
     /// Replay reads only; writes, flushes, discards are skipped and counted.
     #[arg(long)]
     pub read_only: bool,
-    /// Allow writing to a block device (its contents are destroyed). A mounted
-    /// device, or one with a mounted partition or a holder, is refused anyway.
+    /// Allow writing to a block device, or writing or growing a regular file
+    /// that holds data tracemark did not write (their contents are
+    /// destroyed). A mounted device, or one with a mounted partition or a
+    /// holder, is refused anyway; so is a file the run reads or writes, or
+    /// the results database.
     #[arg(long)]
     pub allow_write: bool,
     /// Where O_DIRECT is refused, replay through the page cache instead of stopping.
@@ -232,6 +235,17 @@ impl RunArgs {
             .first()
             .or_else(|| self.device_map.first().map(|r| &r.target))
             .map(PathBuf::as_path)
+    }
+
+    /// Every target the run writes: each --target and --device-map target,
+    /// or the scratch file when there is none.
+    pub fn targets(&self) -> Vec<&std::path::Path> {
+        let mut all: Vec<&std::path::Path> = self.target.iter().map(PathBuf::as_path).collect();
+        all.extend(self.device_map.iter().map(|r| r.target.as_path()));
+        if all.is_empty() {
+            all.push(std::path::Path::new(replayer::DEFAULT_SCRATCH_NAME));
+        }
+        all
     }
 
     /// What these arguments ask, for [`replayer::plan::Plan::resolve`].

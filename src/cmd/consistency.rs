@@ -8,7 +8,7 @@ use replayer::consistency::{ConsistencyObserver, ConsistencyOptions};
 use replayer::options::PreconditionPolicy;
 use replayer::plan::SuiteSettings;
 use replayer::{TmtSource, TraceSource};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -85,8 +85,10 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     // The drive's state after the writes is what is measured: no warm-up.
     request.options.warmup = false;
     // The suite file's settings apply to its passes, as in `suite`.
+    let mut suite_file = None;
     let (paths, settings) = if args.traces.is_empty() {
         let (path, source) = super::suite::suite_path(args.suite.as_deref(), None)?;
+        suite_file = Some(path.clone());
         let suite = super::suite::load_suite(&path, &source)?;
         let settings = SuiteSettings {
             source,
@@ -101,8 +103,19 @@ pub fn run(args: ConsistencyArgs) -> Result<i32> {
     if plan.options.precondition != PreconditionPolicy::Skip {
         bail!("consistency preconditions the whole target itself: leave out --precondition");
     }
-    let outputs = args.run.json.iter().chain(&args.html).map(PathBuf::as_path);
-    let mut inputs: Vec<&std::path::Path> = args.traces.iter().map(PathBuf::as_path).collect();
+    let outputs: Vec<&Path> = args
+        .run
+        .json
+        .iter()
+        .chain(&args.html)
+        .map(PathBuf::as_path)
+        .collect();
+    let mut inputs: Vec<&Path> = paths
+        .iter()
+        .chain(&suite_file)
+        .map(PathBuf::as_path)
+        .collect();
+    super::store::check_targets(&[target.as_path()], &inputs, &outputs, &args.run.store.db)?;
     inputs.push(target.as_path());
     super::store::check_outputs(outputs, &inputs, &args.run.store.db)?;
     let db = args.run.store.open()?;

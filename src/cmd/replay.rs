@@ -8,7 +8,7 @@ use replayer::options::Setting;
 use replayer::plan::{Plan, Request, SuiteSettings, ThisSystem};
 use replayer::{PassMetrics, TmtSource, TraceSource};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(Args, Debug)]
 #[command(after_help = "Examples:
@@ -32,20 +32,23 @@ pub struct ReplayArgs {
 /// A replay on this host alone (a fleet rank is `super::fleet::run`).
 pub fn run(args: ReplayArgs) -> Result<i32> {
     let plan = plan(args.run.request(), None)?;
-    replay_paths(&args.traces, &args.run, plan, None)
+    replay_paths(&args.traces, &[], &args.run, plan, None)
 }
 
 /// Replays `traces` onto `args`' targets as `plan` says: the table on
 /// stdout, the JSON result where asked, and the run in the results database
-/// (a suite's under `suite_name`).
+/// (a suite's under `suite_name`). `also_read`: the other files the run
+/// reads (the suite file), which no target or output may be.
 pub fn replay_paths(
     traces: &[PathBuf],
+    also_read: &[&Path],
     args: &RunArgs,
     plan: Plan,
     suite_name: Option<String>,
 ) -> Result<i32> {
-    let named: Vec<&std::path::Path> = traces.iter().map(PathBuf::as_path).collect();
-    check_output(&named, args)?;
+    let mut named: Vec<&Path> = traces.iter().map(PathBuf::as_path).collect();
+    named.extend_from_slice(also_read);
+    check_files(&named, args)?;
     let mut sources = Vec::with_capacity(traces.len());
     for path in traces {
         sources.push(TmtSource::open(path)?);
@@ -56,13 +59,16 @@ pub fn replay_paths(
     })
 }
 
-/// Before the replay: `--json` can be written and is none of the traces,
-/// the targets or the results database.
-fn check_output(traces: &[&std::path::Path], args: &RunArgs) -> Result<()> {
-    let mut inputs = traces.to_vec();
-    inputs.extend(args.target.iter().map(PathBuf::as_path));
-    inputs.extend(args.device_map.iter().map(|r| r.target.as_path()));
-    super::store::check_outputs(args.json.as_deref(), &inputs, &args.store.db)
+/// Before the replay: no target is one of the files the run reads
+/// (`reads`), its output or the results database, and `--json` can be
+/// written and is none of those files, the targets or the database.
+fn check_files(reads: &[&Path], args: &RunArgs) -> Result<()> {
+    let targets = args.targets();
+    let outputs: Vec<&Path> = args.json.as_deref().into_iter().collect();
+    super::store::check_targets(&targets, reads, &outputs, &args.store.db)?;
+    let mut inputs = reads.to_vec();
+    inputs.extend(targets);
+    super::store::check_outputs(outputs, &inputs, &args.store.db)
 }
 
 /// The run's plan on this machine, with a warning for each setting the
@@ -90,8 +96,8 @@ pub fn replay_sources(
     finish: &mut dyn FnMut(&mut replayer::SuiteResult),
 ) -> Result<i32> {
     let opts = &plan.options;
-    let named: Vec<&std::path::Path> = refs.iter().filter_map(|s| s.path()).collect();
-    check_output(&named, args)?;
+    let named: Vec<&Path> = refs.iter().filter_map(|s| s.path()).collect();
+    check_files(&named, args)?;
     // Opened first: a database that cannot take the result fails now, not
     // after the run.
     let db = args.store.open()?;

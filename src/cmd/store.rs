@@ -1,7 +1,7 @@
 //! Where a run's result is kept: the results database (`--db`,
 //! `TRACEMARK_DB`, else the XDG data directory), unless `--no-db`.
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use results_db::runs::AnyResult;
 use results_db::{ResultsDb, Stored};
@@ -176,9 +176,46 @@ pub fn check_outputs<'a>(
     db: &DbArgs,
 ) -> Result<()> {
     let db = db.path().ok();
+    let outputs: Vec<&Path> = outputs.into_iter().collect();
+    outfile::refuse_same_outputs(outputs.iter().copied())?;
     for out in outputs {
         outfile::refuse_inputs(out, inputs.iter().copied(), db.as_deref())?;
         outfile::check(out)?;
+    }
+    Ok(())
+}
+
+/// Before any work: no replay target is a file the run reads (a trace, the
+/// suite file), one of its outputs or the results database (by device and
+/// inode, or for a path not made yet its folder and name): a replay writes
+/// over its target, and may grow it.
+pub fn check_targets(
+    targets: &[&Path],
+    inputs: &[&Path],
+    outputs: &[&Path],
+    db: &DbArgs,
+) -> Result<()> {
+    let db = db.path().ok();
+    for target in targets {
+        let t = target.display();
+        if let Some(db) = db.as_deref().filter(|db| outfile::is_database(target, db)) {
+            bail!(
+                "the target {t} is the results database {}; a replay writes over its target (name a scratch file or a spare drive)",
+                db.display()
+            );
+        }
+        if let Some(input) = inputs.iter().find(|i| outfile::same_file(target, i)) {
+            bail!(
+                "the target {t} is the same file as the input {}; a replay writes over its target (name a scratch file or a spare drive)",
+                input.display()
+            );
+        }
+        if let Some(out) = outputs.iter().find(|o| outfile::same_file(target, o)) {
+            bail!(
+                "the target {t} is the same file as the output {}; a replay writes over its target (give each its own path)",
+                out.display()
+            );
+        }
     }
     Ok(())
 }

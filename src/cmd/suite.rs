@@ -109,7 +109,7 @@ pub fn run(args: SuiteArgs) -> Result<i32> {
     }
     println!();
     let traces: Vec<PathBuf> = suite.traces.iter().map(|t| t.file.clone()).collect();
-    replay_paths(&traces, &args.run, plan, Some(title))
+    replay_paths(&traces, &[&path], &args.run, plan, Some(title))
 }
 
 /// Where the run's idle handling comes from, as the header line says it.

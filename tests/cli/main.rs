@@ -37,3 +37,4 @@ mod results_export;
 mod results_judged;
 mod results_leaderboard;
 mod snapshots;
+mod target_safety;

@@ -38,7 +38,7 @@ pub fn run(db: &ResultsDb, args: LeaderboardArgs) -> Result<i32> {
         print_board(&board, &suite_name, trace_set.as_deref());
         if i == 0 {
             if let Some(path) = &args.html {
-                write_pages(path, &board, entries.clone())?;
+                write_pages(path, db.path(), &board, entries.clone())?;
                 println!("leaderboard written to {}", path.display());
             }
         }
@@ -151,10 +151,21 @@ fn print_board(board: &Leaderboard, suite_name: &str, trace_set: Option<&str>) {
 }
 
 /// The leaderboard page at `path` and, beside it, each ranked run's report
-/// under the name the page links to. The reports are published first and the
+/// under the name the page links to. Every name is checked first (none may
+/// be the results database `db`); the reports are published then and the
 /// page last, each whole: a page never links to a report not yet written.
-fn write_pages(path: &Path, board: &Leaderboard, entries: Vec<Entry>) -> Result<()> {
-    outfile::check(path).with_context(|| format!("{}: cannot write the page", path.display()))?;
+fn write_pages(path: &Path, db: &Path, board: &Leaderboard, entries: Vec<Entry>) -> Result<()> {
+    let reports: Vec<PathBuf> = entries
+        .iter()
+        .filter_map(|e| e.report_href.as_ref().map(|h| path.with_file_name(h)))
+        .collect();
+    let pages = reports.iter().map(PathBuf::as_path).chain([path]);
+    outfile::refuse_same_outputs(pages.clone())?;
+    for page in pages {
+        outfile::refuse_inputs(page, [] as [&Path; 0], Some(db))?;
+        outfile::check(page)
+            .with_context(|| format!("{}: cannot write the page", page.display()))?;
+    }
     for e in entries {
         let Some(href) = &e.report_href else { continue };
         let target = path.with_file_name(href);

@@ -1,0 +1,256 @@
+//! A replay writes over its target, so a target is never a file the run
+//! reads (a trace, the suite file), one of its outputs or the results
+//! database, by any path to it; a regular file that holds data tracemark did
+//! not write is written or grown only with `--allow-write`; two outputs of
+//! one run are never one file; and `-o /dev/stdout` writes where standard
+//! output goes instead of replacing the file behind it.
+
+use crate::support::replay::{rec, write_trace};
+use crate::support::tracemark;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use trace_format::Op;
+
+/// A small trace of reads and writes over 2 MiB.
+fn trace(dir: &Path) -> PathBuf {
+    let records: Vec<_> = (0..64u64)
+        .map(|i| {
+            let op = if i % 4 == 0 { Op::Write } else { Op::Read };
+            rec(i * 20, op, (i * 7919 % 32) * 65536, 4096)
+        })
+        .collect();
+    let path = dir.join("t.tmt");
+    write_trace(&path, "t", &records);
+    path
+}
+
+/// `tracemark ARGS` in `dir`, with `db` as the results database and a
+/// quick one-pass replay's options after them.
+fn run(dir: &Path, db: &Path, args: &[&str]) -> Output {
+    let out = tracemark()
+        .current_dir(dir)
+        .env("TRACEMARK_DB", db)
+        .args(args)
+        .args(["--mode", "compressed", "--passes", "1", "--no-warmup"])
+        .args(["--cpu-idle", "os"])
+        .output()
+        .unwrap();
+    eprintln!(
+        "tracemark {}: {}\n{}",
+        args.join(" "),
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn refused(out: &Output, says: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(says), "wanted {says:?} in: {err}");
+}
+
+/// A results database with one run in it.
+fn database(dir: &Path, t: &Path) -> PathBuf {
+    let db = dir.join("results.db");
+    let o = run(
+        dir,
+        &db,
+        &["replay", &t.display().to_string(), "--target", "first.bin"],
+    );
+    assert!(o.status.success());
+    db
+}
+
+#[test]
+fn a_target_is_never_a_trace_the_suite_file_an_output_or_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = database(d, &t);
+    fs::write(
+        d.join("s.toml"),
+        "name = \"s\"\n[[trace]]\nname = \"t\"\nfile = \"t.tmt\"\n",
+    )
+    .unwrap();
+    symlink(&t, d.join("link.tmt")).unwrap();
+    fs::hard_link(&t, d.join("hard.tmt")).unwrap();
+    symlink(&db, d.join("db-link")).unwrap();
+    let before: Vec<(PathBuf, Vec<u8>)> = ["t.tmt", "s.toml", "results.db"]
+        .iter()
+        .map(|n| (d.join(n), fs::read(d.join(n)).unwrap()))
+        .collect();
+    let input = "is the same file as the input";
+    for (args, says) in [
+        (&["replay", "t.tmt", "--target", "t.tmt"][..], input),
+        (&["replay", "t.tmt", "--target", "./link.tmt"], input),
+        (
+            &["replay", "t.tmt", "--target", "hard.tmt", "--read-only"],
+            input,
+        ),
+        (&["suite", "--suite", "s.toml", "--target", "s.toml"], input),
+        (
+            &["replay", "t.tmt", "--target", "results.db", "--no-db"],
+            "is the results database",
+        ),
+        (
+            &["replay", "t.tmt", "--target", "db-link", "--read-only"],
+            "is the results database",
+        ),
+        (
+            &["replay", "t.tmt", "--target", "results.db-wal"],
+            "is the results database",
+        ),
+        (
+            &[
+                "replay", "t.tmt", "--target", "new.bin", "--json", "new.bin",
+            ],
+            "the output new.bin",
+        ),
+        (
+            &[
+                "suite", "--suite", "s.toml", "--target", "x.bin", "--json", "s.toml",
+            ],
+            input,
+        ),
+    ] {
+        refused(&run(d, &db, args), says);
+    }
+    for (path, bytes) in before {
+        assert_eq!(
+            fs::read(&path).unwrap(),
+            bytes,
+            "{} changed",
+            path.display()
+        );
+    }
+    assert!(!d.join("new.bin").exists() && !d.join("x.bin").exists());
+}
+
+#[test]
+fn a_file_with_data_tracemark_did_not_write_needs_allow_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = d.join("results.db");
+    let user = d.join("user.img");
+    fs::write(&user, b"a user's bytes").unwrap();
+    let t = t.display().to_string();
+    // Neither written nor grown, even to replay only the reads.
+    for extra in [&[][..], &["--read-only", "--precondition", "skip"]] {
+        let args = [
+            &["replay", &t, "--target", "user.img", "--no-db"][..],
+            extra,
+        ]
+        .concat();
+        refused(&run(d, &db, &args), "tracemark did not make");
+        assert_eq!(fs::read(&user).unwrap(), b"a user's bytes");
+    }
+    // Given up with --allow-write, it is the run's.
+    let o = run(
+        d,
+        &db,
+        &[
+            "replay",
+            &t,
+            "--target",
+            "user.img",
+            "--no-db",
+            "--allow-write",
+        ],
+    );
+    assert!(o.status.success());
+    assert!(fs::metadata(&user).unwrap().len() >= 2 << 20);
+    // A file tracemark made is its own to write again; so is one that
+    // holds no data (all holes).
+    for target in ["made.bin", "made.bin"] {
+        let o = run(d, &db, &["replay", &t, "--target", target, "--no-db"]);
+        assert!(o.status.success(), "{target}");
+    }
+    fs::File::create(d.join("holes.img"))
+        .unwrap()
+        .set_len(8 << 20)
+        .unwrap();
+    let o = run(d, &db, &["replay", &t, "--target", "holes.img", "--no-db"]);
+    assert!(o.status.success());
+}
+
+#[test]
+fn two_outputs_of_one_run_are_never_one_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d).display().to_string();
+    let new_db = d.join("new.db");
+    // The database not made yet, and the JSON result at its path.
+    let o = run(
+        d,
+        &new_db,
+        &["replay", &t, "--target", "a.bin", "--json", "new.db"],
+    );
+    refused(&o, "is the results database");
+    assert!(!new_db.exists());
+    let o = tracemark()
+        .current_dir(d)
+        .args([
+            "consistency",
+            &t,
+            "--target",
+            "c.bin",
+            "--size",
+            "4M",
+            "--no-db",
+        ])
+        .args(["--json", "r.out", "--html", "./r.out"])
+        .output()
+        .unwrap();
+    refused(&o, "are the same file");
+    assert!(!d.join("r.out").exists());
+}
+
+#[test]
+fn dev_stdout_appends_where_standard_output_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let log = d.join("log");
+    fs::write(&log, "earlier line\n").unwrap();
+    let appended = fs::OpenOptions::new().append(true).open(&log).unwrap();
+    let o = tracemark()
+        .args([
+            "export",
+            &t.display().to_string(),
+            "--to",
+            "csv",
+            "-o",
+            "/dev/stdout",
+        ])
+        .stdout(appended)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = fs::read_to_string(&log).unwrap();
+    assert!(text.starts_with("earlier line\n"), "{text}");
+    assert_eq!(text.lines().count(), 1 + 1 + 64, "{text}");
+}
+
+#[test]
+fn a_leaderboard_run_page_is_never_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = database(d, &t);
+    let before = fs::read(&db).unwrap();
+    fs::create_dir(d.join("lb")).unwrap();
+    symlink(&db, d.join("lb/board.run-1.html")).unwrap();
+    let o = tracemark()
+        .env("TRACEMARK_DB", &db)
+        .args(["results", "leaderboard", "--html"])
+        .arg(d.join("lb/board.html"))
+        .output()
+        .unwrap();
+    refused(&o, "is the results database");
+    assert_eq!(fs::read(&db).unwrap(), before);
+    assert!(!d.join("lb/board.html").exists());
+}
