@@ -38,8 +38,12 @@ use trace_format::{Bytes, DeviceId, Nanos, Op};
 /// Most columns a WPA export line may have that we can address.
 const MAX_COLUMNS: usize = 64;
 
-/// Largest `Count` of one aggregated row.
-const MAX_COUNT: u64 = u32::MAX as u64;
+/// Largest `Count` of one aggregated row: 16.8 million I/Os, several seconds
+/// of conversion. A row becomes that many records, so without a bound a line
+/// of a hundred bytes could stand for 2^32 flushes and keep a conversion
+/// busy for most of an hour; an export with larger groups is exported
+/// ungrouped (or grouped finer) instead.
+const MAX_COUNT: u64 = 1 << 24;
 
 /// This format's entry in [`crate::formats::FORMATS`].
 pub const FORMAT: FormatSpec = FormatSpec {
@@ -272,7 +276,9 @@ fn parse_row(layout: &Layout, line: &[u8]) -> Result<Row, BadReason> {
         None => 1,
     };
     if count == 0 || count > MAX_COUNT {
-        return Err(bad(BadInputKind::OutOfRange, format!("count {count} is not between 1 and {MAX_COUNT}")));
+        return Err(bad(BadInputKind::OutOfRange, format!(
+            "count {count} is not between 1 and {MAX_COUNT} (the most I/Os one grouped row may stand for; export the table ungrouped)"
+        )));
     }
     // Each I/O of an aggregate carries at least one byte: a larger count
     // would split the row into empty requests (and a 100-byte line into up
@@ -574,10 +580,15 @@ Read;Normal;System;1,0;1,1;1,0;1,0;512;0x0;0x1FF;0;0;1;1",
     fn a_count_beyond_the_rows_bytes_is_refused_not_split_into_empty_requests() {
         let head = b"IO Type;Init Time (s);Size (B);Min Offset;Max Offset;Disk;Count\n";
         let mut input = head.to_vec();
-        input.extend_from_slice(b"Write;1,0;16;0x0;0xF;1;4294967295\n");
+        input.extend_from_slice(b"Write;1,0;16;0x0;0xF;1;1000\n");
         let (_, result) = run_strict(parse, &input);
         let err = result.unwrap_err().to_string();
-        assert!(err.contains("count 4294967295 is more than the row's 16 bytes"), "{err}");
+        assert!(err.contains("count 1000 is more than the row's 16 bytes"), "{err}");
+        // Flushes carry no bytes: their count alone is bounded.
+        let mut input = head.to_vec();
+        input.extend_from_slice(b"Flush;1,0;0;0x0;0x0;1;4294967295\n");
+        let err = run_strict(parse, &input).1.unwrap_err().to_string();
+        assert!(err.contains("count 4294967295 is not between 1 and 16777216"), "{err}");
         // A count the bytes can hold is split as before.
         let mut input = head.to_vec();
         input.extend_from_slice(b"Write;1,0;16;0x0;0xF;1;16\n");
