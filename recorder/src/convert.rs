@@ -41,6 +41,10 @@ pub struct ConvertOptions {
     pub category: Option<String>,
     /// zstd level and chunk size of the output.
     pub writer: WriterOptions,
+    /// A database the caller keeps, which no output may replace (nor its
+    /// journals `-wal`, `-shm`, `-journal`), even before it exists. Only
+    /// compared with the outputs, never opened.
+    pub database: Option<PathBuf>,
 }
 
 /// What a conversion did.
@@ -218,6 +222,17 @@ fn file_set_named_by(prefix: &Path) -> Result<Option<Format>, ConvertError> {
         }
     }
     Ok(None)
+}
+
+/// Refuses `output` when it is one of `files` (what the conversion reads)
+/// or the database of [`ConvertOptions::database`].
+pub(crate) fn refuse_output(
+    output: &Path,
+    files: &[PathBuf],
+    opts: &ConvertOptions,
+) -> Result<(), ConvertError> {
+    outfile::refuse_inputs(output, files, opts.database.as_deref())
+        .map_err(crate::tmt_output::output_error)
 }
 
 /// Parses every input into `sink` (the parsers' view, before normalisation);
@@ -429,7 +444,7 @@ pub fn convert(
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
-    outfile::refuse_inputs(output, inputs, None).map_err(crate::tmt_output::output_error)?;
+    refuse_output(output, inputs, opts)?;
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();

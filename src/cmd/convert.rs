@@ -116,6 +116,9 @@ pub fn run(args: ConvertArgs) -> Result<i32> {
         description: args.meta.description,
         category: args.meta.category,
         writer,
+        // No output may replace the results database (`TRACEMARK_DB`, else
+        // the default), as with every command.
+        database: super::store::DbArgs::from_env().path().ok(),
     };
     if let Some(SplitBy::Volume) = args.split_by {
         return split(&args.inputs, &args.output, args.quiet, &opts);

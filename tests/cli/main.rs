@@ -18,6 +18,7 @@ mod convert_blkparse;
 mod convert_errors;
 mod convert_etl;
 mod convert_output;
+mod convert_safety;
 mod cpu_wait;
 mod datasets;
 mod doc_links;
