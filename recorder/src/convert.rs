@@ -224,8 +224,29 @@ fn file_set_named_by(prefix: &Path) -> Result<Option<Format>, ConvertError> {
     Ok(None)
 }
 
-/// Refuses `output` when it is one of `files` (what the conversion reads)
-/// or the database of [`ConvertOptions::database`].
+/// The files a conversion of `inputs` reads: each input as named (`-` is
+/// standard input) and, for one that is not a regular file, the files of the
+/// set it names (`NAME` for `NAME.blktrace.0`, `NAME.blktrace.1`, ...). A
+/// folder that cannot be listed adds nothing: the parser cannot find a set
+/// in it either.
+pub fn input_files(inputs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::with_capacity(inputs.len());
+    for path in inputs {
+        files.push(path.clone());
+        if is_stdin(path) || path.is_file() {
+            continue;
+        }
+        for format in Format::all() {
+            if let Reader::FileSet { members, .. } = format.spec().reader {
+                files.extend(members(path).unwrap_or_default());
+            }
+        }
+    }
+    files
+}
+
+/// Refuses `output` when it is one of `files` (what the conversion reads,
+/// see [`input_files`]) or the database of [`ConvertOptions::database`].
 pub(crate) fn refuse_output(
     output: &Path,
     files: &[PathBuf],
@@ -444,7 +465,7 @@ pub fn convert(
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
-    refuse_output(output, inputs, opts)?;
+    refuse_output(output, &input_files(inputs), opts)?;
     let mut header = TraceHeader::new(opts.name.clone().unwrap_or_else(|| default_name(first)), "");
     header.description = opts.description.clone().unwrap_or_default();
     header.category = opts.category.clone().unwrap_or_default();

@@ -1,5 +1,6 @@
-//! `convert` writes no output over the results database, by any path to
-//! it (also the default one, and one not made yet).
+//! `convert` writes no output over a file it reads or over the results
+//! database: the database by any path to it (also the default one, and
+//! one not made yet), a file of a blktrace set named by its prefix.
 
 use crate::support::tracemark;
 use std::ffi::OsStr;
@@ -90,4 +91,67 @@ fn the_default_results_database_is_refused_as_the_output() {
         .unwrap();
     assert_refused(&o, "is the results database", "the default database");
     assert_eq!(fs::read(&db).unwrap(), b"the results database");
+}
+
+/// One blktrace v7 record (native little-endian): a 4 KiB read of 8:0
+/// issued (`D`) on CPU `cpu` at `time_ns`.
+fn blktrace_issue(cpu: u32, seq: u32, time_ns: u64) -> Vec<u8> {
+    let mut r = Vec::with_capacity(48);
+    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
+    r.extend_from_slice(&seq.to_le_bytes());
+    r.extend_from_slice(&time_ns.to_le_bytes());
+    r.extend_from_slice(&(time_ns / 100).to_le_bytes()); // sector
+    r.extend_from_slice(&4096u32.to_le_bytes());
+    r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
+    r.extend_from_slice(&100u32.to_le_bytes()); // pid
+    r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
+    r.extend_from_slice(&cpu.to_le_bytes());
+    r.extend_from_slice(&0u16.to_le_bytes()); // error
+    r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
+    r
+}
+
+/// A blktrace set of two CPUs, `sda.blktrace.0` and `sda.blktrace.1` in
+/// `dir`: its files.
+fn blktrace_set(dir: &Path) -> Vec<PathBuf> {
+    (0..2u32)
+        .map(|cpu| {
+            let bytes: Vec<u8> = (0..4u32)
+                .flat_map(|i| blktrace_issue(cpu, i + 1, u64::from(i * 2 + cpu) * 1000))
+                .collect();
+            let path = dir.join(format!("sda.blktrace.{cpu}"));
+            fs::write(&path, bytes).unwrap();
+            path
+        })
+        .collect()
+}
+
+/// A set named by its prefix is the files it names: `-o` naming one of
+/// them (or a link to one) is refused before anything is read, the file
+/// unchanged. The set converts where the output is another file.
+#[test]
+fn a_file_of_a_blktrace_set_named_by_prefix_is_refused_as_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let files = blktrace_set(d);
+    let db = d.join("results.db");
+    let link = d.join("link.tmt");
+    symlink(&files[1], &link).unwrap();
+    for (out, file) in [
+        (&files[0], &files[0]),
+        (&files[1], &files[1]),
+        (&link, &files[1]),
+    ] {
+        let before = fs::read(file).unwrap();
+        let o = convert_with_db(d, &db, &["sda".as_ref(), "-q".as_ref(), "-o".as_ref()])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert_refused(&o, "same file as the input", &out.display().to_string());
+        assert_eq!(fs::read(file).unwrap(), before, "{}", out.display());
+    }
+    let o = convert_with_db(d, &db, &["sda", "-q", "-o", "sda.tmt"].map(OsStr::new))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
