@@ -1,6 +1,7 @@
 //! `convert` writes no output over a file it reads or over the results
 //! database: the database by any path to it (also the default one, and
-//! one not made yet), a file of a blktrace set named by its prefix.
+//! one not made yet), a file of a blktrace set named by its prefix, the
+//! file standard input reads.
 
 use crate::support::tracemark;
 use std::ffi::OsStr;
@@ -154,4 +155,22 @@ fn a_file_of_a_blktrace_set_named_by_prefix_is_refused_as_the_output() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `convert - -o FILE < FILE`: standard input reads the output, refused;
+/// the file is unchanged.
+#[test]
+fn the_file_standard_input_reads_is_refused_as_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let csv = two_volumes(d);
+    let before = fs::read(&csv).unwrap();
+    let db = d.join("results.db");
+    let args = ["-", "--format", "alibaba", "-q", "-o", "ali.csv"].map(OsStr::new);
+    let o = convert_with_db(d, &db, &args)
+        .stdin(fs::File::open(&csv).unwrap())
+        .output()
+        .unwrap();
+    assert_refused(&o, "same file as the input - (standard input)", "stdin");
+    assert_eq!(fs::read(&csv).unwrap(), before);
 }
