@@ -9,12 +9,19 @@
 //! [`SPLIT_CHUNK_RECORDS`] records), never by the input's length. Traces are
 //! written to hidden temporary files and renamed into place only when the
 //! whole input converted.
+//!
+//! Each trace is checked as a single output is, when its volume is first
+//! seen and again before the first trace is put in place: a trace that
+//! would replace a file the conversion reads, the caller's database or
+//! another trace of the split is refused, and then none is written.
 
-use crate::convert::{check_options, normalise_options, parse_inputs, ConvertOptions};
+use crate::convert::{
+    check_options, input_files, normalise_options, parse_inputs, refuse_output, ConvertOptions,
+};
 use crate::error::{ConvertError, UsageKind};
 use crate::formats::Format;
 use crate::normalize::{Normaliser, RecordSink};
-use crate::tmt_output::OutputFile;
+use crate::tmt_output::{output_error, OutputFile};
 use std::cell::Cell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -69,6 +76,9 @@ struct VolumeOut {
 /// Routes normalised records to one writer per device.
 struct Router<'a> {
     dir: &'a Path,
+    /// The files the conversion reads ([`input_files`]): no trace may be one.
+    files: Vec<PathBuf>,
+    opts: &'a ConvertOptions,
     base: String,
     template: TraceHeader,
     format: Rc<Cell<Option<Format>>>,
@@ -87,6 +97,8 @@ impl Router<'_> {
         })?;
         let name = volume_file_name(&self.base, device);
         let output = self.dir.join(&name);
+        // Refused as a single output is, before a byte of it is written.
+        refuse_output(&output, &self.files, self.opts)?;
         let (temp, file) = OutputFile::create(&output)?;
         let mut header = self.template.clone();
         header.name = name.trim_end_matches(".tmt").to_string();
@@ -162,6 +174,20 @@ fn raise_open_file_limit() {
     }
 }
 
+/// Checks every trace again just before the first is put in place (a file
+/// may have come to a trace's path during the conversion): none is a file
+/// the conversion reads or the database, no two are one file.
+fn refuse_traces(
+    done: &[((OutputFile, File), SplitTrace)],
+    router: &Router<'_>,
+) -> Result<(), ConvertError> {
+    for ((temp, _), trace) in done {
+        refuse_output(&trace.output, &router.files, router.opts)?;
+        refuse_output(temp.target(), &router.files, router.opts)?;
+    }
+    outfile::refuse_same_outputs(done.iter().map(|(_, t)| t.output.as_path())).map_err(output_error)
+}
+
 /// Converts `inputs` into one trace per volume in the folder `dir` (created
 /// if missing).
 pub fn convert_split(
@@ -179,6 +205,8 @@ pub fn convert_split(
     let first = inputs
         .first()
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
+    // No folder is made where the database is, or will be.
+    refuse_output(dir, &[], opts)?;
     std::fs::create_dir_all(dir).map_err(|source| ConvertError::Io {
         path: dir.to_path_buf(),
         source,
@@ -191,6 +219,8 @@ pub fn convert_split(
     let detected: Rc<Cell<Option<Format>>> = Rc::new(Cell::new(None));
     let mut router = Router {
         dir,
+        files: input_files(inputs),
+        opts,
         base: opts
             .name
             .clone()
@@ -266,6 +296,7 @@ fn split_into(
             },
         ));
     }
+    refuse_traces(&done, router)?;
     // Renamed only once every trace is complete.
     let mut traces = Vec::with_capacity(done.len());
     for ((temp, file), trace) in done {

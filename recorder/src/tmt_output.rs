@@ -52,6 +52,11 @@ impl OutputFile {
         ))
     }
 
+    /// The path the trace will replace (the output's links followed).
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// Flushes `file` (the one [`OutputFile::create`] returned) to disk and
     /// puts it at the output path, replacing what was there.
     pub fn commit(self, file: File) -> Result<(), ConvertError> {

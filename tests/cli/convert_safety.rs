@@ -1,7 +1,8 @@
 //! `convert` writes no output over a file it reads or over the results
 //! database: the database by any path to it (also the default one, and
 //! one not made yet), a file of a blktrace set named by its prefix, the
-//! file standard input reads.
+//! file standard input reads; and each trace of `--split-by volume`, which
+//! then writes none of its traces.
 
 use crate::support::tracemark;
 use std::ffi::OsStr;
@@ -173,4 +174,164 @@ fn the_file_standard_input_reads_is_refused_as_the_output() {
         .unwrap();
     assert_refused(&o, "same file as the input - (standard input)", "stdin");
     assert_eq!(fs::read(&csv).unwrap(), before);
+}
+
+/// Alibaba rows of volumes 1 and 2 after those of [`two_volumes`].
+const MORE_ROWS: &str = "1,R,0,4096,1577808000000400\n2,R,0,4096,1577808000000500\n";
+
+/// One split refused: what `prepare` makes in the test's folder (which
+/// holds `ali.csv` and the empty output folder `out`), the inputs, the
+/// file standard input reads, the results database, why it is refused.
+struct SplitCase {
+    what: &'static str,
+    prepare: fn(&Path),
+    inputs: &'static [&'static str],
+    stdin: Option<&'static str>,
+    db: &'static str,
+    why: &'static str,
+}
+
+const SPLIT_CASES: &[SplitCase] = &[
+    SplitCase {
+        what: "a trace's path is a link to the input",
+        prepare: |d| symlink("../ali.csv", d.join("out/ali-vol2.tmt")).unwrap(),
+        inputs: &["ali.csv"],
+        stdin: None,
+        db: "results.db",
+        why: "same file as the input",
+    },
+    SplitCase {
+        what: "a trace's path is a hard link to the input",
+        prepare: |d| fs::hard_link(d.join("ali.csv"), d.join("out/ali-vol2.tmt")).unwrap(),
+        inputs: &["ali.csv"],
+        stdin: None,
+        db: "results.db",
+        why: "same file as the input",
+    },
+    SplitCase {
+        what: "a second input is at a trace's path",
+        prepare: |d| fs::write(d.join("out/ali-vol2.tmt"), MORE_ROWS).unwrap(),
+        inputs: &["ali.csv", "out/ali-vol2.tmt"],
+        stdin: None,
+        db: "results.db",
+        why: "same file as the input",
+    },
+    SplitCase {
+        what: "standard input reads a trace's path",
+        // (the traces of standard input are named `stdin-volN.tmt`)
+        prepare: |d| fs::write(d.join("out/stdin-vol2.tmt"), MORE_ROWS).unwrap(),
+        inputs: &["-"],
+        stdin: Some("out/stdin-vol2.tmt"),
+        db: "results.db",
+        why: "same file as the input - (standard input)",
+    },
+    SplitCase {
+        what: "the database is at a trace's path",
+        prepare: |d| fs::write(d.join("out/ali-vol1.tmt"), "the results database").unwrap(),
+        inputs: &["ali.csv"],
+        stdin: None,
+        db: "out/ali-vol1.tmt",
+        why: "is the results database",
+    },
+    SplitCase {
+        what: "the database, not made yet, is at a trace's path",
+        prepare: |_| {},
+        inputs: &["ali.csv"],
+        stdin: None,
+        db: "out/ali-vol2.tmt",
+        why: "is the results database",
+    },
+    SplitCase {
+        what: "two traces' paths are one file",
+        prepare: |d| symlink("ali-vol2.tmt", d.join("out/ali-vol1.tmt")).unwrap(),
+        inputs: &["ali.csv"],
+        stdin: None,
+        db: "results.db",
+        why: "are the same file",
+    },
+];
+
+/// What is in `dir` and its folders: each path (relative), with a link's
+/// target or a file's bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut all = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = fs::symlink_metadata(&path).unwrap();
+            let what = if meta.file_type().is_symlink() {
+                format!("-> {}", fs::read_link(&path).unwrap().display())
+            } else if meta.is_dir() {
+                todo.push(path.clone());
+                "folder".to_string()
+            } else {
+                String::from_utf8_lossy(&fs::read(&path).unwrap()).into_owned()
+            };
+            all.push((path.strip_prefix(dir).unwrap().to_path_buf(), what));
+        }
+    }
+    all.sort();
+    all
+}
+
+/// `--split-by volume` checks each trace it is about to write as a single
+/// output is checked: a trace whose path is an input (a link, a hard link,
+/// a second input, standard input), the results database (made or not) or
+/// another of its traces is refused, and no trace is written: the folder
+/// is as it was.
+#[test]
+fn a_split_writes_no_trace_over_an_input_or_the_database() {
+    for case in SPLIT_CASES {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        two_volumes(d);
+        fs::create_dir(d.join("out")).unwrap();
+        (case.prepare)(d);
+        let before = snapshot(d);
+        let mut c = convert_with_db(d, &d.join(case.db), &[]);
+        c.args(case.inputs).args([
+            "--format",
+            "alibaba",
+            "--split-by",
+            "volume",
+            "-q",
+            "-o",
+            "out",
+        ]);
+        if let Some(file) = case.stdin {
+            c.stdin(fs::File::open(d.join(file)).unwrap());
+        }
+        let o = c.output().unwrap();
+        assert_refused(&o, case.why, case.what);
+        assert_eq!(snapshot(d), before, "{}", case.what);
+    }
+}
+
+/// `-o` of a split naming the results database (not made yet) is refused:
+/// no folder is made there. Where nothing is in the way, the split works.
+#[test]
+fn a_split_makes_no_folder_at_the_database_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    two_volumes(d);
+    let args = [
+        "ali.csv",
+        "--format",
+        "alibaba",
+        "--split-by",
+        "volume",
+        "-q",
+        "-o",
+        "out",
+    ]
+    .map(OsStr::new);
+    let o = convert_with_db(d, &d.join("out"), &args).output().unwrap();
+    assert_refused(&o, "is the results database", "-o the database");
+    assert!(!d.join("out").exists());
+    let o = convert_with_db(d, &d.join("results.db"), &args)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(d.join("out/ali-vol1.tmt").is_file() && d.join("out/ali-vol2.tmt").is_file());
 }
