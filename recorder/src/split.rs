@@ -109,7 +109,8 @@ impl Router<'_> {
             BufWriter::with_capacity(SPLIT_BUFFER_BYTES, file),
             &header,
             self.writer,
-        )?;
+        )
+        .map_err(|e| e.with_path(output.as_path()))?;
         Ok(VolumeOut {
             device,
             temp,
@@ -151,7 +152,10 @@ impl RecordSink for Router<'_> {
             .ok_or_else(|| ConvertError::usage(UsageKind::Internal, "split output missing"))?;
         record.device = 0;
         record.time = record.time.saturating_sub(out.first_time);
-        out.writer.push(&record)?;
+        // A full disk or a failing write names the trace being written.
+        out.writer
+            .push(&record)
+            .map_err(|e| e.with_path(out.output.as_path()))?;
         Ok(())
     }
 }
@@ -276,7 +280,10 @@ fn split_into(
             task: outcome.tail.task,
             calibration: None,
         };
-        let (buffered, summary) = out.writer.finish(&tail)?;
+        let (buffered, summary) = out
+            .writer
+            .finish(&tail)
+            .map_err(|e| e.with_path(out.output.as_path()))?;
         let output = out.output.clone();
         let io_error = |source| ConvertError::Io {
             path: output.clone(),

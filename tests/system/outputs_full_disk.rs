@@ -232,3 +232,61 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         assert_eq!(listing(&at), before, "{args:?}: left behind");
     }
 }
+
+/// `convert --split-by volume` onto a full disk fails naming the trace it
+/// was writing and the cause, and writes none of the traces: the folder's
+/// previous trace is whole and nothing else is there.
+#[test]
+fn a_full_disk_under_a_split_names_the_trace_and_writes_none() {
+    if !require_root() || !require_tools(&["mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Two volumes of scattered reads (Alibaba: volume,op,offset,length,µs).
+    let csv = d.join("ali.csv");
+    let lines: String = (0..40_000u64)
+        .map(|i| {
+            let offset = i.wrapping_mul(0x9e37_79b9_7f4a_7c15) % (1 << 30) / 4096 * 4096;
+            format!(
+                "{},R,{offset},4096,{}\n",
+                1 + i % 2,
+                1_577_808_000_000_000 + i * 50
+            )
+        })
+        .collect();
+    std::fs::write(&csv, lines).unwrap();
+    let at = d.join("full-split");
+    std::fs::create_dir(&at).unwrap();
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&at)
+        .status()
+        .unwrap()
+        .success());
+    let _fs = Tmpfs(at.clone());
+    let out = at.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let previous = out.join("ali-vol1.tmt");
+    std::fs::write(&previous, "the previous output\n").unwrap();
+    let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
+    let before = listing(&out);
+    let o = tracemark()
+        .arg("convert")
+        .arg(&csv)
+        .args(["--format", "alibaba", "--split-by", "volume", "-q", "-o"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("full-split/out/ali-vol") && err.contains("No space left"),
+        "the message names the trace and the cause: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&previous).unwrap(),
+        "the previous output\n"
+    );
+    assert_eq!(listing(&out), before, "left behind");
+}
