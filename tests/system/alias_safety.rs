@@ -158,7 +158,13 @@ fn a_mounted_image_is_refused_by_every_other_name() {
     assert_refused(&replay_onto(dir.path(), &image, false), "is attached");
     drop(a);
     drop(b);
+    // Detached, it is a file with data tracemark did not write: written
+    // only when given up with --allow-write.
     let out = replay_onto(dir.path(), &image, false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains("that tracemark did not make"), "{err}");
+    let out = replay_onto(dir.path(), &image, true);
     assert!(
         out.status.success(),
         "control: {}",

@@ -195,6 +195,8 @@ fn a_frozen_device_times_out_and_the_result_is_written_marked_not_valid() {
             trace.to_str().unwrap(),
             "--target",
             target.to_str().unwrap(),
+            // The file holds data the test wrote, not tracemark.
+            "--allow-write",
             "--mode",
             "compressed",
             "--no-warmup",
