@@ -440,9 +440,11 @@ fn has_scratch_mark(file: &File) -> bool {
 /// Before a run writes or grows a regular file: the file must be one
 /// tracemark made (it carries the scratch mark), hold no data (new, empty
 /// or all holes), or be given up with `--allow-write`; a user's file that
-/// a trace, a document or a database is never overwritten by accident. The
-/// file is then marked (a filesystem without user attributes keeps no
-/// mark, and a later run asks for `--allow-write` again).
+/// a trace, a document or a database is never overwritten by accident. A
+/// file that held no data is then marked (a filesystem without user
+/// attributes keeps no mark, and a later run asks for `--allow-write`); one
+/// given up with `--allow-write` is not (its filesystem may be frozen, and
+/// the user says so each time).
 fn claim_scratch(
     file: &File,
     path: &Path,
@@ -451,7 +453,8 @@ fn claim_scratch(
 ) -> Result<(), ReplayError> {
     let meta = file.metadata().map_err(io_err(path, "cannot stat"))?;
     let holds_data = existed && meta.blocks() > 0;
-    if holds_data && !allow_write && !has_scratch_mark(file) {
+    let marked = has_scratch_mark(file);
+    if holds_data && !allow_write && !marked {
         return Err(ReplayError::TargetRefused {
             path: path.to_path_buf(),
             kind: TargetProblem::NotScratch,
@@ -461,7 +464,7 @@ fn claim_scratch(
             ),
         });
     }
-    if !has_scratch_mark(file) {
+    if !holds_data && !marked {
         // SAFETY: sets a one-byte attribute on an open file.
         unsafe {
             libc::fsetxattr(
