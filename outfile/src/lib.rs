@@ -31,7 +31,7 @@ mod target;
 mod temp;
 
 pub use error::OutputError;
-pub use same::{is_database, refuse_inputs, refuse_same_outputs, same_file};
+pub use same::{is_database, is_input, is_output, refuse_inputs, refuse_same_outputs};
 pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;
 

@@ -14,73 +14,113 @@ use std::path::{Path, PathBuf};
 enum Place {
     /// An existing file: device and inode.
     File(u64, u64),
-    /// A path with nothing there yet: its folder (links resolved) and name.
+    /// A path with nothing there yet: its folder (links resolved as far as
+    /// it exists) and name.
     New(PathBuf),
 }
 
-/// Device and inode of what `path` leads to (links followed); `-` is
-/// standard input. None when there is nothing there (or it cannot be
-/// looked at: then it is not read either, and the open that reads it
-/// reports why).
-fn identity(path: &Path) -> Option<(u64, u64)> {
+/// What `-` stands for: standard input among a command's inputs, standard
+/// output among its outputs.
+#[derive(Debug, Clone, Copy)]
+enum Role {
+    Input,
+    Output,
+}
+
+/// `path` without a trailing `/` or `.` (`results.db/.` opens
+/// `results.db`, so it is that file).
+fn normal(path: &Path) -> PathBuf {
+    path.components().collect()
+}
+
+/// Device and inode of what `path` leads to (links followed), `-` as
+/// `role` says. None when there is nothing there (or it cannot be looked
+/// at: then it is not read either, and the open that reads it reports why).
+fn identity(path: &Path, role: Role) -> Option<(u64, u64)> {
     if path.as_os_str() == "-" {
-        return crate::stdio::stdin_identity();
+        return match role {
+            Role::Input => crate::stdio::stdin_identity(),
+            Role::Output => crate::stdio::stdout_identity(),
+        };
     }
-    let m = fs::metadata(path).ok()?;
+    let m = fs::metadata(normal(path)).ok()?;
     Some((m.dev(), m.ino()))
 }
 
+/// `dir` with its links resolved as far as it exists, the rest as written.
+fn resolve_dir(dir: &Path) -> Option<PathBuf> {
+    let mut rest = Vec::new();
+    let mut at = dir.to_path_buf();
+    loop {
+        if let Ok(mut resolved) = fs::canonicalize(&at) {
+            resolved.extend(rest.iter().rev());
+            return Some(resolved);
+        }
+        rest.push(at.file_name()?.to_owned());
+        at = match at.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+    }
+}
+
 /// Where `path` is, or will be made.
-fn place(path: &Path) -> Option<Place> {
-    if let Some((dev, ino)) = identity(path) {
+fn place(path: &Path, role: Role) -> Option<Place> {
+    if let Some((dev, ino)) = identity(path, role) {
         return Some(Place::File(dev, ino));
     }
-    let target = crate::target::follow_links(path).ok()?;
+    if path.as_os_str() == "-" {
+        return None;
+    }
+    let target = crate::target::follow_links(&normal(path)).ok()?;
     let name = target.file_name()?;
     let dir = match target.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    Some(Place::New(fs::canonicalize(dir).ok()?.join(name)))
+    Some(Place::New(resolve_dir(dir)?.join(name)))
 }
 
 /// The results database's files: the database and SQLite's journals.
-fn database_files(db: &Path) -> impl Iterator<Item = PathBuf> + '_ {
-    std::iter::once(db.to_path_buf()).chain(["-wal", "-shm", "-journal"].into_iter().map(|s| {
+fn database_files(db: &Path) -> impl Iterator<Item = PathBuf> {
+    let db = normal(db);
+    std::iter::once(db.clone()).chain(["-wal", "-shm", "-journal"].into_iter().map(move |s| {
         let mut p = db.as_os_str().to_owned();
         p.push(s);
         PathBuf::from(p)
     }))
 }
 
-/// Whether `a` and `b` are, or will be, one file (`-` is standard input).
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((place(a), place(b)), (Some(p), Some(q)) if p == q)
+/// Whether `path` is, or will be, the file `input` names (`-`: the file
+/// standard input reads).
+pub fn is_input(path: &Path, input: &Path) -> bool {
+    matches!((place(path, Role::Output), place(input, Role::Input)), (Some(p), Some(q)) if p == q)
 }
 
-/// Whether `path` is, or will be, the results database `db` or one of its
-/// journals.
+/// Whether `path` is, or will be, the file `output` names (`-`: the file
+/// standard output writes).
+pub fn is_output(path: &Path, output: &Path) -> bool {
+    matches!((place(path, Role::Output), place(output, Role::Output)), (Some(p), Some(q)) if p == q)
+}
+
+/// Whether `path` (`-`: the file standard output writes) is, or will be,
+/// the results database `db` or one of its journals.
 pub fn is_database(path: &Path, db: &Path) -> bool {
-    let Some(p) = place(path) else {
+    let Some(p) = place(path, Role::Output) else {
         return false;
     };
-    database_files(db).any(|f| place(&f).as_ref() == Some(&p))
+    database_files(db).any(|f| place(&f, Role::Output).as_ref() == Some(&p))
 }
 
-/// `Err` when `output` is the same file as any of `inputs` (what the
-/// command reads; `-` is standard input, when that is a file) or is, or
-/// will be, the results database `db` or one of its journals.
+/// `Err` when `output` (`-`: the file standard output writes, when it is
+/// one) is the same file as any of `inputs` (what the command reads; `-` is
+/// standard input, when that is a file) or is, or will be, the results
+/// database `db` or one of its journals.
 pub fn refuse_inputs<I, P>(output: &Path, inputs: I, db: Option<&Path>) -> Result<(), OutputError>
 where
     I: IntoIterator<Item = P>,
     P: AsRef<Path>,
 {
-    if output.as_os_str() == "-" {
-        return Ok(());
-    }
-    let Some(out) = place(output) else {
-        return Ok(());
-    };
     if let Some(db) = db {
         if is_database(output, db) {
             return Err(OutputError::IsDatabase {
@@ -89,20 +129,23 @@ where
             });
         }
     }
-    let Place::File(dev, ino) = out else {
-        return Ok(());
-    };
     for input in inputs {
         let input = input.as_ref();
-        if identity(input) == Some((dev, ino)) {
-            let input = if input.as_os_str() == "-" {
-                PathBuf::from("- (standard input)")
-            } else {
-                input.to_path_buf()
+        if is_input(output, input) {
+            let name = |p: &Path| {
+                if p.as_os_str() == "-" {
+                    PathBuf::from("- (standard input)")
+                } else {
+                    p.to_path_buf()
+                }
             };
             return Err(OutputError::IsInput {
-                output: output.to_path_buf(),
-                input,
+                output: if output.as_os_str() == "-" {
+                    PathBuf::from("- (standard output)")
+                } else {
+                    output.to_path_buf()
+                },
+                input: name(input),
             });
         }
     }
@@ -110,18 +153,21 @@ where
 }
 
 /// `Err` when two of one command's `outputs` are, or will be, the same
-/// file: the second would replace the first. `-` may repeat (standard
-/// output takes both).
+/// file: the second would replace the first. `-` is the file standard
+/// output writes, and may repeat (standard output takes both).
 pub fn refuse_same_outputs<'a>(
     outputs: impl IntoIterator<Item = &'a Path>,
 ) -> Result<(), OutputError> {
     let mut seen: Vec<(&Path, Place)> = Vec::new();
     for output in outputs {
-        if output.as_os_str() == "-" {
+        let stdout = output.as_os_str() == "-";
+        let Some(p) = place(output, Role::Output) else {
             continue;
-        }
-        let Some(p) = place(output) else { continue };
-        if let Some((first, _)) = seen.iter().find(|(_, q)| *q == p) {
+        };
+        let same = seen
+            .iter()
+            .find(|(first, q)| *q == p && !(stdout && first.as_os_str() == "-"));
+        if let Some((first, _)) = same {
             return Err(OutputError::SameOutput {
                 first: first.to_path_buf(),
                 second: output.to_path_buf(),

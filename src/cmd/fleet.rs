@@ -29,7 +29,21 @@ pub fn run(mut args: ReplayArgs) -> Result<i32> {
         .map(|p| shard::expand_rank(p, placement.rank));
     let outcome = run_rank(&mut args, &placement);
     if let (Err(e), Some(path)) = (&outcome, &json) {
-        write_failure(path, &placement, e);
+        // Written only where the result could have gone: never over a
+        // trace, a target or the results database (the error may be that
+        // refusal itself).
+        let mut inputs: Vec<&Path> = args.traces.iter().map(PathBuf::as_path).collect();
+        let targets: Vec<PathBuf> = args
+            .run
+            .targets()
+            .into_iter()
+            .map(|t| shard::expand_rank(t, placement.rank))
+            .collect();
+        inputs.extend(targets.iter().map(PathBuf::as_path));
+        match super::store::check_outputs([path.as_path()], &inputs, &args.run.store.db) {
+            Ok(()) => write_failure(path, &placement, e),
+            Err(why) => eprintln!("tracemark: no failure record: {why:#}"),
+        }
     }
     outcome
 }

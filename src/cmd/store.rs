@@ -204,13 +204,13 @@ pub fn check_targets(
                 db.display()
             );
         }
-        if let Some(input) = inputs.iter().find(|i| outfile::same_file(target, i)) {
+        if let Some(input) = inputs.iter().find(|i| outfile::is_input(target, i)) {
             bail!(
                 "the target {t} is the same file as the input {}; a replay writes over its target (name a scratch file or a spare drive)",
                 input.display()
             );
         }
-        if let Some(out) = outputs.iter().find(|o| outfile::same_file(target, o)) {
+        if let Some(out) = outputs.iter().find(|o| outfile::is_output(target, o)) {
             bail!(
                 "the target {t} is the same file as the output {}; a replay writes over its target (give each its own path)",
                 out.display()

@@ -254,3 +254,100 @@ fn a_leaderboard_run_page_is_never_the_database() {
     assert_eq!(fs::read(&db).unwrap(), before);
     assert!(!d.join("lb/board.html").exists());
 }
+
+#[test]
+fn standard_output_is_checked_like_a_named_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = database(d, &t);
+    let trace_bytes = fs::read(&t).unwrap();
+    let db_bytes = fs::read(&db).unwrap();
+    let t = t.display().to_string();
+    // `-o -` with standard output appended to the input, or to the database.
+    for (onto, args) in [
+        (
+            d.join("t.tmt"),
+            vec!["export", &t, "--to", "csv", "-o", "-"],
+        ),
+        (db.clone(), vec!["results", "export", "1", "-o", "-"]),
+    ] {
+        let appended = fs::OpenOptions::new().append(true).open(&onto).unwrap();
+        let o = tracemark()
+            .env("TRACEMARK_DB", &db)
+            .args(&args)
+            .stdout(appended)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    assert_eq!(fs::read(d.join("t.tmt")).unwrap(), trace_bytes);
+    assert_eq!(fs::read(&db).unwrap(), db_bytes);
+    // A leaderboard on standard output would scatter its run pages.
+    let o = tracemark()
+        .current_dir(d)
+        .env("TRACEMARK_DB", &db)
+        .args(["results", "leaderboard", "--html", "-"])
+        .output()
+        .unwrap();
+    refused(&o, "give --html a file path");
+    assert!(!d.join("-.run-1.html").exists());
+}
+
+#[test]
+fn the_database_by_a_path_with_a_trailing_slash_or_in_a_folder_not_made_yet_is_protected() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = database(d, &t);
+    let before = fs::read(&db).unwrap();
+    let slashed = d.join("results.db/");
+    let o = run(
+        d,
+        &slashed,
+        &["replay", "t.tmt", "--target", "results.db", "--allow-write"],
+    );
+    refused(&o, "is the results database");
+    let o = run(
+        d,
+        &d.join("results.db/."),
+        &["replay", "t.tmt", "--json", "results.db"],
+    );
+    refused(&o, "is the results database");
+    assert_eq!(fs::read(&db).unwrap(), before);
+    let later = d.join("nd/x.db");
+    for target in ["nd/x.db", "nd/x.db-wal"] {
+        let o = run(
+            d,
+            &later,
+            &["replay", "t.tmt", "--target", target, "--allow-write"],
+        );
+        refused(&o, "is the results database");
+    }
+    assert!(!d.join("nd").exists());
+}
+
+#[test]
+fn a_failed_ranks_record_never_replaces_the_database_or_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let db = database(d, &t);
+    let before = (fs::read(&db).unwrap(), fs::read(&t).unwrap());
+    for json in ["results.db", "t.tmt"] {
+        let o = run(
+            d,
+            &db,
+            &[
+                "replay", "t.tmt", "--shard", "0/2", "--target", "a.bin", "--json", json,
+            ],
+        );
+        assert_ne!(o.status.code(), Some(0));
+    }
+    assert_eq!((fs::read(&db).unwrap(), fs::read(&t).unwrap()), before);
+}

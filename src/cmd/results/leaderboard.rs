@@ -159,6 +159,13 @@ fn write_pages(path: &Path, db: &Path, board: &Leaderboard, entries: Vec<Entry>)
         .iter()
         .filter_map(|e| e.report_href.as_ref().map(|h| path.with_file_name(h)))
         .collect();
+    let to_stdout = matches!(outfile::resolve(path), Ok(outfile::Resolved::Stdout));
+    if to_stdout && !reports.is_empty() {
+        anyhow::bail!(
+            "{}: the leaderboard's run pages are written beside its page; give --html a file path, not standard output",
+            path.display()
+        );
+    }
     let pages = reports.iter().map(PathBuf::as_path).chain([path]);
     outfile::refuse_same_outputs(pages.clone())?;
     for page in pages {
