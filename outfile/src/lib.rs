@@ -32,6 +32,7 @@ mod temp;
 
 pub use error::OutputError;
 pub use same::{is_database, is_input, is_output, refuse_inputs, refuse_same_outputs};
+pub use stdio::divert_text_to_stderr;
 pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;
 
@@ -93,10 +94,7 @@ impl AtomicFile {
     fn create_with(output: &Path, unnamed: bool) -> Result<AtomicFile, OutputError> {
         let (target, dir, existing) = match resolve(output)? {
             Resolved::Stdout => {
-                let fd = io::stdout()
-                    .lock()
-                    .as_fd_owned()
-                    .map_err(|e| io_err(output, e))?;
+                let fd = stdio::result_out().map_err(|e| io_err(output, e))?;
                 return Ok(AtomicFile {
                     file: File::from(fd),
                     target: output.to_path_buf(),
@@ -228,18 +226,6 @@ impl Drop for AtomicFile {
         if let Temp::Named { path, .. } = &self.temp {
             let _ = fs::remove_file(path);
         }
-    }
-}
-
-/// Standard output, as an owned descriptor of its own.
-trait AsFdOwned {
-    fn as_fd_owned(&self) -> io::Result<std::os::fd::OwnedFd>;
-}
-
-impl AsFdOwned for io::StdoutLock<'_> {
-    fn as_fd_owned(&self) -> io::Result<std::os::fd::OwnedFd> {
-        use std::os::fd::AsFd;
-        self.as_fd().try_clone_to_owned()
     }
 }
 

@@ -220,7 +220,8 @@ pub struct RunArgs {
     /// Fail when no I/O completes for this long (e.g. 60s).
     #[arg(long, value_parser = parse_duration, default_value = "60s")]
     pub io_timeout: Duration,
-    /// Write the result file (JSON) here.
+    /// Write the result file (JSON) here; `-` is standard output, which then
+    /// carries the JSON alone (the table goes to standard error).
     #[arg(long)]
     pub json: Option<PathBuf>,
     #[command(flatten)]

@@ -78,6 +78,7 @@ impl ConsistencyObserver for Steps {
 }
 
 pub fn run(args: ConsistencyArgs) -> Result<i32> {
+    super::store::text_off_stdout(args.run.json.iter().chain(&args.html).map(PathBuf::as_path))?;
     let [target] = args.run.target.as_slice() else {
         bail!("consistency tests one target; give --target once");
     };

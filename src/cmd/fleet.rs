@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 /// Replays this rank's part. A rank that fails after it knows its rank
 /// writes a failure file where its result would go, so `merge` names it.
 pub fn run(mut args: ReplayArgs) -> Result<i32> {
+    super::store::text_off_stdout(args.run.json.as_deref())?;
     let Some(spec) = args.fleet.shard else {
         // --start-at alone: one host's replay on an agreed start.
         let mut request = args.run.request();

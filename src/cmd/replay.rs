@@ -31,6 +31,7 @@ pub struct ReplayArgs {
 
 /// A replay on this host alone (a fleet rank is `super::fleet::run`).
 pub fn run(args: ReplayArgs) -> Result<i32> {
+    super::store::text_off_stdout(args.run.json.as_deref())?;
     let plan = plan(args.run.request(), None)?;
     replay_paths(&args.traces, &[], &args.run, plan, None)
 }

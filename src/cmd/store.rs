@@ -185,6 +185,18 @@ pub fn check_outputs<'a>(
     Ok(())
 }
 
+/// When a result or report goes to standard output (`-`), the run's text
+/// (header, table, notes) goes to standard error from now on: what standard
+/// output carries is the result alone (`tracemark replay t.tmt --json - |
+/// jq`). A path such as `/dev/stdout` is left as it is: once standard output
+/// were standard error, that path would name another file.
+pub fn text_off_stdout<'a>(outputs: impl IntoIterator<Item = &'a Path>) -> Result<()> {
+    if outputs.into_iter().any(|p| p.as_os_str() == "-") {
+        outfile::divert_text_to_stderr().context("sending the run's text to standard error")?;
+    }
+    Ok(())
+}
+
 /// Before any work: no replay target is a file the run reads (a trace, the
 /// suite file), one of its outputs or the results database (by device and
 /// inode, or for a path not made yet its folder and name): a replay writes

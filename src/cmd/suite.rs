@@ -72,6 +72,7 @@ pub fn load_suite(path: &Path, source: &str) -> Result<SuiteFile> {
 }
 
 pub fn run(args: SuiteArgs) -> Result<i32> {
+    super::store::text_off_stdout(args.run.json.as_deref())?;
     let (path, source) = suite_path(args.suite.as_deref(), args.profile.as_deref())?;
     let suite = load_suite(&path, &source)?;
     if args.verify {

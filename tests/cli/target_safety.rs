@@ -351,3 +351,22 @@ fn a_failed_ranks_record_never_replaces_the_database_or_a_trace() {
     }
     assert_eq!((fs::read(&db).unwrap(), fs::read(&t).unwrap()), before);
 }
+
+#[test]
+fn a_result_on_standard_output_is_the_result_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    trace(d);
+    let o = run(
+        d,
+        &d.join("r.db"),
+        &["replay", "t.tmt", "--target", "s.bin", "--json", "-"],
+    );
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&o.stdout)));
+    assert!(v["traces"].is_array());
+    // The table and the database's line went to standard error.
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("result stored as run 1"), "{err}");
+}
