@@ -363,7 +363,20 @@ fn io_err(path: &Path, what: &str) -> impl FnOnce(io::Error) -> ReplayError {
 }
 
 fn open_file(path: &Path, req: &TargetRequest) -> Result<Target, ReplayError> {
-    let existed = std::fs::metadata(path).is_ok();
+    let existed = std::fs::symlink_metadata(path).is_ok();
+    let opened = open_file_at(path, req, existed);
+    if opened.is_err() && !existed {
+        // A refused run leaves no empty file of its own behind (a fill cut
+        // short keeps what landed: the next run resumes it).
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    opened
+}
+
+/// [`open_file`] once it is known whether the file `existed`.
+fn open_file_at(path: &Path, req: &TargetRequest, existed: bool) -> Result<Target, ReplayError> {
     let open = |direct: bool| {
         let mut o = OpenOptions::new();
         o.read(true).write(true).create(true).truncate(false);

@@ -290,3 +290,49 @@ fn a_full_disk_under_a_split_names_the_trace_and_writes_none() {
     );
     assert_eq!(listing(&out), before, "left behind");
 }
+
+#[test]
+fn a_scratch_file_too_large_for_its_filesystem_is_refused_and_leaves_nothing() {
+    if !require_root() || !require_tools(&["mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Reads over 64 MiB: a scratch file of that size.
+    let recs: Vec<_> = (0..64u64)
+        .map(|i| rec(i * 10, Op::Read, i * 1024 * KIB, 4 * KIB))
+        .collect();
+    let trace = d.join("t.tmt");
+    write_trace(&trace, "t", &recs);
+    let at = d.join("small");
+    std::fs::create_dir(&at).unwrap();
+    assert!(Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&at)
+        .status()
+        .unwrap()
+        .success());
+    let _fs = Tmpfs(at.clone());
+    let o = tracemark()
+        .arg("replay")
+        .arg(&trace)
+        .arg("--target")
+        .arg(at.join("scratch.bin"))
+        .args([
+            "--mode",
+            "compressed",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--no-db",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("scratch.bin") && err.contains("MiB free"),
+        "{err}"
+    );
+    assert!(listing(&at).is_empty(), "left behind: {:?}", listing(&at));
+}
