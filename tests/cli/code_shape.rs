@@ -153,16 +153,17 @@ fn test_module_files(path: &Path, source: &str) -> Vec<PathBuf> {
     files
 }
 
-/// Every `.rs` file under `dir`, outside `target/` and hidden directories;
-/// with `skip_tests`, outside `tests/` directories too.
+/// Every `.rs` file under `dir`, outside cargo's `target/` (a `target/`
+/// beside a `target.rs` is a module's folder, and is read) and hidden
+/// directories; with `skip_tests`, outside `tests/` directories too.
 fn rust_files(dir: &Path, skip_tests: bool, out: &mut Vec<PathBuf>) {
     let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     for entry in entries {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if path.is_dir() {
-            let skipped =
-                name == "target" || name.starts_with('.') || (skip_tests && name == "tests");
+            let build_dir = name == "target" && !path.with_extension("rs").exists();
+            let skipped = build_dir || name.starts_with('.') || (skip_tests && name == "tests");
             if !skipped {
                 rust_files(&path, skip_tests, out);
             }
@@ -415,6 +416,7 @@ const FILE_WRITING_CALLS: &[&str] = &[
 /// the list cannot go stale.
 const WRITER_EXCEPTIONS: &[(&str, &str, &str)] = &[
     ("replayer/src/target.rs", "OpenOptions::new(", "the replay target: a device or scratch file the user names for I/O, written in place by design"),
+    ("replayer/src/target/file.rs", "OpenOptions::new(", "the scratch file: created where missing and grown in place as the replay target"),
     ("replayer/src/in_use.rs", "OpenOptions::new(", "opens a device or file only to ask whether it is in use"),
     ("replayer/src/cpu_idle.rs", "OpenOptions::new(", "the kernel's /dev/cpu_dma_latency request, held open"),
     ("recorder/src/capture/ring.rs", "OpenOptions::new(", "reads the kernel's tracefs ring buffers"),

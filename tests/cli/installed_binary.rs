@@ -4,13 +4,15 @@
 use std::path::Path;
 use std::process::Command;
 
-/// Copies the source tree (without `target/` and `.git`).
+/// Copies the source tree (without cargo's `target/` and `.git`; a
+/// `target/` beside a `target.rs` is a module's folder, and is copied).
 fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         let name = entry.file_name();
-        if name == "target" || name == ".git" {
+        let build_dir = name == "target" && !entry.path().with_extension("rs").exists();
+        if build_dir || name == ".git" {
             continue;
         }
         let kind = entry.file_type().unwrap();
