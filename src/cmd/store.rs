@@ -127,14 +127,18 @@ pub fn finish_run(
             (true, String::new(), r.interrupted)
         }
     };
-    write_outputs(&result, out)?;
     let json = match &result {
         AnyResult::Suite(r) => serde_json::to_string_pretty(r),
         AnyResult::Consistency(r) => serde_json::to_string_pretty(r),
     }
     .context("the result as JSON")?
         + "\n";
-    store(db, &result, &json)?;
+    // Stored first: an output that cannot be written (standard output
+    // closed or full) loses no finished run; the outputs are written even
+    // when the database cannot take it.
+    let stored = store(db, &result, &json);
+    write_outputs(&result, out)?;
+    stored?;
     if !valid {
         eprintln!(
             "tracemark: the result is not valid: {}{}",

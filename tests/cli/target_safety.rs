@@ -169,6 +169,10 @@ fn a_file_with_data_tracemark_did_not_write_needs_allow_write() {
         let o = run(d, &db, &["replay", &t, "--target", target, "--no-db"]);
         assert!(o.status.success(), "{target}");
     }
+    // A second name for it, written by the user, is the user's file.
+    fs::hard_link(d.join("made.bin"), d.join("thesis.txt")).unwrap();
+    let o = run(d, &db, &["replay", &t, "--target", "thesis.txt", "--no-db"]);
+    refused(&o, "tracemark did not make");
     fs::File::create(d.join("holes.img"))
         .unwrap()
         .set_len(8 << 20)
@@ -369,4 +373,43 @@ fn a_result_on_standard_output_is_the_result_alone() {
     // The table and the database's line went to standard error.
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("result stored as run 1"), "{err}");
+}
+
+#[test]
+fn a_result_that_standard_output_cannot_take_is_still_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    trace(d);
+    let db = d.join("r.db");
+    let full = fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = tracemark()
+        .current_dir(d)
+        .env("TRACEMARK_DB", &db)
+        .args(["replay", "t.tmt", "--target", "s.bin", "--json", "-"])
+        .args([
+            "--mode",
+            "compressed",
+            "--passes",
+            "1",
+            "--no-warmup",
+            "--cpu-idle",
+            "os",
+        ])
+        .stdout(full)
+        .output()
+        .unwrap();
+    refused(&o, "No space left");
+    let listed = tracemark()
+        .env("TRACEMARK_DB", &db)
+        .args(["results", "list"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        text.lines().any(|l| l.trim_start().starts_with("1 ")),
+        "{text}"
+    );
 }

@@ -118,7 +118,9 @@ fn claim_scratch(
 ) -> Result<(), ReplayError> {
     let meta = file.metadata().map_err(io_err(path, "cannot stat"))?;
     let holds_data = existed && meta.blocks() > 0;
-    let marked = has_scratch_mark(file);
+    // tracemark never gives its scratch file a second name: a hard link to
+    // it is someone's file, whatever the mark on the inode says.
+    let marked = has_scratch_mark(file) && meta.nlink() == 1;
     if holds_data && !allow_write && !marked {
         return Err(ReplayError::TargetRefused {
             path: path.to_path_buf(),
