@@ -112,6 +112,15 @@ pub fn is_database(path: &Path, db: &Path) -> bool {
     database_files(db).any(|f| place(&f, Role::Output).as_ref() == Some(&p))
 }
 
+/// `path` as a message shows it: `-` says which stream it is.
+fn shown(path: &Path, stream: &str) -> PathBuf {
+    if path.as_os_str() == "-" {
+        PathBuf::from(format!("- ({stream})"))
+    } else {
+        path.to_path_buf()
+    }
+}
+
 /// `Err` when `output` (`-`: the file standard output writes, when it is
 /// one) is the same file as any of `inputs` (what the command reads; `-` is
 /// standard input, when that is a file) or is, or will be, the results
@@ -132,20 +141,9 @@ where
     for input in inputs {
         let input = input.as_ref();
         if is_input(output, input) {
-            let name = |p: &Path| {
-                if p.as_os_str() == "-" {
-                    PathBuf::from("- (standard input)")
-                } else {
-                    p.to_path_buf()
-                }
-            };
             return Err(OutputError::IsInput {
-                output: if output.as_os_str() == "-" {
-                    PathBuf::from("- (standard output)")
-                } else {
-                    output.to_path_buf()
-                },
-                input: name(input),
+                output: shown(output, "standard output"),
+                input: shown(input, "standard input"),
             });
         }
     }

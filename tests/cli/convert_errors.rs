@@ -3,7 +3,7 @@
 //! matches no device of the input (the message lists the devices there are,
 //! with their I/O counts), and a `--skip-bad` that leaves no I/O.
 
-use crate::support::tracemark;
+use crate::support::{blktrace_issue_on, tracemark};
 use std::fs;
 use std::path::Path;
 use std::process::Output;
@@ -81,23 +81,6 @@ fn skip_bad_that_leaves_no_io_fails() {
 /// (`D`) at `time_ns`.
 fn blktrace_issue(seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
     blktrace_issue_on(0, seq, time_ns, sector)
-}
-
-/// The same on CPU `cpu`.
-fn blktrace_issue_on(cpu: u32, seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
-    let mut r = Vec::with_capacity(48);
-    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
-    r.extend_from_slice(&seq.to_le_bytes());
-    r.extend_from_slice(&time_ns.to_le_bytes());
-    r.extend_from_slice(&sector.to_le_bytes());
-    r.extend_from_slice(&4096u32.to_le_bytes());
-    r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
-    r.extend_from_slice(&100u32.to_le_bytes()); // pid
-    r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
-    r.extend_from_slice(&cpu.to_le_bytes());
-    r.extend_from_slice(&0u16.to_le_bytes()); // error
-    r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
-    r
 }
 
 fn blktrace_file(dir: &Path, name: &str) -> std::path::PathBuf {

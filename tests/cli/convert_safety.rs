@@ -4,7 +4,7 @@
 //! file standard input reads; and each trace of `--split-by volume`, which
 //! then writes none of its traces.
 
-use crate::support::tracemark;
+use crate::support::{blktrace_issue_on, tracemark};
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -95,31 +95,16 @@ fn the_default_results_database_is_refused_as_the_output() {
     assert_eq!(fs::read(&db).unwrap(), b"the results database");
 }
 
-/// One blktrace v7 record (native little-endian): a 4 KiB read of 8:0
-/// issued (`D`) on CPU `cpu` at `time_ns`.
-fn blktrace_issue(cpu: u32, seq: u32, time_ns: u64) -> Vec<u8> {
-    let mut r = Vec::with_capacity(48);
-    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
-    r.extend_from_slice(&seq.to_le_bytes());
-    r.extend_from_slice(&time_ns.to_le_bytes());
-    r.extend_from_slice(&(time_ns / 100).to_le_bytes()); // sector
-    r.extend_from_slice(&4096u32.to_le_bytes());
-    r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
-    r.extend_from_slice(&100u32.to_le_bytes()); // pid
-    r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
-    r.extend_from_slice(&cpu.to_le_bytes());
-    r.extend_from_slice(&0u16.to_le_bytes()); // error
-    r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
-    r
-}
-
 /// A blktrace set of two CPUs, `sda.blktrace.0` and `sda.blktrace.1` in
 /// `dir`: its files.
 fn blktrace_set(dir: &Path) -> Vec<PathBuf> {
     (0..2u32)
         .map(|cpu| {
             let bytes: Vec<u8> = (0..4u32)
-                .flat_map(|i| blktrace_issue(cpu, i + 1, u64::from(i * 2 + cpu) * 1000))
+                .flat_map(|i| {
+                    let time_ns = u64::from(i * 2 + cpu) * 1000;
+                    blktrace_issue_on(cpu, i + 1, time_ns, time_ns / 100)
+                })
                 .collect();
             let path = dir.join(format!("sda.blktrace.{cpu}"));
             fs::write(&path, bytes).unwrap();

@@ -10,7 +10,7 @@ use crate::support::tracemark;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 use trace_format::Op;
 
 /// A small trace of reads and writes over 2 MiB.
@@ -28,15 +28,19 @@ fn trace(dir: &Path) -> PathBuf {
 
 /// `tracemark ARGS` in `dir`, with `db` as the results database and a
 /// quick one-pass replay's options after them.
-fn run(dir: &Path, db: &Path, args: &[&str]) -> Output {
-    let out = tracemark()
-        .current_dir(dir)
+fn command(dir: &Path, db: &Path, args: &[&str]) -> Command {
+    let mut c = tracemark();
+    c.current_dir(dir)
         .env("TRACEMARK_DB", db)
         .args(args)
         .args(["--mode", "compressed", "--passes", "1", "--no-warmup"])
-        .args(["--cpu-idle", "os"])
-        .output()
-        .unwrap();
+        .args(["--cpu-idle", "os"]);
+    c
+}
+
+/// [`command`] run, its standard error shown.
+fn run(dir: &Path, db: &Path, args: &[&str]) -> Output {
+    let out = command(dir, db, args).output().unwrap();
     eprintln!(
         "tracemark {}: {}\n{}",
         args.join(" "),
@@ -385,22 +389,8 @@ fn a_result_that_standard_output_cannot_take_is_still_stored() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let o = tracemark()
-        .current_dir(d)
-        .env("TRACEMARK_DB", &db)
-        .args(["replay", "t.tmt", "--target", "s.bin", "--json", "-"])
-        .args([
-            "--mode",
-            "compressed",
-            "--passes",
-            "1",
-            "--no-warmup",
-            "--cpu-idle",
-            "os",
-        ])
-        .stdout(full)
-        .output()
-        .unwrap();
+    let args = ["replay", "t.tmt", "--target", "s.bin", "--json", "-"];
+    let o = command(d, &db, &args).stdout(full).output().unwrap();
     refused(&o, "No space left");
     let listed = tracemark()
         .env("TRACEMARK_DB", &db)

@@ -132,3 +132,21 @@ pub fn tracemark() -> Command {
     }
     command
 }
+
+/// One blktrace v7 record (native little-endian): a 4 KiB read of 8:0
+/// issued (`D`) on CPU `cpu` at `time_ns`, at `sector`.
+pub fn blktrace_issue_on(cpu: u32, seq: u32, time_ns: u64, sector: u64) -> Vec<u8> {
+    let mut r = Vec::with_capacity(48);
+    r.extend_from_slice(&0x6561_7407u32.to_le_bytes()); // magic, version 7
+    r.extend_from_slice(&seq.to_le_bytes());
+    r.extend_from_slice(&time_ns.to_le_bytes());
+    r.extend_from_slice(&sector.to_le_bytes());
+    r.extend_from_slice(&4096u32.to_le_bytes());
+    r.extend_from_slice(&((1u32 << 16) | 7).to_le_bytes()); // READ, ISSUE
+    r.extend_from_slice(&100u32.to_le_bytes()); // pid
+    r.extend_from_slice(&(8u32 << 20).to_le_bytes()); // device 8:0
+    r.extend_from_slice(&cpu.to_le_bytes());
+    r.extend_from_slice(&0u16.to_le_bytes()); // error
+    r.extend_from_slice(&0u16.to_le_bytes()); // pdu_len
+    r
+}

@@ -8,7 +8,22 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_format::Op;
 
+/// A private tmpfs mounted at a new folder, unmounted when dropped.
 struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Makes the folder `at` and mounts a tmpfs of `size` (`64k`, `1m`) on it.
+    fn mount(at: &Path, size: &str) -> Tmpfs {
+        std::fs::create_dir(at).unwrap();
+        assert!(Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(at)
+            .status()
+            .unwrap()
+            .success());
+        Tmpfs(at.to_path_buf())
+    }
+}
 
 impl Drop for Tmpfs {
     fn drop(&mut self) {
@@ -204,14 +219,7 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         assert!(std::fs::metadata(&roomy).unwrap().len() > 0);
         // A private 64 KiB tmpfs holding the previous output, then filled.
         let at = d.join(format!("full-{i}"));
-        std::fs::create_dir(&at).unwrap();
-        assert!(Command::new("mount")
-            .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-            .arg(&at)
-            .status()
-            .unwrap()
-            .success());
-        let _fs = Tmpfs(at.clone());
+        let _fs = Tmpfs::mount(&at, "64k");
         let out = at.join("out.file");
         std::fs::write(&out, "the previous output\n").unwrap();
         let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
@@ -257,14 +265,7 @@ fn a_full_disk_under_a_split_names_the_trace_and_writes_none() {
         .collect();
     std::fs::write(&csv, lines).unwrap();
     let at = d.join("full-split");
-    std::fs::create_dir(&at).unwrap();
-    assert!(Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(&at)
-        .status()
-        .unwrap()
-        .success());
-    let _fs = Tmpfs(at.clone());
+    let _fs = Tmpfs::mount(&at, "64k");
     let out = at.join("out");
     std::fs::create_dir(&out).unwrap();
     let previous = out.join("ali-vol1.tmt");
@@ -305,14 +306,7 @@ fn a_scratch_file_too_large_for_its_filesystem_is_refused_and_leaves_nothing() {
     let trace = d.join("t.tmt");
     write_trace(&trace, "t", &recs);
     let at = d.join("small");
-    std::fs::create_dir(&at).unwrap();
-    assert!(Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
-        .arg(&at)
-        .status()
-        .unwrap()
-        .success());
-    let _fs = Tmpfs(at.clone());
+    let _fs = Tmpfs::mount(&at, "1m");
     let o = tracemark()
         .arg("replay")
         .arg(&trace)
