@@ -211,10 +211,40 @@ pub fn convert_split(
         .ok_or_else(|| ConvertError::usage(UsageKind::NoInputs, "no input files given"))?;
     // No folder is made where the database is, or will be.
     refuse_output(dir, &[], opts)?;
+    let made = missing_folders(dir);
     std::fs::create_dir_all(dir).map_err(|source| ConvertError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
+    let split = split_into_folder(inputs, dir, opts, first);
+    if split.is_err() {
+        // A refused split leaves no folder it made (each is empty: every
+        // temporary is gone with the router).
+        for folder in &made {
+            if std::fs::remove_dir(folder).is_err() {
+                break;
+            }
+        }
+    }
+    split
+}
+
+/// The folders of `dir`'s path that do not exist yet, deepest first.
+fn missing_folders(dir: &Path) -> Vec<PathBuf> {
+    dir.ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .take_while(|p| std::fs::symlink_metadata(p).is_err())
+        .map(Path::to_path_buf)
+        .collect()
+}
+
+/// [`convert_split`] once the folder `dir` is there.
+fn split_into_folder(
+    inputs: &[PathBuf],
+    dir: &Path,
+    opts: &ConvertOptions,
+    first: &Path,
+) -> Result<SplitReport, ConvertError> {
     raise_open_file_limit();
     let mut template = TraceHeader::new("", "");
     template.description = opts.description.clone().unwrap_or_default();

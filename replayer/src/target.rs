@@ -42,6 +42,9 @@ pub struct Target {
     /// drivers), io_uring runs every request on its io-wq worker threads.
     pub nowait: bool,
     file: File,
+    /// For tracemark's scratch file: keeps its mark true to it when the run
+    /// ends (dropped after `file`, so after the run's last write).
+    _scratch: Option<file::ScratchClaim>,
 }
 
 /// The targets of a replay, in order: the map's target *i* is the *i*-th
@@ -477,6 +480,7 @@ fn open_block_device(path: &Path, rdev: u64, req: &TargetRequest) -> Result<Targ
         writable: writes,
         nowait: probe_nowait(&file, size),
         file,
+        _scratch: None,
     })
 }
 

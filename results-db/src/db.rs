@@ -91,6 +91,33 @@ impl ResultsDb {
         // "database is locked" without waiting, and one can see another's
         // half-made schema. Opens in one directory take turns instead.
         let _opening = lock_directory(path)?;
+        // A database this open creates and cannot finish (a full disk, a
+        // failing journal) is removed with its journals: a failed run
+        // leaves no empty database behind. Under the directory's lock no
+        // other program has opened a file that was not there.
+        let files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
+            .iter()
+            .map(|suffix| {
+                let mut name = path.as_os_str().to_owned();
+                name.push(suffix);
+                PathBuf::from(name)
+            })
+            .collect();
+        let new: Vec<bool> = files
+            .iter()
+            .map(|f| std::fs::symlink_metadata(f).is_err())
+            .collect();
+        let opened = Self::open_locked(path);
+        if opened.is_err() && new[0] {
+            for (file, _) in files.iter().zip(&new).filter(|(_, new)| **new) {
+                let _ = std::fs::remove_file(file);
+            }
+        }
+        opened
+    }
+
+    /// [`ResultsDb::open`] once the directory's lock is held.
+    fn open_locked(path: &Path) -> Result<ResultsDb, DbError> {
         let conn = Connection::open_with_flags(
             path,
             OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -320,3 +320,46 @@ fn a_split_makes_no_folder_at_the_database_path() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(d.join("out/ali-vol1.tmt").is_file() && d.join("out/ali-vol2.tmt").is_file());
 }
+
+/// A split refused once its folder was made (a malformed record, the
+/// database at a trace's path) leaves no folder it made behind; a folder
+/// that was there stays.
+#[test]
+fn a_refused_split_leaves_no_folder_it_made() {
+    for (input, db, why) in [
+        ("bad.csv", "results.db", "bad.csv"),
+        (
+            "ali.csv",
+            "made/deep/ali-vol2.tmt",
+            "is the results database",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        two_volumes(d);
+        fs::write(
+            d.join("bad.csv"),
+            "1,R,0,4096,1577808000000000\n1,R,x,4096,1\n",
+        )
+        .unwrap();
+        fs::create_dir(d.join("kept")).unwrap();
+        let before = snapshot(d);
+        for out in ["made/deep", "kept"] {
+            let args = [
+                input,
+                "--format",
+                "alibaba",
+                "--split-by",
+                "volume",
+                "-q",
+                "-o",
+                out,
+            ]
+            .map(OsStr::new);
+            let db = d.join(db.replace("made/deep", out));
+            let o = convert_with_db(d, &db, &args).output().unwrap();
+            assert_refused(&o, why, out);
+            assert_eq!(snapshot(d), before, "{input} into {out}");
+        }
+    }
+}

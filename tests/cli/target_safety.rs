@@ -186,6 +186,59 @@ fn a_file_with_data_tracemark_did_not_write_needs_allow_write() {
 }
 
 #[test]
+fn a_scratch_file_written_over_by_its_name_is_the_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d);
+    let t = t.display().to_string();
+    let db = d.join("results.db");
+    let scratch = d.join("scr.bin");
+    let replay = |extra: &[&str]| {
+        let args = [&["replay", &t, "--target", "scr.bin", "--no-db"][..], extra].concat();
+        run(d, &db, &args)
+    };
+    // tracemark's own scratch file, reused run after run.
+    for _ in 0..2 {
+        assert!(replay(&[]).status.success());
+    }
+    // A document copied over it by its name (same inode, same mark), then
+    // a second copy that keeps its length: both are the user's now.
+    fs::write(&scratch, b"my notes").unwrap();
+    refused(
+        &replay(&[]),
+        "has been written since tracemark last finished",
+    );
+    assert_eq!(fs::read(&scratch).unwrap(), b"my notes");
+    // Given up with --allow-write it is written, and stays the user's.
+    assert!(replay(&["--allow-write"]).status.success());
+    refused(
+        &replay(&[]),
+        "has been written since tracemark last finished",
+    );
+    fs::remove_file(&scratch).unwrap();
+    assert!(replay(&[]).status.success());
+    assert!(replay(&[]).status.success());
+    let len = fs::metadata(&scratch).unwrap().len() as usize;
+    let mut doc = vec![b'x'; len];
+    doc[..9].copy_from_slice(b"my thesis");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&scratch)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &doc))
+        .unwrap();
+    refused(
+        &replay(&[]),
+        "has been written since tracemark last finished",
+    );
+    assert_eq!(fs::read(&scratch).unwrap(), doc);
+    // A run that only reads it leaves it as it is.
+    let o = replay(&["--read-only", "--precondition", "skip"]);
+    assert!(o.status.success());
+    assert_eq!(fs::read(&scratch).unwrap(), doc);
+}
+
+#[test]
 fn two_outputs_of_one_run_are_never_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();

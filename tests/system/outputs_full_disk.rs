@@ -330,3 +330,34 @@ fn a_scratch_file_too_large_for_its_filesystem_is_refused_and_leaves_nothing() {
     );
     assert!(listing(&at).is_empty(), "left behind: {:?}", listing(&at));
 }
+
+/// A results database a full disk keeps from being made: the run fails
+/// naming it, and leaves no file behind (no empty database, no journal).
+#[test]
+fn a_results_database_a_full_disk_keeps_from_being_made_leaves_no_file() {
+    if !require_root() || !require_tools(&["mount", "umount"]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("full-db");
+    let _fs = Tmpfs::mount(&at, "64k");
+    let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
+    let before = listing(&at);
+    let fixture =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tests/fixtures/replay-file.json");
+    let o = tracemark()
+        .args(["results", "import"])
+        .arg(&fixture)
+        .arg("--db")
+        .arg(at.join("results.db"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("full-db/results.db")
+            && (err.contains("disk is full") || err.contains("No space left")),
+        "{err}"
+    );
+    assert_eq!(listing(&at), before, "left behind");
+}

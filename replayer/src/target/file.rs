@@ -63,9 +63,11 @@ fn open_file_at(path: &Path, req: &TargetRequest, existed: bool) -> Result<Targe
             });
         }
     }
-    if req.needs_write || current < required {
-        claim_scratch(&file, path, existed, req.allow_write)?;
-    }
+    let scratch = if req.needs_write || current < required {
+        claim_scratch(&file, path, existed, req.allow_write)?
+    } else {
+        None
+    };
     let mut size = current;
     if current < required {
         check_free_space(&file, path, required - current)?;
@@ -82,68 +84,158 @@ fn open_file_at(path: &Path, req: &TargetRequest, existed: bool) -> Result<Targe
         writable: true,
         nowait: probe_nowait(&file, size),
         file,
+        _scratch: scratch,
     })
 }
 
 /// The extended attribute that marks a file tracemark made as its scratch
-/// file, so a later run may write it again.
+/// file, so a later run may write it again. Its value is the file's state
+/// when tracemark last finished with it ([`state_of`]): a file written
+/// since by anyone else (a document copied over it by its name keeps the
+/// inode and the attribute) is no longer tracemark's.
 const SCRATCH_MARK: &std::ffi::CStr = c"user.tracemark.scratch";
 
-/// Whether the open file carries [`SCRATCH_MARK`].
-fn has_scratch_mark(file: &File) -> bool {
-    // SAFETY: a size query (no buffer) of an attribute of an open file.
-    unsafe {
+/// The mark's value before it recorded a state: the file is tracemark's,
+/// its state unknown.
+const MARK_WITHOUT_STATE: &[u8] = b"1";
+
+/// The mark's value while a run writes the file: its state is the run's to
+/// record when it ends. A run killed outright leaves it so, and the next
+/// run takes the file as tracemark's.
+const MARK_WRITING: &[u8] = b"w";
+
+/// What the scratch mark says of a file.
+#[derive(Debug, PartialEq, Eq)]
+enum Mark {
+    /// No mark: a file tracemark did not make.
+    None,
+    /// Made by tracemark; its state when last finished is not recorded.
+    WithoutState,
+    /// Made by tracemark and being written by a run (or a run was killed
+    /// while writing it).
+    Writing,
+    /// Made by tracemark, with its state when tracemark last finished.
+    State(Vec<u8>),
+}
+
+/// The mark on the open file.
+fn read_mark(file: &File) -> Mark {
+    let mut buf = [0u8; 128];
+    // SAFETY: reads the attribute into our buffer, within its length.
+    let n = unsafe {
         libc::fgetxattr(
             file.as_raw_fd(),
             SCRATCH_MARK.as_ptr(),
-            std::ptr::null_mut(),
-            0,
-        ) >= 0
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        // ERANGE (a value longer than any tracemark writes) is a mark too,
+        // of a state that cannot be ours.
+        return match io::Error::last_os_error().raw_os_error() {
+            Some(libc::ERANGE) => Mark::State(Vec::new()),
+            _ => Mark::None,
+        };
+    }
+    let value = &buf[..n as usize];
+    if value == MARK_WITHOUT_STATE {
+        Mark::WithoutState
+    } else if value == MARK_WRITING {
+        Mark::Writing
+    } else {
+        Mark::State(value.to_vec())
     }
 }
 
-/// Before a run writes or grows a regular file: the file must be one
-/// tracemark made (it carries the scratch mark), hold no data (new, empty
-/// or all holes), or be given up with `--allow-write`; a user's file that
-/// a trace, a document or a database is never overwritten by accident. A
-/// file that held no data is then marked (a filesystem without user
-/// attributes keeps no mark, and a later run asks for `--allow-write`); one
-/// given up with `--allow-write` is not (its filesystem may be frozen, and
-/// the user says so each time).
+/// The file's state as the mark records it: inode, modification time and
+/// length. Any write, truncation or copy onto the file changes it.
+fn state_of(meta: &std::fs::Metadata) -> Vec<u8> {
+    format!(
+        "2 {} {}.{:09} {}",
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.len()
+    )
+    .into_bytes()
+}
+
+/// Sets the mark to `value` (best effort: a filesystem without user
+/// attributes keeps no mark, and a later run asks for `--allow-write`).
+fn set_mark(file: &File, value: &[u8]) {
+    // SAFETY: sets an attribute on an open file from our buffer.
+    unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            SCRATCH_MARK.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+}
+
+/// Keeps the scratch mark true to the file while a run has it: when the
+/// run ends (also by an error or Ctrl-C), the mark records the state its
+/// writes left.
+pub(super) struct ScratchClaim {
+    file: File,
+}
+
+impl Drop for ScratchClaim {
+    fn drop(&mut self) {
+        let _ = self.file.sync_all();
+        if let Ok(meta) = self.file.metadata() {
+            set_mark(&self.file, &state_of(&meta));
+        }
+    }
+}
+
+/// Before a run writes or grows a regular file: the file must be tracemark's
+/// scratch file as it last left it (marked, one name, unchanged since), hold
+/// no data (new, empty or all holes), or be given up with `--allow-write`; a
+/// user's file — a trace, a document, a database, or a document copied over
+/// the scratch file — is never overwritten by accident. The claim returned
+/// keeps the mark true to the file; a file given up with `--allow-write`
+/// gets none (its filesystem may be frozen, and the user says so each time).
 fn claim_scratch(
     file: &File,
     path: &Path,
     existed: bool,
     allow_write: bool,
-) -> Result<(), ReplayError> {
+) -> Result<Option<ScratchClaim>, ReplayError> {
     let meta = file.metadata().map_err(io_err(path, "cannot stat"))?;
     let holds_data = existed && meta.blocks() > 0;
+    let mark = read_mark(file);
     // tracemark never gives its scratch file a second name: a hard link to
     // it is someone's file, whatever the mark on the inode says.
-    let marked = has_scratch_mark(file) && meta.nlink() == 1;
-    if holds_data && !allow_write && !marked {
+    let ours = meta.nlink() == 1
+        && match &mark {
+            Mark::None => false,
+            Mark::WithoutState | Mark::Writing => true,
+            Mark::State(value) => *value == state_of(&meta),
+        };
+    if holds_data && !allow_write && !ours {
+        let why = if matches!(mark, Mark::State(_)) && meta.nlink() == 1 {
+            "was tracemark's scratch file but has been written since tracemark last finished with it (by another program)"
+        } else {
+            "is a file that tracemark did not make"
+        };
         return Err(ReplayError::TargetRefused {
             path: path.to_path_buf(),
             kind: TargetProblem::NotScratch,
             reason: format!(
-                "is a file of {} bytes that tracemark did not make, and the run would write or grow it; pass --allow-write to let tracemark overwrite it, or name a new file",
+                "{why} ({} bytes), and the run would write or grow it; pass --allow-write to let tracemark overwrite it, or name a new file",
                 meta.len()
             ),
         });
     }
-    if !holds_data && !marked {
-        // SAFETY: sets a one-byte attribute on an open file.
-        unsafe {
-            libc::fsetxattr(
-                file.as_raw_fd(),
-                SCRATCH_MARK.as_ptr(),
-                b"1".as_ptr().cast(),
-                1,
-                0,
-            )
-        };
+    if !ours && holds_data {
+        return Ok(None);
     }
-    Ok(())
+    set_mark(file, MARK_WRITING);
+    Ok(file.try_clone().ok().map(|file| ScratchClaim { file }))
 }
 
 /// Refuses a fill the filesystem has no room for, before writing anything
