@@ -341,3 +341,48 @@ fn an_exclusive_claim_is_refused_and_one_being_released_is_waited_for() {
     let r = r.expect("a claim released within 200 ms should be waited for");
     assert_eq!(r.traces[0].ios, 64);
 }
+
+/// On a filesystem that keeps no user attributes (ramfs) tracemark cannot
+/// mark its scratch file: a new one is its to fill, but a second run on it
+/// is refused, saying why, until `--allow-write` gives it up.
+#[test]
+fn a_scratch_file_on_a_filesystem_without_attributes_needs_allow_write_again() {
+    let Some(t) = SystemTest::start(&["mount", "umount"]) else {
+        return;
+    };
+    let fs = t.dir().join("ramfs");
+    std::fs::create_dir(&fs).unwrap();
+    assert!(run(Command::new("mount")
+        .args(["-t", "ramfs", "ramfs"])
+        .arg(&fs)));
+    let _mounted = Mounted(fs.clone());
+    let trace = write_trace_file(t.dir());
+    let replay = |extra: &[&str]| {
+        support::tracemark()
+            .arg("replay")
+            .arg(&trace)
+            .arg("--target")
+            .arg(fs.join("scr.bin"))
+            .args(["--allow-buffered", "--mode", "compressed", "--passes", "1"])
+            .args(["--no-warmup", "--no-db", "--cpu-idle", "os"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let first = replay(&[]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let again = replay(&[]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{err}");
+    assert!(err.contains("keeps no extended attributes"), "{err}");
+    let given_up = replay(&["--allow-write"]);
+    assert!(
+        given_up.status.success(),
+        "{}",
+        String::from_utf8_lossy(&given_up.stderr)
+    );
+}

@@ -109,6 +109,9 @@ const MARK_WRITING: &[u8] = b"w";
 enum Mark {
     /// No mark: a file tracemark did not make.
     None,
+    /// The filesystem keeps no user attributes: tracemark cannot tell its
+    /// own file from a user's.
+    Unsupported,
     /// Made by tracemark; its state when last finished is not recorded.
     WithoutState,
     /// Made by tracemark and being written by a run (or a run was killed
@@ -135,6 +138,7 @@ fn read_mark(file: &File) -> Mark {
         // of a state that cannot be ours.
         return match io::Error::last_os_error().raw_os_error() {
             Some(libc::ERANGE) => Mark::State(Vec::new()),
+            Some(libc::EOPNOTSUPP) => Mark::Unsupported,
             _ => Mark::None,
         };
     }
@@ -212,15 +216,15 @@ fn claim_scratch(
     // it is someone's file, whatever the mark on the inode says.
     let ours = meta.nlink() == 1
         && match &mark {
-            Mark::None => false,
+            Mark::None | Mark::Unsupported => false,
             Mark::WithoutState | Mark::Writing => true,
             Mark::State(value) => *value == state_of(&meta),
         };
     if holds_data && !allow_write && !ours {
-        let why = if matches!(mark, Mark::State(_)) && meta.nlink() == 1 {
-            "was tracemark's scratch file but has been written since tracemark last finished with it (by another program)"
-        } else {
-            "is a file that tracemark did not make"
+        let why = match mark {
+            Mark::State(_) if meta.nlink() == 1 => "was tracemark's scratch file but has been written since tracemark last finished with it (by another program)",
+            Mark::Unsupported => "is a file whose filesystem keeps no extended attributes, so tracemark cannot tell its own scratch file from a file of yours",
+            _ => "is a file that tracemark did not make",
         };
         return Err(ReplayError::TargetRefused {
             path: path.to_path_buf(),
@@ -243,8 +247,10 @@ fn claim_scratch(
 fn check_free_space(file: &File, path: &Path, needed: u64) -> Result<(), ReplayError> {
     // SAFETY: fstatvfs fills the struct we pass.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 {
-        return Ok(()); // unknown: the fill's own errors will say
+    // Unknown, or a filesystem that reports no size (ramfs, some FUSE
+    // servers): the fill's own errors will say.
+    if unsafe { libc::fstatvfs(file.as_raw_fd(), &mut st) } != 0 || st.f_blocks == 0 {
+        return Ok(());
     }
     let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
     if needed > free {
