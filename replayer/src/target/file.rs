@@ -196,6 +196,19 @@ impl Drop for ScratchClaim {
     }
 }
 
+/// Whether a file that reports no blocks holds data all the same (data
+/// kept in its inode, or not allocated yet): anything but "all holes" from
+/// `SEEK_DATA`, which a filesystem without it answers as "all data".
+fn has_data(file: &File, len: u64) -> bool {
+    if len == 0 {
+        return false;
+    }
+    // SAFETY: a seek on an open file; its position is not used afterwards
+    // (every I/O of the replay is positioned).
+    let at = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_DATA) };
+    at >= 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ENXIO)
+}
+
 /// Before a run writes or grows a regular file: the file must be tracemark's
 /// scratch file as it last left it (marked, one name, unchanged since), hold
 /// no data (new, empty or all holes), or be given up with `--allow-write`; a
@@ -210,7 +223,7 @@ fn claim_scratch(
     allow_write: bool,
 ) -> Result<Option<ScratchClaim>, ReplayError> {
     let meta = file.metadata().map_err(io_err(path, "cannot stat"))?;
-    let holds_data = existed && meta.blocks() > 0;
+    let holds_data = existed && (meta.blocks() > 0 || has_data(file, meta.len()));
     let mark = read_mark(file);
     // tracemark never gives its scratch file a second name: a hard link to
     // it is someone's file, whatever the mark on the inode says.
@@ -321,4 +334,22 @@ fn fill_file(file: &File, path: &Path, from: u64, to: u64) -> Result<(), ReplayE
     }
     file.sync_all()
         .map_err(io_err(path, "cannot sync the scratch file"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn has_data_tells_a_file_of_holes_from_one_with_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file = File::create(&path).unwrap();
+        assert!(!has_data(&file, 0), "empty");
+        file.set_len(8 << 20).unwrap();
+        assert!(!has_data(&file, 8 << 20), "all holes");
+        std::fs::write(&path, b"my notes").unwrap();
+        let file = File::open(&path).unwrap();
+        assert!(has_data(&file, 8), "bytes");
+    }
 }
