@@ -31,7 +31,9 @@ mod target;
 mod temp;
 
 pub use error::OutputError;
-pub use same::{is_database, is_input, is_output, refuse_inputs, refuse_same_outputs};
+pub use same::{
+    database_files, is_database, is_input, is_output, refuse_inputs, refuse_same_outputs,
+};
 pub use stdio::divert_text_to_stderr;
 pub use target::{kind_name, refused_kind, resolve, special_kind, Resolved};
 pub use temp::sweep;

@@ -81,8 +81,8 @@ fn place(path: &Path, role: Role) -> Option<Place> {
     Some(Place::New(resolve_dir(dir)?.join(name)))
 }
 
-/// The results database's files: the database and SQLite's journals.
-fn database_files(db: &Path) -> impl Iterator<Item = PathBuf> {
+/// The results database's files: the database, then SQLite's journals.
+pub fn database_files(db: &Path) -> impl Iterator<Item = PathBuf> {
     let db = normal(db);
     std::iter::once(db.clone()).chain(["-wal", "-shm", "-journal"].into_iter().map(move |s| {
         let mut p = db.as_os_str().to_owned();

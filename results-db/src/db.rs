@@ -95,21 +95,16 @@ impl ResultsDb {
         // failing journal) is removed with its journals: a failed run
         // leaves no empty database behind. Under the directory's lock no
         // other program has opened a file that was not there.
-        let files: Vec<PathBuf> = ["", "-wal", "-shm", "-journal"]
-            .iter()
-            .map(|suffix| {
-                let mut name = path.as_os_str().to_owned();
-                name.push(suffix);
-                PathBuf::from(name)
+        // Each file of the database, and whether this open finds it missing.
+        let files: Vec<(PathBuf, bool)> = outfile::database_files(path)
+            .map(|f| {
+                let missing = std::fs::symlink_metadata(&f).is_err();
+                (f, missing)
             })
             .collect();
-        let new: Vec<bool> = files
-            .iter()
-            .map(|f| std::fs::symlink_metadata(f).is_err())
-            .collect();
         let opened = Self::open_locked(path);
-        if opened.is_err() && new[0] {
-            for (file, _) in files.iter().zip(&new).filter(|(_, new)| **new) {
+        if opened.is_err() && files.first().is_some_and(|(_, missing)| *missing) {
+            for (file, _) in files.iter().filter(|(_, missing)| *missing) {
                 let _ = std::fs::remove_file(file);
             }
         }

@@ -164,6 +164,10 @@ fn the_file_standard_input_reads_is_refused_as_the_output() {
 /// Alibaba rows of volumes 1 and 2 after those of [`two_volumes`].
 const MORE_ROWS: &str = "1,R,0,4096,1577808000000400\n2,R,0,4096,1577808000000500\n";
 
+/// `convert`'s options for an Alibaba split by volume into the folder
+/// that follows them.
+const SPLIT_INTO: [&str; 6] = ["--format", "alibaba", "--split-by", "volume", "-q", "-o"];
+
 /// One split refused: what `prepare` makes in the test's folder (which
 /// holds `ali.csv` and the empty output folder `out`), the inputs, the
 /// file standard input reads, the results database, why it is refused.
@@ -275,15 +279,7 @@ fn a_split_writes_no_trace_over_an_input_or_the_database() {
         (case.prepare)(d);
         let before = snapshot(d);
         let mut c = convert_with_db(d, &d.join(case.db), &[]);
-        c.args(case.inputs).args([
-            "--format",
-            "alibaba",
-            "--split-by",
-            "volume",
-            "-q",
-            "-o",
-            "out",
-        ]);
+        c.args(case.inputs).args(SPLIT_INTO).arg("out");
         if let Some(file) = case.stdin {
             c.stdin(fs::File::open(d.join(file)).unwrap());
         }
@@ -300,23 +296,17 @@ fn a_split_makes_no_folder_at_the_database_path() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     two_volumes(d);
-    let args = [
-        "ali.csv",
-        "--format",
-        "alibaba",
-        "--split-by",
-        "volume",
-        "-q",
-        "-o",
-        "out",
-    ]
-    .map(OsStr::new);
-    let o = convert_with_db(d, &d.join("out"), &args).output().unwrap();
+    let split = |db: &str| {
+        convert_with_db(d, &d.join(db), &[OsStr::new("ali.csv")])
+            .args(SPLIT_INTO)
+            .arg("out")
+            .output()
+            .unwrap()
+    };
+    let o = split("out");
     assert_refused(&o, "is the results database", "-o the database");
     assert!(!d.join("out").exists());
-    let o = convert_with_db(d, &d.join("results.db"), &args)
-        .output()
-        .unwrap();
+    let o = split("results.db");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(d.join("out/ali-vol1.tmt").is_file() && d.join("out/ali-vol2.tmt").is_file());
 }
@@ -345,19 +335,12 @@ fn a_refused_split_leaves_no_folder_it_made() {
         fs::create_dir(d.join("kept")).unwrap();
         let before = snapshot(d);
         for out in ["made/deep", "kept"] {
-            let args = [
-                input,
-                "--format",
-                "alibaba",
-                "--split-by",
-                "volume",
-                "-q",
-                "-o",
-                out,
-            ]
-            .map(OsStr::new);
             let db = d.join(db.replace("made/deep", out));
-            let o = convert_with_db(d, &db, &args).output().unwrap();
+            let o = convert_with_db(d, &db, &[OsStr::new(input)])
+                .args(SPLIT_INTO)
+                .arg(out)
+                .output()
+                .unwrap();
             assert_refused(&o, why, out);
             assert_eq!(snapshot(d), before, "{input} into {out}");
         }
