@@ -41,6 +41,10 @@ pub enum DbError {
     },
     #[error("no run {0} in the results database (`tracemark results list` shows the ids)")]
     NoSuchRun(i64),
+    #[error("run {0} was removed (`tracemark results restore {0}` brings it back)")]
+    Removed(i64),
+    #[error("run {0} is not removed (`tracemark results purge` deletes only removed runs; remove it first with `tracemark results rm {0}`)")]
+    NotRemoved(i64),
     /// Refused by the result reader (not a result, a key given twice, a
     /// newer schema version).
     #[error(transparent)]

@@ -58,6 +58,13 @@ pub const STEPS: &[Step] = &[
               CREATE INDEX runs_trace_set ON runs(trace_set);",
         backfill: Some(backfill_identity),
     },
+    // 3: `results rm` sets aside, it does not delete: a removed run keeps
+    // its row, with when it was removed, until `results purge`.
+    Step {
+        sql: "ALTER TABLE runs ADD COLUMN removed_unix_s INTEGER;
+              CREATE INDEX runs_removed ON runs(removed_unix_s);",
+        backfill: None,
+    },
 ];
 
 /// The schema version this build writes.

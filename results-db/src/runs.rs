@@ -1,5 +1,6 @@
 //! Runs in the database: storing a result (whole, plus its columns),
-//! listing with filters, reading one back, labels, removal.
+//! listing with filters, reading one back, labels, removal (which sets a
+//! run aside, so a mistyped id is undone with `restore`) and purging.
 
 use crate::columns::RunKind;
 use crate::columns::{select_list, Columns, RunRow, RUN_COLUMNS};
@@ -63,12 +64,14 @@ pub enum Stored {
     New(i64),
     /// The same result was already stored as run `id`.
     Duplicate(i64),
+    /// The same result had been removed as run `id`: it is back.
+    Restored(i64),
 }
 
 impl Stored {
     pub fn id(self) -> i64 {
         match self {
-            Stored::New(id) | Stored::Duplicate(id) => id,
+            Stored::New(id) | Stored::Duplicate(id) | Stored::Restored(id) => id,
         }
     }
 }
@@ -88,6 +91,8 @@ pub struct Filter {
     /// Started before.
     pub until_unix_s: Option<u64>,
     pub limit: Option<u64>,
+    /// The removed runs instead of the kept ones.
+    pub removed: bool,
 }
 
 fn like(s: &str) -> String {
@@ -118,15 +123,21 @@ impl ResultsDb {
         let run = || -> rusqlite::Result<Stored> {
             let tx =
                 rusqlite::Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)?;
-            let existing: Option<i64> = tx
+            let existing: Option<(i64, Option<i64>)> = tx
                 .query_row(
-                    "SELECT id FROM runs WHERE content_hash = ?1",
+                    "SELECT id, removed_unix_s FROM runs WHERE content_hash = ?1",
                     [&hash],
-                    |r| r.get(0),
+                    |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .optional()?;
-            if let Some(id) = existing {
-                return Ok(Stored::Duplicate(id));
+            match existing {
+                Some((id, None)) => return Ok(Stored::Duplicate(id)),
+                Some((id, Some(_))) => {
+                    tx.execute("UPDATE runs SET removed_unix_s = NULL WHERE id = ?1", [id])?;
+                    tx.commit()?;
+                    return Ok(Stored::Restored(id));
+                }
+                None => {}
             }
             let stored: Vec<_> = RUN_COLUMNS.iter().filter(|c| c.stored).collect();
             let names: Vec<&str> = stored.iter().map(|c| c.name).collect();
@@ -158,7 +169,11 @@ impl ResultsDb {
 
     /// The runs the filter lets through, newest first (by start, then id).
     pub fn list(&self, f: &Filter) -> Result<Vec<RunRow>, DbError> {
-        let mut sql = format!("SELECT {} FROM runs WHERE 1", select_list());
+        let mut sql = format!(
+            "SELECT {} FROM runs WHERE removed_unix_s IS {}",
+            select_list(),
+            if f.removed { "NOT NULL" } else { "NULL" }
+        );
         let mut args: Vec<Box<dyn rusqlite::ToSql>> = Vec::new();
         if let Some(d) = &f.drive {
             sql += " AND (drive_model LIKE ? ESCAPE '\\' OR target_path LIKE ? ESCAPE '\\' OR label LIKE ? ESCAPE '\\')";
@@ -208,7 +223,7 @@ impl ResultsDb {
         self.conn()
             .query_row(
                 &format!(
-                    "SELECT {}, result_json FROM runs WHERE id = ?1",
+                    "SELECT {}, result_json FROM runs WHERE id = ?1 AND removed_unix_s IS NULL",
                     select_list()
                 ),
                 [id],
@@ -216,7 +231,52 @@ impl ResultsDb {
             )
             .optional()
             .map_err(|e| self.err(e))?
-            .ok_or(DbError::NoSuchRun(id))
+            .map_or_else(|| Err(self.missing(id)), Ok)
+    }
+
+    /// Whether run `id` is kept (`Some(false)`), removed (`Some(true)`) or
+    /// not in the database.
+    fn state(conn: &rusqlite::Connection, id: i64) -> rusqlite::Result<Option<bool>> {
+        conn.query_row(
+            "SELECT removed_unix_s IS NOT NULL FROM runs WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )
+        .optional()
+    }
+
+    /// The error for a run that is not among the kept ones.
+    fn missing(&self, id: i64) -> DbError {
+        match Self::state(self.conn(), id) {
+            Ok(Some(true)) => DbError::Removed(id),
+            Ok(_) => DbError::NoSuchRun(id),
+            Err(e) => self.err(e),
+        }
+    }
+
+    /// Applies `sql` (with the id as `?1`) to every run of `ids` in one
+    /// transaction, after checking that each is in the state `removed`
+    /// says: one id that is not leaves every run as it was.
+    fn change_all(&self, ids: &[i64], removed: bool, sql: &str) -> Result<(), DbError> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let run = || -> Result<(), DbError> {
+            let tx =
+                rusqlite::Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)
+                    .map_err(|e| self.err(e))?;
+            for &id in &ids {
+                match Self::state(&tx, id).map_err(|e| self.err(e))? {
+                    None => return Err(DbError::NoSuchRun(id)),
+                    Some(r) if r == removed => {}
+                    Some(true) => return Err(DbError::Removed(id)),
+                    Some(false) => return Err(DbError::NotRemoved(id)),
+                }
+                tx.execute(sql, [id]).map_err(|e| self.err(e))?;
+            }
+            tx.commit().map_err(|e| self.err(e))
+        };
+        run()
     }
 
     /// Runs `f` in one read transaction: everything it reads is one state
@@ -235,30 +295,57 @@ impl ResultsDb {
         out
     }
 
-    /// Removes run `id`.
-    pub fn remove(&self, id: i64) -> Result<(), DbError> {
-        let n = self
-            .conn()
-            .execute("DELETE FROM runs WHERE id = ?1", [id])
-            .map_err(|e| self.err(e))?;
-        if n == 0 {
-            return Err(DbError::NoSuchRun(id));
-        }
-        Ok(())
+    /// Removes the runs `ids`, all or none: they leave every listing,
+    /// comparison and leaderboard, and stay in the database, whole, for
+    /// [`ResultsDb::restore`] until [`ResultsDb::purge`].
+    pub fn remove(&self, ids: &[i64]) -> Result<(), DbError> {
+        self.change_all(
+            ids,
+            false,
+            "UPDATE runs SET removed_unix_s = CAST(strftime('%s', 'now') AS INTEGER) WHERE id = ?1",
+        )
     }
 
-    /// Sets (or with None, clears) run `id`'s label.
-    pub fn set_label(&self, id: i64, label: Option<&str>) -> Result<(), DbError> {
-        let n = self
-            .conn()
-            .execute(
+    /// Brings removed runs back, all or none.
+    pub fn restore(&self, ids: &[i64]) -> Result<(), DbError> {
+        self.change_all(
+            ids,
+            true,
+            "UPDATE runs SET removed_unix_s = NULL WHERE id = ?1",
+        )
+    }
+
+    /// Deletes removed runs for good, all or none; a kept run is refused.
+    pub fn purge(&self, ids: &[i64]) -> Result<(), DbError> {
+        self.change_all(ids, true, "DELETE FROM runs WHERE id = ?1")
+    }
+
+    /// Sets (or with None, clears) run `id`'s label; returns the label it
+    /// replaced, so the caller can say what was there.
+    pub fn set_label(&self, id: i64, label: Option<&str>) -> Result<Option<String>, DbError> {
+        let run = || -> Result<Option<String>, DbError> {
+            let tx =
+                rusqlite::Transaction::new_unchecked(self.conn(), TransactionBehavior::Immediate)
+                    .map_err(|e| self.err(e))?;
+            let before: Option<Option<String>> = tx
+                .query_row(
+                    "SELECT label FROM runs WHERE id = ?1 AND removed_unix_s IS NULL",
+                    [id],
+                    |r| r.get(0),
+                )
+                .optional()
+                .map_err(|e| self.err(e))?;
+            let Some(before) = before else {
+                return Err(self.missing(id));
+            };
+            tx.execute(
                 "UPDATE runs SET label = ?2 WHERE id = ?1",
                 params![id, label],
             )
             .map_err(|e| self.err(e))?;
-        if n == 0 {
-            return Err(DbError::NoSuchRun(id));
-        }
-        Ok(())
+            tx.commit().map_err(|e| self.err(e))?;
+            Ok(before)
+        };
+        run()
     }
 }

@@ -136,9 +136,15 @@ fn remove_and_label_name_a_missing_run() {
         .import(&common::fixture("suite-two.json"), "a")
         .unwrap()
         .id();
-    db.remove(id).unwrap();
-    assert!(db.get(id).is_err());
-    let err = db.remove(id).err().unwrap().to_string();
+    db.remove(&[id]).unwrap();
+    let err = db.get(id).err().unwrap().to_string();
+    assert!(err.contains(&format!("run {id} was removed")), "{err}");
+    let err = db.remove(&[id]).err().unwrap().to_string();
+    assert!(err.contains(&format!("run {id} was removed")), "{err}");
+    db.purge(&[id]).unwrap();
+    let err = db.get(id).err().unwrap().to_string();
+    assert!(err.contains(&format!("no run {id}")), "{err}");
+    let err = db.remove(&[id]).err().unwrap().to_string();
     assert!(err.contains(&format!("no run {id}")), "{err}");
     assert!(db.set_label(id + 7, Some("x")).is_err());
     // Ids are never reused.
@@ -172,7 +178,7 @@ fn a_read_transaction_sees_one_state_while_another_program_removes_runs() {
     let read: Result<Vec<String>, results_db::DbError> = db.read(|db| {
         let rows = db.list(&Filter::default())?;
         for &id in &ids {
-            other.remove(id).unwrap();
+            other.remove(&[id]).unwrap();
         }
         rows.iter()
             .map(|r| Ok(db.get(r.id)?.result_json.unwrap_or_default()))

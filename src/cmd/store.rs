@@ -78,6 +78,9 @@ pub fn store(db: Option<&ResultsDb>, result: &AnyResult, json: &str) -> Result<(
     let what = match stored {
         Stored::New(id) => format!("result stored as run {id}"),
         Stored::Duplicate(id) => format!("result already stored as run {id}"),
+        Stored::Restored(id) => {
+            format!("result stored before as run {id}, removed since: restored")
+        }
     };
     println!(
         "{what} in {} (tracemark results show {})",

@@ -214,7 +214,11 @@ fn imported_results_of_an_earlier_version_are_listed_exported_labelled_and_remov
         &["results", "show", "1", "--db", db_arg],
     );
     assert_eq!(gone.status.code(), Some(1));
-    assert!(stderr(&gone).contains("no run 1"), "{}", stderr(&gone));
+    assert!(
+        stderr(&gone).contains("run 1 was removed (`tracemark results restore 1`"),
+        "{}",
+        stderr(&gone)
+    );
 
     // A file that is not a result: named, nothing stored, exit 1.
     let bad = dir.path().join("notes.json");
@@ -230,6 +234,118 @@ fn imported_results_of_an_earlier_version_are_listed_exported_labelled_and_remov
         "{}",
         stderr(&out)
     );
+}
+
+#[test]
+fn removing_runs_is_all_or_none_and_undone_until_purged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("results.db");
+    let db_arg = db.to_str().unwrap();
+    let files = ["suite-two.json", "replay-zram.json"].map(fixture);
+    let results = |args: &[&str]| {
+        let mut all = vec!["results"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--db", db_arg]);
+        run_in(dir.path(), dir.path(), &all)
+    };
+    let listed = |extra: &[&str]| {
+        let mut args = vec!["list"];
+        args.extend_from_slice(extra);
+        let out = results(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse::<i64>().ok())
+            .collect::<Vec<_>>()
+    };
+    let import = results(&[
+        "import",
+        files[0].to_str().unwrap(),
+        files[1].to_str().unwrap(),
+    ]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    assert_eq!(listed(&[]), vec![2, 1]);
+
+    // One id that is not there: nothing is removed.
+    let typo = results(&["rm", "1", "2", "7"]);
+    assert_eq!(typo.status.code(), Some(1));
+    assert!(stderr(&typo).contains("no run 7"), "{}", stderr(&typo));
+    assert_eq!(listed(&[]), vec![2, 1]);
+
+    // Removed: gone from lists, exports and comparisons, kept aside.
+    let rm = results(&["rm", "2"]);
+    assert!(rm.status.success(), "{}", stderr(&rm));
+    assert!(stdout(&rm).contains("removed run 2"), "{}", stdout(&rm));
+    assert_eq!(listed(&[]), vec![1]);
+    assert_eq!(listed(&["--removed"]), vec![2]);
+    let csv = stdout(&results(&["export", "--all", "--to", "csv"]));
+    assert_eq!(csv.lines().count(), 2, "{csv}");
+    let cmp = results(&["compare", "1", "2"]);
+    assert_eq!(cmp.status.code(), Some(1));
+    assert!(
+        stderr(&cmp).contains("run 2 was removed"),
+        "{}",
+        stderr(&cmp)
+    );
+    let again = results(&["rm", "2"]);
+    assert_eq!(again.status.code(), Some(1));
+    let label = results(&["label", "2", "x"]);
+    assert_eq!(label.status.code(), Some(1));
+    assert!(
+        stderr(&label).contains("run 2 was removed"),
+        "{}",
+        stderr(&label)
+    );
+
+    // Restored whole: the same result, byte for byte.
+    let restore = results(&["restore", "2"]);
+    assert!(restore.status.success(), "{}", stderr(&restore));
+    assert_eq!(listed(&[]), vec![2, 1]);
+    let export = results(&["export", "2"]);
+    assert_eq!(export.stdout, std::fs::read(&files[1]).unwrap());
+    // A label replaced is named, so a slip can be put back by hand.
+    assert!(results(&["label", "2", "Drive A"]).status.success());
+    let relabel = results(&["label", "2", "Drive B"]);
+    assert!(
+        stdout(&relabel).contains("run 2 labelled 'Drive B' (was 'Drive A')"),
+        "{}",
+        stdout(&relabel)
+    );
+    let restore_kept = results(&["restore", "2"]);
+    assert_eq!(restore_kept.status.code(), Some(1));
+    assert!(
+        stderr(&restore_kept).contains("run 2 is not removed"),
+        "{}",
+        stderr(&restore_kept)
+    );
+
+    // Importing a removed run's file brings the run back under its id.
+    assert!(results(&["rm", "2"]).status.success());
+    let back = results(&["import", files[1].to_str().unwrap()]);
+    assert!(
+        stdout(&back).contains("run 2, removed before, restored"),
+        "{}",
+        stdout(&back)
+    );
+    assert_eq!(listed(&[]), vec![2, 1]);
+
+    // Purge deletes only removed runs, all or none.
+    assert!(results(&["rm", "1"]).status.success());
+    let kept = results(&["purge", "1", "2"]);
+    assert_eq!(kept.status.code(), Some(1));
+    assert!(
+        stderr(&kept).contains("run 2 is not removed"),
+        "{}",
+        stderr(&kept)
+    );
+    assert_eq!(listed(&["--removed"]), vec![1]);
+    let purge = results(&["purge", "--all"]);
+    assert!(purge.status.success(), "{}", stderr(&purge));
+    assert!(listed(&["--removed"]).is_empty());
+    let gone = results(&["show", "1"]);
+    assert!(stderr(&gone).contains("no run 1"), "{}", stderr(&gone));
+    assert_eq!(listed(&[]), vec![2]);
 }
 
 #[test]

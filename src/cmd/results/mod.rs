@@ -1,5 +1,5 @@
 //! `tracemark results`: the runs kept in the results database: list, show,
-//! compare, export, import, rm, label, leaderboard.
+//! compare, export, import, rm, restore, purge, label, leaderboard.
 
 mod leaderboard;
 mod time;
@@ -23,6 +23,9 @@ use std::path::PathBuf;
   tracemark results export --all --to csv -o runs.csv
   tracemark results export --all --to parquet -o runs.parquet   # built with --features parquet
   tracemark results import other-machine/*.json
+  tracemark results rm 12 13                   # set aside; `results restore 12 13` undoes it
+  tracemark results list --removed
+  tracemark results purge --all                # deletes the removed runs for good
   tracemark results leaderboard --html board.html
 
 Every replay, suite and consistency run is stored (unless --no-db) in
@@ -81,10 +84,26 @@ pub enum ResultsCommand {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
-    /// Remove runs.
+    /// Remove runs, all or none: they leave every list, comparison and
+    /// leaderboard but stay in the database until `purge` (`restore`
+    /// brings them back).
     Rm {
         #[arg(required = true)]
         ids: Vec<i64>,
+    },
+    /// Bring removed runs back (`list --removed` shows them).
+    Restore {
+        #[arg(required = true)]
+        ids: Vec<i64>,
+    },
+    /// Delete removed runs for good, all or none (a run that is not removed
+    /// is refused).
+    Purge {
+        #[arg(required_unless_present = "all", conflicts_with = "all")]
+        ids: Vec<i64>,
+        /// Every removed run.
+        #[arg(long)]
+        all: bool,
     },
     /// Name a run (the drive's name on the leaderboard); '' removes the label.
     Label { id: i64, name: String },
@@ -115,6 +134,10 @@ pub struct ListArgs {
     /// At most this many runs.
     #[arg(long, short = 'n')]
     pub limit: Option<u64>,
+    /// The removed runs (`results restore` brings one back, `results
+    /// purge` deletes it).
+    #[arg(long)]
+    pub removed: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -161,22 +184,75 @@ pub fn run(args: ResultsArgs) -> Result<i32> {
         } => export(&db, id, all, to, output),
         ResultsCommand::Import { files } => import(&db, &files),
         ResultsCommand::Rm { ids } => {
-            for id in ids {
-                db.remove(id)?;
-                println!("removed run {id}");
+            db.remove(&ids)?;
+            println!(
+                "removed {} (`tracemark results restore {}` brings {} back)",
+                runs_named(&ids),
+                id_list(&ids),
+                if ids.len() == 1 { "it" } else { "them" }
+            );
+            Ok(0)
+        }
+        ResultsCommand::Restore { ids } => {
+            db.restore(&ids)?;
+            println!("restored {}", runs_named(&ids));
+            Ok(0)
+        }
+        ResultsCommand::Purge { ids, all } => {
+            let ids = if all {
+                db.list(&Filter {
+                    removed: true,
+                    ..Filter::default()
+                })?
+                .iter()
+                .map(|r| r.id)
+                .collect()
+            } else {
+                ids
+            };
+            if ids.is_empty() {
+                println!(
+                    "no removed runs in {}",
+                    esc(&db.path().display().to_string())
+                );
+                return Ok(0);
             }
+            db.purge(&ids)?;
+            println!("deleted {} for good", runs_named(&ids));
             Ok(0)
         }
         ResultsCommand::Label { id, name } => {
             let name = Some(name.trim()).filter(|n| !n.is_empty());
-            db.set_label(id, name)?;
+            let before = db.set_label(id, name)?;
+            let was = match before.as_deref() {
+                Some(b) if Some(b) != name => format!(" (was '{}')", esc(b)),
+                _ => String::new(),
+            };
             match name {
-                Some(n) => println!("run {id} labelled '{}'", esc(n)),
-                None => println!("run {id}: label removed"),
+                Some(n) => println!("run {id} labelled '{}'{was}", esc(n)),
+                None => println!("run {id}: label removed{was}"),
             }
             Ok(0)
         }
         ResultsCommand::Leaderboard(a) => leaderboard::run(&db, a),
+    }
+}
+
+/// `1 3 7`, each id once, in order.
+fn id_list(ids: &[i64]) -> String {
+    let mut ids = ids.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.iter().map(i64::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// `run 3` or `runs 1 3 7`.
+fn runs_named(ids: &[i64]) -> String {
+    let list = id_list(ids);
+    if list.contains(' ') {
+        format!("runs {list}")
+    } else {
+        format!("run {list}")
     }
 }
 
@@ -207,10 +283,15 @@ fn list(db: &ResultsDb, a: ListArgs) -> Result<i32> {
         since_unix_s: a.since,
         until_unix_s: a.until,
         limit: a.limit,
+        removed: a.removed,
     };
     let runs = db.list(&filter)?;
     if runs.is_empty() {
-        println!("no runs in {}", esc(&db.path().display().to_string()));
+        println!(
+            "no {}runs in {}",
+            if filter.removed { "removed " } else { "" },
+            esc(&db.path().display().to_string())
+        );
         return Ok(0);
     }
     let mut out = std::io::stdout().lock();
@@ -380,6 +461,9 @@ fn import(db: &ResultsDb, files: &[PathBuf]) -> Result<i32> {
         match outcome {
             Ok(Stored::New(id)) => println!("{}: stored as run {id}", esc(&name)),
             Ok(Stored::Duplicate(id)) => println!("{}: already stored as run {id}", esc(&name)),
+            Ok(Stored::Restored(id)) => {
+                println!("{}: run {id}, removed before, restored", esc(&name))
+            }
             Err(e) => {
                 failed += 1;
                 eprintln!("tracemark: error: {}", esc(&format!("{e:#}")));
