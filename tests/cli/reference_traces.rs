@@ -458,7 +458,8 @@ fn the_readme_tables_are_what_table_sh_prints() {
 /// its task time a prediction that holds across drives: task marks (start
 /// and done), the task's untraced time on the capture drive (the one the
 /// README gives), and a calibration (a replay on the capture drive,
-/// `tracemark calibrate`). Without them `suite` falls back to the capture's
+/// `tracemark calibrate`); a quick-profile trace also the task's CPU time.
+/// Without them `suite` falls back to the capture's
 /// own timing, which missed by up to 62.6 % in the validity study
 /// (docs/validity.md).
 #[test]
@@ -518,6 +519,10 @@ fn every_calibrated_trace_has_marks_its_readme_untraced_time_and_a_calibration()
         }
         if !marks.capture_drive.is_set() {
             lacks.push("a calibration".to_string());
+        }
+        // The floor no prediction on a faster drive goes below.
+        if quick.contains(name) && marks.cpu.is_none_or(|c| c.busiest_thread.0 == 0) {
+            lacks.push("the task's CPU time (a quick-profile trace)".to_string());
         }
         if !lacks.is_empty() {
             missing.push(format!("{name}: lacks {}", lacks.join(", ")));
