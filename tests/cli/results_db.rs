@@ -274,9 +274,13 @@ fn removing_runs_is_all_or_none_and_undone_until_purged() {
     assert_eq!(listed(&[]), vec![2, 1]);
 
     // Removed: gone from lists, exports and comparisons, kept aside.
-    let rm = results(&["rm", "2"]);
+    let rm = results(&["rm", "2", "2"]);
     assert!(rm.status.success(), "{}", stderr(&rm));
-    assert!(stdout(&rm).contains("removed run 2"), "{}", stdout(&rm));
+    assert!(
+        stdout(&rm).contains("removed run 2 (`tracemark results restore 2` brings it back)"),
+        "{}",
+        stdout(&rm)
+    );
     assert_eq!(listed(&[]), vec![1]);
     assert_eq!(listed(&["--removed"]), vec![2]);
     let csv = stdout(&results(&["export", "--all", "--to", "csv"]));

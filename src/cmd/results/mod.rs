@@ -185,11 +185,11 @@ pub fn run(args: ResultsArgs) -> Result<i32> {
         ResultsCommand::Import { files } => import(&db, &files),
         ResultsCommand::Rm { ids } => {
             db.remove(&ids)?;
+            let list = id_list(&ids);
             println!(
-                "removed {} (`tracemark results restore {}` brings {} back)",
+                "removed {} (`tracemark results restore {list}` brings {} back)",
                 runs_named(&ids),
-                id_list(&ids),
-                if ids.len() == 1 { "it" } else { "them" }
+                if list.contains(' ') { "them" } else { "it" }
             );
             Ok(0)
         }
