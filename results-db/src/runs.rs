@@ -95,6 +95,9 @@ pub struct Filter {
     pub removed: bool,
 }
 
+/// Brings removed run `?1` back (`restore`, and storing its result again).
+const RESTORE_SQL: &str = "UPDATE runs SET removed_unix_s = NULL WHERE id = ?1";
+
 fn like(s: &str) -> String {
     let escaped = s
         .replace('\\', "\\\\")
@@ -133,7 +136,7 @@ impl ResultsDb {
             match existing {
                 Some((id, None)) => return Ok(Stored::Duplicate(id)),
                 Some((id, Some(_))) => {
-                    tx.execute("UPDATE runs SET removed_unix_s = NULL WHERE id = ?1", [id])?;
+                    tx.execute(RESTORE_SQL, [id])?;
                     tx.commit()?;
                     return Ok(Stored::Restored(id));
                 }
@@ -308,11 +311,7 @@ impl ResultsDb {
 
     /// Brings removed runs back, all or none.
     pub fn restore(&self, ids: &[i64]) -> Result<(), DbError> {
-        self.change_all(
-            ids,
-            true,
-            "UPDATE runs SET removed_unix_s = NULL WHERE id = ?1",
-        )
+        self.change_all(ids, true, RESTORE_SQL)
     }
 
     /// Deletes removed runs for good, all or none; a kept run is refused.

@@ -259,6 +259,18 @@ fn removing_runs_is_all_or_none_and_undone_until_purged() {
             .filter_map(|l| l.split_whitespace().next()?.parse::<i64>().ok())
             .collect::<Vec<_>>()
     };
+    // Succeeds and says `text` on standard output.
+    let says = |args: &[&str], text: &str| {
+        let out = results(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).contains(text), "{args:?}: {}", stdout(&out));
+    };
+    // Fails (exit 1) and says `text` on standard error.
+    let refused = |args: &[&str], text: &str| {
+        let out = results(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(text), "{args:?}: {}", stderr(&out));
+    };
     let import = results(&[
         "import",
         files[0].to_str().unwrap(),
@@ -268,87 +280,50 @@ fn removing_runs_is_all_or_none_and_undone_until_purged() {
     assert_eq!(listed(&[]), vec![2, 1]);
 
     // One id that is not there: nothing is removed.
-    let typo = results(&["rm", "1", "2", "7"]);
-    assert_eq!(typo.status.code(), Some(1));
-    assert!(stderr(&typo).contains("no run 7"), "{}", stderr(&typo));
+    refused(&["rm", "1", "2", "7"], "no run 7");
     assert_eq!(listed(&[]), vec![2, 1]);
 
     // Removed: gone from lists, exports and comparisons, kept aside.
-    let rm = results(&["rm", "2", "2"]);
-    assert!(rm.status.success(), "{}", stderr(&rm));
-    assert!(
-        stdout(&rm).contains("removed run 2 (`tracemark results restore 2` brings it back)"),
-        "{}",
-        stdout(&rm)
+    says(
+        &["rm", "2", "2"],
+        "removed run 2 (`tracemark results restore 2` brings it back)",
     );
     assert_eq!(listed(&[]), vec![1]);
     assert_eq!(listed(&["--removed"]), vec![2]);
     let csv = stdout(&results(&["export", "--all", "--to", "csv"]));
     assert_eq!(csv.lines().count(), 2, "{csv}");
-    let cmp = results(&["compare", "1", "2"]);
-    assert_eq!(cmp.status.code(), Some(1));
-    assert!(
-        stderr(&cmp).contains("run 2 was removed"),
-        "{}",
-        stderr(&cmp)
-    );
-    let again = results(&["rm", "2"]);
-    assert_eq!(again.status.code(), Some(1));
-    let label = results(&["label", "2", "x"]);
-    assert_eq!(label.status.code(), Some(1));
-    assert!(
-        stderr(&label).contains("run 2 was removed"),
-        "{}",
-        stderr(&label)
-    );
+    refused(&["compare", "1", "2"], "run 2 was removed");
+    refused(&["rm", "2"], "run 2 was removed");
+    refused(&["label", "2", "x"], "run 2 was removed");
 
     // Restored whole: the same result, byte for byte.
-    let restore = results(&["restore", "2"]);
-    assert!(restore.status.success(), "{}", stderr(&restore));
+    says(&["restore", "2"], "restored run 2");
     assert_eq!(listed(&[]), vec![2, 1]);
     let export = results(&["export", "2"]);
     assert_eq!(export.stdout, std::fs::read(&files[1]).unwrap());
     // A label replaced is named, so a slip can be put back by hand.
-    assert!(results(&["label", "2", "Drive A"]).status.success());
-    let relabel = results(&["label", "2", "Drive B"]);
-    assert!(
-        stdout(&relabel).contains("run 2 labelled 'Drive B' (was 'Drive A')"),
-        "{}",
-        stdout(&relabel)
+    says(&["label", "2", "Drive A"], "run 2 labelled 'Drive A'");
+    says(
+        &["label", "2", "Drive B"],
+        "run 2 labelled 'Drive B' (was 'Drive A')",
     );
-    let restore_kept = results(&["restore", "2"]);
-    assert_eq!(restore_kept.status.code(), Some(1));
-    assert!(
-        stderr(&restore_kept).contains("run 2 is not removed"),
-        "{}",
-        stderr(&restore_kept)
-    );
+    refused(&["restore", "2"], "run 2 is not removed");
 
     // Importing a removed run's file brings the run back under its id.
     assert!(results(&["rm", "2"]).status.success());
-    let back = results(&["import", files[1].to_str().unwrap()]);
-    assert!(
-        stdout(&back).contains("run 2, removed before, restored"),
-        "{}",
-        stdout(&back)
+    says(
+        &["import", files[1].to_str().unwrap()],
+        "run 2, removed before, restored",
     );
     assert_eq!(listed(&[]), vec![2, 1]);
 
     // Purge deletes only removed runs, all or none.
     assert!(results(&["rm", "1"]).status.success());
-    let kept = results(&["purge", "1", "2"]);
-    assert_eq!(kept.status.code(), Some(1));
-    assert!(
-        stderr(&kept).contains("run 2 is not removed"),
-        "{}",
-        stderr(&kept)
-    );
+    refused(&["purge", "1", "2"], "run 2 is not removed");
     assert_eq!(listed(&["--removed"]), vec![1]);
-    let purge = results(&["purge", "--all"]);
-    assert!(purge.status.success(), "{}", stderr(&purge));
+    says(&["purge", "--all"], "deleted run 1 for good");
     assert!(listed(&["--removed"]).is_empty());
-    let gone = results(&["show", "1"]);
-    assert!(stderr(&gone).contains("no run 1"), "{}", stderr(&gone));
+    refused(&["show", "1"], "no run 1");
     assert_eq!(listed(&[]), vec![2]);
 }
 
