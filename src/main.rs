@@ -18,6 +18,12 @@ use clap::{CommandFactory, Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Let an output replace an existing file tracemark did not write (or
+    /// one changed since it did). Without it such a file is refused before
+    /// any work; tracemark's own unchanged outputs and empty files are
+    /// replaced either way.
+    #[arg(long, global = true)]
+    overwrite: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -62,6 +68,9 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
+    if cli.overwrite {
+        outfile::allow_overwrite();
+    }
     let result = match cli.command {
         Command::Convert(a) => cmd::convert::run(a),
         Command::Info(a) => cmd::info::run(a),

@@ -39,7 +39,7 @@ fn write_if_different(path: &Path, bytes: &[u8]) -> Result<()> {
     if std::fs::read(path).is_ok_and(|have| have == bytes) {
         return Ok(());
     }
-    Ok(outfile::write(path, bytes)?)
+    Ok(outfile::write_own(path, bytes)?)
 }
 
 /// The suite file of profile `name`, with its traces beside it, written out

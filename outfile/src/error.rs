@@ -27,8 +27,27 @@ pub enum OutputError {
     IsDatabase { output: PathBuf, db: PathBuf },
     #[error("{} and {} are the same file; refusing to write one output over another (give each its own path)", first.display(), second.display())]
     SameOutput { first: PathBuf, second: PathBuf },
+    #[error("{}{via} {why} ({len} bytes); refusing to replace it (give another output path, or pass --overwrite to replace it)", path.display())]
+    NotOurs {
+        path: PathBuf,
+        /// " (the target of the link L)" when the output was a link.
+        via: String,
+        why: NotOurs,
+        len: u64,
+    },
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
+}
+
+/// Why an existing file is not one tracemark may replace on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NotOurs {
+    #[error("is a file tracemark did not write")]
+    Unmarked,
+    #[error("was written by tracemark and has been changed since (or is a copy of such a file)")]
+    Changed,
+    #[error("is on a filesystem that keeps no extended attributes, so tracemark cannot tell its own output from a file of yours")]
+    NoAttributes,
 }
 
 impl OutputError {

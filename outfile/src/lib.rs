@@ -6,6 +6,9 @@
 //! - a symbolic link is followed: its target is replaced, the link stays;
 //! - a directory, device node, FIFO or socket is refused, never replaced
 //!   or written into;
+//! - an existing file is replaced only when tracemark wrote it and nobody
+//!   changed it since, or it is empty, or the run was told `--overwrite`
+//!   ([`allow_overwrite`]); a user's file is refused before any work;
 //! - the bytes go to a temporary in the output's folder (an unnamed
 //!   `O_TMPFILE` file, or a short `.tmk-PID-START-N.tmp` where the
 //!   filesystem has none, so any valid output name works), which is synced,
@@ -25,12 +28,14 @@
 //! two outputs of one command that are one file.
 
 mod error;
+mod mark;
 mod same;
 mod stdio;
 mod target;
 mod temp;
 
-pub use error::OutputError;
+pub use error::{NotOurs, OutputError};
+pub use mark::{allow_overwrite, Replace};
 pub use same::{
     database_files, is_database, is_input, is_output, refuse_inputs, refuse_same_outputs,
 };
@@ -50,6 +55,11 @@ use std::path::{Path, PathBuf};
 /// (see [`resolve`]) and its folder (exists, writable, allows the name).
 pub fn check(output: &Path) -> Result<(), OutputError> {
     resolve(output).map(|_| ())
+}
+
+/// [`check`], with the rule for an existing file given.
+pub fn check_with(output: &Path, replace: Replace) -> Result<(), OutputError> {
+    target::resolve_with(output, replace).map(|_| ())
 }
 
 /// Where the bytes are until commit.
@@ -76,6 +86,7 @@ pub struct AtomicFile {
     requested: PathBuf,
     dir: PathBuf,
     temp: Temp,
+    replace: Replace,
 }
 
 fn io_err(path: &Path, source: io::Error) -> OutputError {
@@ -88,13 +99,23 @@ fn io_err(path: &Path, source: io::Error) -> OutputError {
 impl AtomicFile {
     /// Checks `output` and opens the temporary its bytes go to.
     pub fn create(output: &Path) -> Result<AtomicFile, OutputError> {
-        AtomicFile::create_with(output, true)
+        AtomicFile::create_with(output, true, Replace::IfOurs)
+    }
+
+    /// [`AtomicFile::create`], with the rule for an existing file given.
+    pub fn create_replacing(output: &Path, replace: Replace) -> Result<AtomicFile, OutputError> {
+        AtomicFile::create_with(output, true, replace)
     }
 
     /// [`AtomicFile::create`], with `O_TMPFILE` tried or not (tests use the
-    /// named temporary of filesystems without it).
-    fn create_with(output: &Path, unnamed: bool) -> Result<AtomicFile, OutputError> {
-        let (target, dir, existing) = match resolve(output)? {
+    /// named temporary of filesystems without it) and the rule for an
+    /// existing file.
+    fn create_with(
+        output: &Path,
+        unnamed: bool,
+        replace: Replace,
+    ) -> Result<AtomicFile, OutputError> {
+        let (target, dir, existing) = match target::resolve_with(output, replace)? {
             Resolved::Stdout => {
                 let fd = stdio::result_out().map_err(|e| io_err(output, e))?;
                 return Ok(AtomicFile {
@@ -103,6 +124,7 @@ impl AtomicFile {
                     requested: output.to_path_buf(),
                     dir: PathBuf::new(),
                     temp: Temp::Stdout,
+                    replace,
                 });
             }
             Resolved::File {
@@ -157,6 +179,7 @@ impl AtomicFile {
             requested: output.to_path_buf(),
             dir,
             temp,
+            replace,
         })
     }
 
@@ -181,10 +204,12 @@ impl AtomicFile {
         if let Temp::Stdout = self.temp {
             return self.file.flush().map_err(|e| io_err(&self.requested, e));
         }
+        mark::set(&self.file);
         self.file
             .sync_all()
             .map_err(|e| io_err(&self.requested, e))?;
-        // What is at the output now must still be replaceable.
+        // What is at the output now must still be replaceable (a user may
+        // have put a file there while the run worked).
         if let Ok(meta) = fs::metadata(&self.target) {
             if let Some(kind) = target::refused_kind(&meta) {
                 return Err(OutputError::Special {
@@ -193,6 +218,7 @@ impl AtomicFile {
                     via: String::new(),
                 });
             }
+            mark::check(&self.requested, &self.target, &meta, self.replace)?;
         }
         if let Temp::Unnamed { dir } = &self.temp {
             // linkat cannot replace a file: link under a temporary name,
@@ -277,6 +303,14 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Writes `bytes` as the whole of `output` (see [`AtomicFile`]).
 pub fn write(output: &Path, bytes: &[u8]) -> Result<(), OutputError> {
     write_with(output, |w| w.write_all(bytes))
+}
+
+/// Writes `bytes` as the whole of `path`, a file in tracemark's own cache or
+/// state folder that replaces whatever is there (see [`Replace::Always`]).
+pub fn write_own(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    let mut file = AtomicFile::create_replacing(path, Replace::Always)?;
+    file.write_all(bytes).map_err(|e| io_err(path, e))?;
+    file.commit()
 }
 
 /// Writes `output` with `fill` (through a buffer), then commits it; an

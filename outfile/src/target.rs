@@ -4,6 +4,7 @@
 //! refused.
 
 use crate::error::OutputError;
+use crate::mark::Replace;
 use std::ffi::CString;
 use std::fs;
 use std::io;
@@ -73,10 +74,16 @@ fn io_err(path: &Path, source: io::Error) -> OutputError {
     }
 }
 
-/// Follows `output`'s links and checks what is there, and that a file of
+/// Follows `output`'s links and checks what is there (an existing file must
+/// be one tracemark may replace: see [`crate::mark`]), and that a file of
 /// that name can be made in its folder (exists, is writable, allows the
 /// name's length).
 pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
+    resolve_with(output, Replace::IfOurs)
+}
+
+/// [`resolve`], with the rule for an existing file given.
+pub(crate) fn resolve_with(output: &Path, replace: Replace) -> Result<Resolved, OutputError> {
     if output.as_os_str() == "-" {
         return Ok(Resolved::Stdout);
     }
@@ -101,7 +108,10 @@ pub fn resolve(output: &Path) -> Result<Resolved, OutputError> {
     }
     let target = follow_links(output)?;
     let existing = match fs::metadata(&target) {
-        Ok(m) => Some(Box::new(m)),
+        Ok(m) => {
+            crate::mark::check(output, &target, &m, replace)?;
+            Some(Box::new(m))
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(io_err(&target, e)),
     };

@@ -24,7 +24,7 @@ fn writes_whole_and_leaves_no_temporary() {
 fn dropped_without_commit_keeps_the_old_file() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    fs::write(&out, b"old").unwrap();
+    write(&out, b"old").unwrap();
     let mut f = AtomicFile::create(&out).unwrap();
     f.write_all(b"half").unwrap();
     drop(f);
@@ -41,7 +41,7 @@ fn dropped_without_commit_keeps_the_old_file() {
 fn a_symlink_is_followed_and_stays() {
     let dir = tempfile::tempdir().unwrap();
     let real = dir.path().join("real.tmt");
-    fs::write(&real, b"old").unwrap();
+    write(&real, b"old").unwrap();
     fs::set_permissions(&real, fs::Permissions::from_mode(0o600)).unwrap();
     let link = dir.path().join("link.tmt");
     symlink("real.tmt", &link).unwrap();
@@ -191,7 +191,7 @@ fn a_new_file_follows_the_umask_and_an_old_one_keeps_its_mode() {
 fn a_stop_signal_removes_a_named_temporary() {
     if let Some(out) = std::env::var_os("OUTFILE_SIGNAL_CHILD") {
         let sig: i32 = std::env::var("OUTFILE_SIGNAL").unwrap().parse().unwrap();
-        let mut f = AtomicFile::create_with(Path::new(&out), false).unwrap();
+        let mut f = AtomicFile::create_with(Path::new(&out), false, Replace::IfOurs).unwrap();
         f.write_all(b"half of the new").unwrap();
         // SAFETY: signals this process.
         unsafe { libc::kill(libc::getpid(), sig) };
@@ -201,7 +201,7 @@ fn a_stop_signal_removes_a_named_temporary() {
     for sig in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("r.json");
-        fs::write(&out, b"old").unwrap();
+        write(&out, b"old").unwrap();
         let mut child = std::process::Command::new(std::env::current_exe().unwrap());
         // No core file from SIGQUIT, and none in the source tree.
         // SAFETY: setrlimit is async-signal-safe.
@@ -237,15 +237,115 @@ fn a_stop_signal_removes_a_named_temporary() {
 fn a_named_temporary_is_whole_or_gone() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("r.json");
-    fs::write(&out, b"old").unwrap();
-    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    write(&out, b"old").unwrap();
+    let mut f = AtomicFile::create_with(&out, false, Replace::IfOurs).unwrap();
     f.write_all(b"new").unwrap();
     assert_eq!(entries(dir.path()).len(), 2);
     drop(f);
     assert_eq!(entries(dir.path()), ["r.json"]);
-    let mut f = AtomicFile::create_with(&out, false).unwrap();
+    let mut f = AtomicFile::create_with(&out, false, Replace::IfOurs).unwrap();
     f.write_all(b"new").unwrap();
     f.commit().unwrap();
     assert_eq!(fs::read(&out).unwrap(), b"new");
     assert_eq!(entries(dir.path()), ["r.json"]);
+}
+
+/// tracemark replaces its own unchanged output and an empty file; a file it
+/// did not write, one written since, and a copy of its output are refused
+/// (before any bytes go anywhere) and kept; a move keeps the file its own.
+#[test]
+fn only_its_own_unchanged_output_is_replaced_unless_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    let refused = |path: &Path, why: NotOurs| match AtomicFile::create(path) {
+        Err(OutputError::NotOurs { why: w, .. }) => assert_eq!(w, why, "{}", path.display()),
+        Err(e) => panic!("{}: {e}", path.display()),
+        Ok(_) => panic!("{} was accepted", path.display()),
+    };
+
+    write(&p("ours.json"), b"one").unwrap();
+    write(&p("ours.json"), b"two").unwrap();
+    assert_eq!(fs::read(p("ours.json")).unwrap(), b"two");
+
+    fs::write(p("doc.txt"), b"the user's").unwrap();
+    refused(&p("doc.txt"), NotOurs::Unmarked);
+    assert!(check(&p("doc.txt")).is_err());
+    assert_eq!(fs::read(p("doc.txt")).unwrap(), b"the user's");
+
+    // Written in place since (same inode, new length or time).
+    write(&p("edited.csv"), b"a,b\n").unwrap();
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(p("edited.csv"))
+        .unwrap();
+    f.write_all(b"1,2\n").unwrap();
+    drop(f);
+    refused(&p("edited.csv"), NotOurs::Changed);
+
+    // A copy keeping the attribute is another inode: the user's.
+    fs::copy(p("ours.json"), p("copy.json")).unwrap();
+    let value = xattr(&p("ours.json")).expect("the output carries its mark");
+    set_xattr(&p("copy.json"), &value);
+    refused(&p("copy.json"), NotOurs::Changed);
+
+    // A move keeps inode, time and length: still tracemark's.
+    fs::rename(p("ours.json"), p("moved.json")).unwrap();
+    write(&p("moved.json"), b"three").unwrap();
+
+    // An empty file holds nothing to lose.
+    fs::write(p("empty"), b"").unwrap();
+    write(&p("empty"), b"x").unwrap();
+
+    // A link to a user's file is refused for its target, named as such.
+    symlink("doc.txt", p("link")).unwrap();
+    match write(&p("link"), b"x") {
+        Err(e @ OutputError::NotOurs { .. }) => {
+            let text = e.to_string();
+            assert!(text.contains("doc.txt (the target of the link"), "{text}");
+            assert!(text.contains("--overwrite"), "{text}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(fs::read(p("doc.txt")).unwrap(), b"the user's");
+
+    // A file put there while the run worked is not replaced at commit.
+    let mut late = AtomicFile::create(&p("late.json")).unwrap();
+    late.write_all(b"new").unwrap();
+    fs::write(p("late.json"), b"the user's, meanwhile").unwrap();
+    assert!(matches!(late.commit(), Err(OutputError::NotOurs { .. })));
+    assert_eq!(fs::read(p("late.json")).unwrap(), b"the user's, meanwhile");
+
+    // tracemark's own cache and state files are replaced whatever is there.
+    write_own(&p("doc.txt"), b"cache").unwrap();
+    assert_eq!(fs::read(p("doc.txt")).unwrap(), b"cache");
+}
+
+fn xattr(path: &Path) -> Option<Vec<u8>> {
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    let mut buf = [0u8; 128];
+    // SAFETY: reads into our buffer within its length.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"user.tracemark.output".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    (n >= 0).then(|| buf[..n as usize].to_vec())
+}
+
+fn set_xattr(path: &Path, value: &[u8]) {
+    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
+    // SAFETY: sets an attribute from our buffer.
+    let rc = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            c"user.tracemark.output".as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(rc, 0);
 }

@@ -205,7 +205,7 @@ mod tests {
     fn a_symlink_is_followed_and_kept() {
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.tmt");
-        fs::write(&real, b"old").unwrap();
+        outfile::write(&real, b"old").unwrap();
         let link = dir.path().join("link.tmt");
         std::os::unix::fs::symlink("real.tmt", &link).unwrap();
         let (output, mut file) = OutputFile::create(&link).unwrap();

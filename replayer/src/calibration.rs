@@ -245,7 +245,15 @@ pub fn calibrate(
     // The output may be the trace itself (calibrated in place), never the
     // result it is calibrated from; checked before any work.
     outfile::refuse_inputs(out, results.iter().map(|(_, p)| p), None)?;
-    outfile::check(out)?;
+    // In place, the trace's own records and notes are written back: the
+    // file is the user's and stays theirs. Elsewhere an existing file must
+    // be one tracemark may replace.
+    let replace = if outfile::is_input(out, trace) {
+        outfile::Replace::Always
+    } else {
+        outfile::Replace::IfOurs
+    };
+    outfile::check_with(out, replace)?;
     let file = TraceFile::open(trace).map_err(format_error)?;
     let mut sum = RecordChecksum::default();
     for r in file.records() {
@@ -298,6 +306,29 @@ pub fn calibrate(
         predictions,
     });
 
+    write_calibrated(&file, trace, &tail, out, replace)?;
+    Ok(Calibration {
+        name,
+        replays: replays.len(),
+        capture_drive,
+        untraced: before.untraced,
+        replaced: before.capture_drive.is_set(),
+    })
+}
+
+/// Writes `file`'s header and records with `tail` to `out` through one
+/// temporary, read back whole before it replaces anything.
+fn write_calibrated(
+    file: &TraceFile,
+    trace: &Path,
+    tail: &trace_format::TraceTail,
+    out: &Path,
+    replace: outfile::Replace,
+) -> Result<(), CalibrationError> {
+    let format_error = |source| CalibrationError::Trace {
+        trace: trace.to_path_buf(),
+        source,
+    };
     let write_error = |source| CalibrationError::Write {
         path: out.to_path_buf(),
         source,
@@ -307,13 +338,13 @@ pub fn calibrate(
         trace: out.to_path_buf(),
         source,
     };
-    let mut output = outfile::AtomicFile::create(out)?;
+    let mut output = outfile::AtomicFile::create_replacing(out, replace)?;
     let mut w =
         TraceWriter::new(std::io::BufWriter::new(&mut output), file.header()).map_err(out_error)?;
     for r in file.records() {
         w.push(&r.map_err(format_error)?).map_err(out_error)?;
     }
-    let (buf, _) = w.finish(&tail).map_err(out_error)?;
+    let (buf, _) = w.finish(tail).map_err(out_error)?;
     buf.into_inner().map_err(|e| write_error(e.into_error()))?;
     // The copy is read back whole before it replaces anything.
     let written = PathBuf::from(format!("/proc/self/fd/{}", output.file().as_raw_fd()));
@@ -321,11 +352,5 @@ pub fn calibrate(
         .and_then(|t| t.verify())
         .map_err(out_error)?;
     output.commit()?;
-    Ok(Calibration {
-        name,
-        replays: replays.len(),
-        capture_drive,
-        untraced: before.untraced,
-        replaced: before.capture_drive.is_set(),
-    })
+    Ok(())
 }

@@ -473,7 +473,7 @@ fn save_marker(target: &Target, set: &RegionSet) {
         let _ = std::fs::create_dir_all(dir);
     }
     if let Ok(text) = serde_json::to_string(&m) {
-        let _ = outfile::write(&path, text.as_bytes());
+        let _ = outfile::write_own(&path, text.as_bytes());
     }
 }
 

@@ -145,10 +145,17 @@ fn output_special_files_are_refused_and_links_followed() {
     assert!(sub.is_dir());
 
     // A link to a regular file: the file is written, the link stays a link.
+    // (A file of the user's at the link's end is refused, and kept.)
     let real = dir.path().join("real.tmt");
     fs::write(&real, b"old").unwrap();
     let link = dir.path().join("link.tmt");
     std::os::unix::fs::symlink("real.tmt", &link).unwrap();
+    let o = convert_to(&link);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("is a file tracemark did not write"), "{err}");
+    assert_eq!(fs::read(&real).unwrap(), b"old");
+    fs::write(&real, b"").unwrap();
     let o = convert_to(&link);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(fs::symlink_metadata(&link)

@@ -200,6 +200,137 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
     }
 }
 
+/// Every writing command refuses, before its work, to replace a file of the
+/// user's or an output changed since tracemark wrote it, and keeps it;
+/// `--overwrite` replaces it, and a run replaces its own unchanged output.
+#[test]
+fn a_users_file_at_an_output_is_kept_unless_overwrite_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let t = trace(d, "t.tmt", 200);
+    let csv = msr_csv(d, 50);
+    let fig = [result_fixture::Figures::new("t", 100.0, 200.0, 80.0)];
+    let r = result_fixture::write(
+        d,
+        "r.json",
+        &result_fixture::result("realtime", "/dev/sdx", None, &fig),
+    );
+    let r2 = result_fixture::write(
+        d,
+        "r2.json",
+        &result_fixture::result("realtime", "/dev/sdy", None, &fig),
+    );
+    let db = d.join("results.db");
+    let o = tracemark()
+        .args(["results", "import"])
+        .arg(&r)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let scratch = d.join("scratch.bin");
+    let (ts, rs, r2s, cs, ss) = (
+        t.to_str().unwrap(),
+        r.to_str().unwrap(),
+        r2.to_str().unwrap(),
+        csv.to_str().unwrap(),
+        scratch.to_str().unwrap(),
+    );
+    // A task's trace and a replay of it to calibrate it from.
+    let chain = d.join("chain.tmt");
+    crate::support::replay::write_marked_trace(&chain, 20, 80_000_000);
+    let cal = d.join("cal.json");
+    let o = tracemark()
+        .arg("replay")
+        .arg(&chain)
+        .args(["--target", ss, "--passes", "1", "--no-db", "--json"])
+        .arg(&cal)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (chs, cals) = (chain.to_str().unwrap(), cal.to_str().unwrap());
+    // A fleet rank's result to merge.
+    let rank = d.join("rank.json");
+    let o = tracemark()
+        .args([
+            "replay", ts, "--shard", "0/1", "--target", ss, "--passes", "1",
+        ])
+        .args([
+            "--mode",
+            "compressed",
+            "--no-warmup",
+            "--precondition",
+            "skip",
+        ])
+        .args(["--cpu-idle", "os", "--no-db", "--json"])
+        .arg(&rank)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let ranks = rank.to_str().unwrap();
+    let cases: Vec<Vec<&str>> = vec![
+        vec!["export", ts, "--to", "csv", "-o"],
+        vec!["export", ts, "--to", "fio", "-o"],
+        vec!["convert", cs, "--format", "msr", "-q", "-o"],
+        vec!["calibrate", chs, "--from", cals, "--accept-cpu-wait", "-o"],
+        vec!["compare", rs, r2s, "--html"],
+        vec!["merge", ranks, "-o"],
+        vec!["results", "export", "--all", "-o"],
+        vec!["results", "compare", "1", "1", "--html"],
+        vec!["results", "leaderboard", "--html"],
+        vec!["replay", ts, "--target", ss, "--passes", "1", "--json"],
+    ];
+    let mine = b"my notes, not tracemark's\n";
+    for (i, args) in cases.iter().enumerate() {
+        let out = d.join(format!("out-{i}"));
+        let run = |extra: &[&str]| {
+            tracemark()
+                .current_dir(d)
+                .args(extra)
+                .args(args)
+                .arg(&out)
+                .env("TRACEMARK_DB", &db)
+                .output()
+                .unwrap()
+        };
+        let refused = |o: &Output, why: &str| {
+            let err = String::from_utf8_lossy(&o.stderr);
+            let what = format!("{args:?}: {err}");
+            assert_eq!(o.status.code(), Some(1), "{what}");
+            assert!(err.contains(why) && err.contains("--overwrite"), "{what}");
+            assert_eq!(err.lines().count(), 1, "one error line: {what}");
+        };
+        fs::write(&out, mine).unwrap();
+        let _ = fs::remove_file(&scratch);
+        refused(&run(&[]), "is a file tracemark did not write");
+        assert_eq!(fs::read(&out).unwrap(), mine, "{args:?}");
+        assert!(!scratch.exists(), "{args:?}: refused before the work");
+
+        let o = run(&["--overwrite"]);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_ne!(fs::read(&out).unwrap(), mine, "{args:?}");
+        // Its own output, unchanged: replaced without being told.
+        let o = run(&[]);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        // Edited since: the user's now.
+        let mut f = fs::OpenOptions::new().append(true).open(&out).unwrap();
+        std::io::Write::write_all(&mut f, b"\nmy addition\n").unwrap();
+        drop(f);
+        let edited = fs::read(&out).unwrap();
+        refused(&run(&[]), "has been changed since");
+        assert_eq!(fs::read(&out).unwrap(), edited, "{args:?}");
+    }
+}
+
 /// Lists `dir` (names), sorted.
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
@@ -314,7 +445,10 @@ fn a_kill_at_any_moment_leaves_the_old_file_or_the_new_one_whole() {
     ];
     for (name, base) in &jobs {
         let out = d.join(name);
-        let mut args = base.clone();
+        // The previous file is the test's, not tracemark's: --overwrite
+        // lets each run replace it.
+        let mut args = vec!["--overwrite".to_string()];
+        args.extend(base.iter().cloned());
         args.push(out.display().to_string());
         // The whole new file, and how long writing it takes.
         let started = Instant::now();
@@ -420,6 +554,9 @@ fn is_whole(whole: Whole, now: &[u8], new: &[u8], dir: &Path) -> Result<(), Stri
 /// left. `extra`: names a run adds beside the output (pages of an index).
 fn kill_at_many_moments(d: &Path, out: &Path, args: &[String], whole: Whole, steps: u32) {
     let name = out.display();
+    // The previous file is the test's, not tracemark's: --overwrite lets
+    // each run replace it.
+    let args: &[String] = &[&["--overwrite".to_string()], args].concat();
     let started = Instant::now();
     let o = tracemark().current_dir(d).args(args).output().unwrap();
     assert!(
@@ -599,7 +736,9 @@ fn a_kill_at_any_moment_leaves_each_split_trace_old_or_whole() {
     fs::write(&csv, crate::support::fleet::alibaba_csv(&rows)).unwrap();
     let vols = d.join("vols");
     fs::create_dir(&vols).unwrap();
+    // The previous files are the test's: --overwrite lets a run replace them.
     let args: Vec<String> = vec![
+        "--overwrite".into(),
         "convert".into(),
         "--format".into(),
         "alibaba".into(),

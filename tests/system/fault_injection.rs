@@ -231,7 +231,8 @@ fn a_full_disk_while_writing_the_result_keeps_the_old_one_whole() {
     let dir = tempfile::tempdir().unwrap();
     let fs = tmpfs(dir.path(), "64k");
     let result = fs.0.join("result.json");
-    std::fs::write(&result, "{\"the\": \"previous result\"}\n").unwrap();
+    // The previous output, as tracemark left it.
+    outfile::write(&result, b"{\"the\": \"previous result\"}\n").unwrap();
     // Fill the rest of the filesystem.
     let _ = std::fs::write(fs.0.join("filler"), vec![1u8; 64 << 10]);
     let trace = wide_trace(dir.path(), 16);
@@ -277,7 +278,8 @@ fn a_full_disk_during_an_export_keeps_the_old_file_and_names_the_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let fs = tmpfs(dir.path(), "64k");
     let csv = fs.0.join("export.csv");
-    std::fs::write(&csv, "the previous export\n").unwrap();
+    // The previous output, as tracemark left it.
+    outfile::write(&csv, b"the previous export\n").unwrap();
     // About 40 bytes a row: 20,000 rows do not fit in what is left.
     let recs: Vec<_> = (0..20_000u64)
         .map(|i| rec(i * 10, Op::Read, i * 4 * KIB, 4 * KIB))
@@ -319,7 +321,8 @@ fn a_full_disk_while_writing_the_html_report_keeps_the_old_one() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("results/tests/fixtures/replay-file.json");
     let fs = tmpfs(dir.path(), "64k");
     let html = fs.0.join("report.html");
-    std::fs::write(&html, "the previous report\n").unwrap();
+    // The previous output, as tracemark left it.
+    outfile::write(&html, b"the previous report\n").unwrap();
     let _ = std::fs::write(fs.0.join("filler"), vec![1u8; 64 << 10]);
     let out = crate::support::tracemark()
         .arg("compare")

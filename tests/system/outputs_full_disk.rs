@@ -221,7 +221,8 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         let at = d.join(format!("full-{i}"));
         let _fs = Tmpfs::mount(&at, "64k");
         let out = at.join("out.file");
-        std::fs::write(&out, "the previous output\n").unwrap();
+        // The previous output, as tracemark left it.
+        outfile::write(&out, b"the previous output\n").unwrap();
         let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
         let before = listing(&at);
         let o = tracemark().args(args).arg(&out).output().unwrap();
@@ -269,7 +270,8 @@ fn a_full_disk_under_a_split_names_the_trace_and_writes_none() {
     let out = at.join("out");
     std::fs::create_dir(&out).unwrap();
     let previous = out.join("ali-vol1.tmt");
-    std::fs::write(&previous, "the previous output\n").unwrap();
+    // The previous output, as tracemark left it.
+    outfile::write(&previous, b"the previous output\n").unwrap();
     let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
     let before = listing(&out);
     let o = tracemark()

@@ -1,0 +1,132 @@
+//! Whose file an existing output is. tracemark replaces a file it wrote and
+//! nobody changed since (a second `convert -o app.tmt`, a report written
+//! again), or an empty one; a file of the user's (a document, a result
+//! edited by hand, a copy of a trace, a file a program wrote over
+//! tracemark's) is refused unless the run was told `--overwrite`.
+//!
+//! A written output carries the extended attribute `user.tracemark.output`
+//! with its inode, modification time and length as they were when it was
+//! put in place. A move keeps all three (the file is still tracemark's); a
+//! write, a truncation, a copy over it by its name or a copy of it elsewhere
+//! changes one of them. A filesystem that keeps no user attributes cannot
+//! hold the mark: an existing file there is replaced only with
+//! `--overwrite`.
+
+use crate::error::{NotOurs, OutputError};
+use std::ffi::{CStr, CString};
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const OUTPUT_MARK: &CStr = c"user.tracemark.output";
+
+/// Set once by the binary from `--overwrite`: every output of the run may
+/// replace a file tracemark did not write.
+static OVERWRITE: AtomicBool = AtomicBool::new(false);
+
+/// Lets every output of this process replace an existing file whoever wrote
+/// it (the `--overwrite` flag, resolved once at start).
+pub fn allow_overwrite() {
+    OVERWRITE.store(true, Ordering::Relaxed);
+}
+
+/// Whether an existing file at an output may be replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// A path the user named: replace only tracemark's unchanged file, an
+    /// empty file, or anything under `--overwrite`.
+    IfOurs,
+    /// A file in tracemark's own cache or state folder, which no user
+    /// names, or a file rewritten in place from its own content (a trace
+    /// calibrated in place): always replaced.
+    Always,
+}
+
+/// The mark's value for a file in state `meta`.
+fn state_of(meta: &fs::Metadata) -> Vec<u8> {
+    format!(
+        "1 {} {}.{:09} {}",
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.len()
+    )
+    .into_bytes()
+}
+
+/// Marks the written (and not yet synced) temporary as tracemark's output
+/// in its final state. Best effort: a filesystem without user attributes
+/// keeps no mark, and a later write there asks for `--overwrite`.
+pub(crate) fn set(file: &File) {
+    let Ok(meta) = file.metadata() else {
+        return;
+    };
+    let value = state_of(&meta);
+    // SAFETY: sets an attribute on an open file from our buffer.
+    unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            OUTPUT_MARK.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+}
+
+/// What the mark on the file at `target` says, for a file in state `meta`.
+fn read(target: &Path, meta: &fs::Metadata) -> Result<(), NotOurs> {
+    let Ok(c) = CString::new(target.as_os_str().as_bytes()) else {
+        return Err(NotOurs::Unmarked);
+    };
+    let mut buf = [0u8; 128];
+    // SAFETY: reads the attribute into our buffer, within its length.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            OUTPUT_MARK.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(match io::Error::last_os_error().raw_os_error() {
+            Some(libc::EOPNOTSUPP) => NotOurs::NoAttributes,
+            // ERANGE: a value longer than any tracemark writes.
+            Some(libc::ERANGE) => NotOurs::Changed,
+            _ => NotOurs::Unmarked,
+        });
+    }
+    if buf[..n as usize] == state_of(meta)[..] {
+        Ok(())
+    } else {
+        Err(NotOurs::Changed)
+    }
+}
+
+/// Refuses to replace the regular file `target` (in state `meta`) unless
+/// `replace` and its mark allow it. `requested` is the path as given.
+pub(crate) fn check(
+    requested: &Path,
+    target: &Path,
+    meta: &fs::Metadata,
+    replace: Replace,
+) -> Result<(), OutputError> {
+    if replace == Replace::Always || OVERWRITE.load(Ordering::Relaxed) || meta.len() == 0 {
+        return Ok(());
+    }
+    read(target, meta).map_err(|why| OutputError::NotOurs {
+        path: target.to_path_buf(),
+        via: if target == requested {
+            String::new()
+        } else {
+            format!(" (the target of the link {})", requested.display())
+        },
+        why,
+        len: meta.len(),
+    })
+}
