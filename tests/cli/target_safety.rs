@@ -238,6 +238,73 @@ fn a_scratch_file_written_over_by_its_name_is_the_users() {
     assert_eq!(fs::read(&scratch).unwrap(), doc);
 }
 
+/// The scratch mark's value on `path`, if any.
+fn scratch_mark(path: &Path) -> Option<Vec<u8>> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    let mut buf = [0u8; 128];
+    // SAFETY: reads into our buffer within its length.
+    let n = unsafe {
+        libc::getxattr(
+            c.as_ptr(),
+            c"user.tracemark.scratch".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    (n >= 0).then(|| buf[..n as usize].to_vec())
+}
+
+/// A realtime replay of a slow trace onto `scr.bin`, killed outright with
+/// SIGKILL once its writes have begun.
+fn kill_a_run_writing(d: &Path, slow: &str) {
+    let mut child = tracemark()
+        .current_dir(d)
+        .args([
+            "replay", slow, "--target", "scr.bin", "--no-db", "--passes", "1",
+        ])
+        .args(["--no-warmup", "--cpu-idle", "os", "--mode", "realtime"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while !scratch_mark(&d.join("scr.bin")).is_some_and(|m| m.starts_with(b"w ")) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the run never marked its scratch file as being written"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // SAFETY: our own child's PID.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    child.wait().unwrap();
+}
+
+/// A run killed outright leaves its scratch file marked as being written:
+/// the next run takes it as tracemark's, unless a document was copied over
+/// it by its name in between.
+#[test]
+fn a_scratch_file_written_over_after_a_killed_run_is_the_users() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Writes 50 ms apart for 10 s.
+    let records: Vec<_> = (0..200u64)
+        .map(|i| rec(i * 50_000, Op::Write, (i % 32) * 65536, 4096))
+        .collect();
+    write_trace(&d.join("slow.tmt"), "slow", &records);
+    let t = trace(d).display().to_string();
+    let db = d.join("results.db");
+    let scratch = d.join("scr.bin");
+    let replay = || run(d, &db, &["replay", &t, "--target", "scr.bin", "--no-db"]);
+
+    kill_a_run_writing(d, "slow.tmt");
+    assert!(replay().status.success(), "left as the killed run left it");
+    kill_a_run_writing(d, "slow.tmt");
+    fs::write(&scratch, b"my notes").unwrap();
+    refused(&replay(), "a run writing it was stopped outright");
+    assert_eq!(fs::read(&scratch).unwrap(), b"my notes");
+}
+
 #[test]
 fn two_outputs_of_one_run_are_never_one_file() {
     let dir = tempfile::tempdir().unwrap();

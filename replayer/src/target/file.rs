@@ -74,6 +74,9 @@ fn open_file_at(path: &Path, req: &TargetRequest, existed: bool) -> Result<Targe
         fill_file(&file, path, current / block * block, required)?;
         size = required;
     }
+    if let Some(claim) = &scratch {
+        claim.sized();
+    }
     Ok(Target {
         path: path.to_path_buf(),
         kind: TargetKind::File,
@@ -101,7 +104,10 @@ const MARK_WITHOUT_STATE: &[u8] = b"1";
 
 /// The mark's value while a run writes the file: its state is the run's to
 /// record when it ends. A run killed outright leaves it so, and the next
-/// run takes the file as tracemark's.
+/// run takes the file as tracemark's. Once the file has its size for the
+/// run, the mark also records inode and length ([`writing_state`]), which
+/// the replay's writes keep: a document copied over the file by its name
+/// after a kill changes them, and the file is the user's.
 const MARK_WRITING: &[u8] = b"w";
 
 /// What the scratch mark says of a file.
@@ -115,8 +121,9 @@ enum Mark {
     /// Made by tracemark; its state when last finished is not recorded.
     WithoutState,
     /// Made by tracemark and being written by a run (or a run was killed
-    /// while writing it).
-    Writing,
+    /// while writing it), with the inode and length it keeps while it is
+    /// written, once known.
+    Writing(Option<Vec<u8>>),
     /// Made by tracemark, with its state when tracemark last finished.
     State(Vec<u8>),
 }
@@ -146,7 +153,9 @@ fn read_mark(file: &File) -> Mark {
     if value == MARK_WITHOUT_STATE {
         Mark::WithoutState
     } else if value == MARK_WRITING {
-        Mark::Writing
+        Mark::Writing(None)
+    } else if value.starts_with(b"w ") {
+        Mark::Writing(Some(value.to_vec()))
     } else {
         Mark::State(value.to_vec())
     }
@@ -163,6 +172,12 @@ fn state_of(meta: &std::fs::Metadata) -> Vec<u8> {
         meta.len()
     )
     .into_bytes()
+}
+
+/// The mark's value while a run writes a file of its final size: inode and
+/// length, which the run's writes do not change.
+fn writing_state(meta: &std::fs::Metadata) -> Vec<u8> {
+    format!("w {} {}", meta.ino(), meta.len()).into_bytes()
 }
 
 /// Sets the mark to `value` (best effort: a filesystem without user
@@ -185,6 +200,16 @@ fn set_mark(file: &File, value: &[u8]) {
 /// writes left.
 pub(super) struct ScratchClaim {
     file: File,
+}
+
+impl ScratchClaim {
+    /// The file has its size for the run: the mark records what the run's
+    /// writes keep of it.
+    fn sized(&self) {
+        if let Ok(meta) = self.file.metadata() {
+            set_mark(&self.file, &writing_state(&meta));
+        }
+    }
 }
 
 impl Drop for ScratchClaim {
@@ -230,12 +255,14 @@ fn claim_scratch(
     let ours = meta.nlink() == 1
         && match &mark {
             Mark::None | Mark::Unsupported => false,
-            Mark::WithoutState | Mark::Writing => true,
+            Mark::WithoutState | Mark::Writing(None) => true,
+            Mark::Writing(Some(value)) => *value == writing_state(&meta),
             Mark::State(value) => *value == state_of(&meta),
         };
     if holds_data && !allow_write && !ours {
         let why = match mark {
             Mark::State(_) if meta.nlink() == 1 => "was tracemark's scratch file but has been written since tracemark last finished with it (by another program)",
+            Mark::Writing(Some(_)) if meta.nlink() == 1 => "was tracemark's scratch file, but a run writing it was stopped outright and the file has been written since (by another program)",
             Mark::Unsupported => "is a file whose filesystem keeps no extended attributes, so tracemark cannot tell its own scratch file from a file of yours",
             _ => "is a file that tracemark did not make",
         };
