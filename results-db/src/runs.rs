@@ -315,8 +315,23 @@ impl ResultsDb {
     }
 
     /// Deletes removed runs for good, all or none; a kept run is refused.
+    /// Their bytes leave the file too: the deleted pages are zeroed
+    /// (`secure_delete`), and the write-ahead log that held them is
+    /// checkpointed and emptied (where no other program is reading it
+    /// then, it is emptied by the next write that finds it free).
     pub fn purge(&self, ids: &[i64]) -> Result<(), DbError> {
-        self.change_all(ids, true, "DELETE FROM runs WHERE id = ?1")
+        self.conn()
+            .execute_batch("PRAGMA secure_delete = ON")
+            .map_err(|e| self.err(e))?;
+        let purged = self.change_all(ids, true, "DELETE FROM runs WHERE id = ?1");
+        let _ = self.conn().execute_batch("PRAGMA secure_delete = OFF");
+        purged?;
+        // A reader holding the log keeps it until it is done; the runs are
+        // deleted either way.
+        let _ = self
+            .conn()
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        Ok(())
     }
 
     /// Sets (or with None, clears) run `id`'s label; returns the label it

@@ -188,3 +188,37 @@ fn a_read_transaction_sees_one_state_while_another_program_removes_runs() {
     // Outside the transaction the removals are seen.
     assert!(db.list(&Filter::default()).unwrap().is_empty());
 }
+
+/// A purged run's bytes are gone from the database file and its log, not
+/// only from its listings: its label, stored in no other run, is found in
+/// neither file afterwards (it is in them while the run is only removed).
+#[test]
+fn a_purged_run_leaves_no_bytes_in_the_database_files() {
+    let (dir, db) = open();
+    let keep = db.import(&common::suite_variant(1), "kept").unwrap().id();
+    let id = db
+        .import(&common::fixture("suite-two.json"), "a")
+        .unwrap()
+        .id();
+    let secret = "label-of-a-run-to-purge-7f3a9c";
+    db.set_label(id, Some(secret)).unwrap();
+    let files = || {
+        ["results.db", "results.db-wal"]
+            .iter()
+            .filter_map(|n| std::fs::read(dir.path().join(n)).ok())
+            .collect::<Vec<_>>()
+    };
+    let holds = |bytes: &[u8]| bytes.windows(secret.len()).any(|w| w == secret.as_bytes());
+    db.remove(&[id]).unwrap();
+    assert!(files().iter().any(|f| holds(f)), "a removed run is kept");
+    db.purge(&[id]).unwrap();
+    for f in files() {
+        assert!(!holds(&f), "the purged run's label is still in the file");
+    }
+    assert!(db.get(keep).is_ok());
+    drop(db);
+    assert!(ResultsDb::open(&dir.path().join("results.db"))
+        .unwrap()
+        .get(keep)
+        .is_ok());
+}
