@@ -97,13 +97,18 @@ fn unique() -> u64 {
     N.fetch_add(1, Ordering::Relaxed)
 }
 
-/// Every command that writes a file refuses, before any work, an output
-/// that is one of its inputs or the results database: by its name, a
-/// symbolic link, a hard link and `/proc/self/fd/N`. The file is unchanged.
-#[test]
-fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// What the writing commands read, made in `d`: a trace, an MSR CSV, two
+/// results, a database holding the first, and the scratch file's path.
+struct Inputs {
+    t: PathBuf,
+    csv: PathBuf,
+    r: PathBuf,
+    r2: PathBuf,
+    db: PathBuf,
+    scratch: PathBuf,
+}
+
+fn inputs(d: &Path) -> Inputs {
     let t = trace(d, "t.tmt", 200);
     let csv = msr_csv(d, 50);
     let fig = [result_fixture::Figures::new("t", 100.0, 200.0, 80.0)];
@@ -126,7 +131,31 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let scratch = d.join("scratch.bin");
+    Inputs {
+        t,
+        csv,
+        r,
+        r2,
+        db,
+        scratch: d.join("scratch.bin"),
+    }
+}
+
+/// Every command that writes a file refuses, before any work, an output
+/// that is one of its inputs or the results database: by its name, a
+/// symbolic link, a hard link and `/proc/self/fd/N`. The file is unchanged.
+#[test]
+fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let Inputs {
+        t,
+        csv,
+        r,
+        r2,
+        db,
+        scratch,
+    } = inputs(d);
     let (ts, rs, r2s, cs, ss) = (
         t.to_str().unwrap(),
         r.to_str().unwrap(),
@@ -207,29 +236,14 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
 fn a_users_file_at_an_output_is_kept_unless_overwrite_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let t = trace(d, "t.tmt", 200);
-    let csv = msr_csv(d, 50);
-    let fig = [result_fixture::Figures::new("t", 100.0, 200.0, 80.0)];
-    let r = result_fixture::write(
-        d,
-        "r.json",
-        &result_fixture::result("realtime", "/dev/sdx", None, &fig),
-    );
-    let r2 = result_fixture::write(
-        d,
-        "r2.json",
-        &result_fixture::result("realtime", "/dev/sdy", None, &fig),
-    );
-    let db = d.join("results.db");
-    let o = tracemark()
-        .args(["results", "import"])
-        .arg(&r)
-        .arg("--db")
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let scratch = d.join("scratch.bin");
+    let Inputs {
+        t,
+        csv,
+        r,
+        r2,
+        db,
+        scratch,
+    } = inputs(d);
     let (ts, rs, r2s, cs, ss) = (
         t.to_str().unwrap(),
         r.to_str().unwrap(),
