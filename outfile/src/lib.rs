@@ -33,6 +33,7 @@ mod same;
 mod stdio;
 mod target;
 mod temp;
+pub mod xattr;
 
 pub use error::{NotOurs, OutputError};
 pub use mark::{allow_overwrite, Replace};

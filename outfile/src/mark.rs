@@ -13,11 +13,9 @@
 //! `--overwrite`.
 
 use crate::error::{NotOurs, OutputError};
-use std::ffi::{CStr, CString};
+use crate::xattr::{self, Attr};
+use std::ffi::CStr;
 use std::fs::{self, File};
-use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,49 +60,19 @@ fn state_of(meta: &fs::Metadata) -> Vec<u8> {
 /// in its final state. Best effort: a filesystem without user attributes
 /// keeps no mark, and a later write there asks for `--overwrite`.
 pub(crate) fn set(file: &File) {
-    let Ok(meta) = file.metadata() else {
-        return;
-    };
-    let value = state_of(&meta);
-    // SAFETY: sets an attribute on an open file from our buffer.
-    unsafe {
-        libc::fsetxattr(
-            file.as_raw_fd(),
-            OUTPUT_MARK.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
+    if let Ok(meta) = file.metadata() {
+        // Best effort: unmarked, the file is refused as not ours later.
+        let _ = xattr::set(file, OUTPUT_MARK, &state_of(&meta));
+    }
 }
 
 /// What the mark on the file at `target` says, for a file in state `meta`.
 fn read(target: &Path, meta: &fs::Metadata) -> Result<(), NotOurs> {
-    let Ok(c) = CString::new(target.as_os_str().as_bytes()) else {
-        return Err(NotOurs::Unmarked);
-    };
-    let mut buf = [0u8; 128];
-    // SAFETY: reads the attribute into our buffer, within its length.
-    let n = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            OUTPUT_MARK.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        return Err(match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EOPNOTSUPP) => NotOurs::NoAttributes,
-            // ERANGE: a value longer than any tracemark writes.
-            Some(libc::ERANGE) => NotOurs::Changed,
-            _ => NotOurs::Unmarked,
-        });
-    }
-    if buf[..n as usize] == state_of(meta)[..] {
-        Ok(())
-    } else {
-        Err(NotOurs::Changed)
+    match xattr::get_at(target, OUTPUT_MARK) {
+        Attr::Value(v) if v == state_of(meta) => Ok(()),
+        Attr::Value(_) | Attr::TooLong => Err(NotOurs::Changed),
+        Attr::Unsupported => Err(NotOurs::NoAttributes),
+        Attr::Absent => Err(NotOurs::Unmarked),
     }
 }
 

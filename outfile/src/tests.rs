@@ -321,31 +321,13 @@ fn only_its_own_unchanged_output_is_replaced_unless_told() {
 }
 
 fn xattr(path: &Path) -> Option<Vec<u8>> {
-    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-    let mut buf = [0u8; 128];
-    // SAFETY: reads into our buffer within its length.
-    let n = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            c"user.tracemark.output".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    match crate::xattr::get_at(path, c"user.tracemark.output") {
+        crate::xattr::Attr::Value(v) => Some(v),
+        _ => None,
+    }
 }
 
 fn set_xattr(path: &Path, value: &[u8]) {
-    let c = CString::new(path.as_os_str().as_bytes()).unwrap();
-    // SAFETY: sets an attribute from our buffer.
-    let rc = unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            c"user.tracemark.output".as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(rc, 0);
+    let f = fs::File::open(path).unwrap();
+    crate::xattr::set(&f, c"user.tracemark.output", value).unwrap();
 }

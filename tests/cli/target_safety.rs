@@ -240,18 +240,10 @@ fn a_scratch_file_written_over_by_its_name_is_the_users() {
 
 /// The scratch mark's value on `path`, if any.
 fn scratch_mark(path: &Path) -> Option<Vec<u8>> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
-    let mut buf = [0u8; 128];
-    // SAFETY: reads into our buffer within its length.
-    let n = unsafe {
-        libc::getxattr(
-            c.as_ptr(),
-            c"user.tracemark.scratch".as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    match outfile::xattr::get_at(path, c"user.tracemark.scratch") {
+        outfile::xattr::Attr::Value(v) => Some(v),
+        _ => None,
+    }
 }
 
 /// A realtime replay of a slow trace onto `scr.bin`, killed outright with

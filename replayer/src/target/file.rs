@@ -5,6 +5,7 @@
 use super::{io_err, probe_nowait, Target, TargetKind, TargetRequest};
 use crate::buffer::AlignedBuf;
 use crate::{ReplayError, TargetProblem};
+use outfile::xattr::{self, Attr};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
@@ -130,34 +131,16 @@ enum Mark {
 
 /// The mark on the open file.
 fn read_mark(file: &File) -> Mark {
-    let mut buf = [0u8; 128];
-    // SAFETY: reads the attribute into our buffer, within its length.
-    let n = unsafe {
-        libc::fgetxattr(
-            file.as_raw_fd(),
-            SCRATCH_MARK.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    if n < 0 {
-        // ERANGE (a value longer than any tracemark writes) is a mark too,
-        // of a state that cannot be ours.
-        return match io::Error::last_os_error().raw_os_error() {
-            Some(libc::ERANGE) => Mark::State(Vec::new()),
-            Some(libc::EOPNOTSUPP) => Mark::Unsupported,
-            _ => Mark::None,
-        };
-    }
-    let value = &buf[..n as usize];
-    if value == MARK_WITHOUT_STATE {
-        Mark::WithoutState
-    } else if value == MARK_WRITING {
-        Mark::Writing(None)
-    } else if value.starts_with(b"w ") {
-        Mark::Writing(Some(value.to_vec()))
-    } else {
-        Mark::State(value.to_vec())
+    match xattr::get(file, SCRATCH_MARK) {
+        // A value longer than any tracemark writes is a mark too, of a
+        // state that cannot be ours.
+        Attr::TooLong => Mark::State(Vec::new()),
+        Attr::Unsupported => Mark::Unsupported,
+        Attr::Absent => Mark::None,
+        Attr::Value(v) if v == MARK_WITHOUT_STATE => Mark::WithoutState,
+        Attr::Value(v) if v == MARK_WRITING => Mark::Writing(None),
+        Attr::Value(v) if v.starts_with(b"w ") => Mark::Writing(Some(v)),
+        Attr::Value(v) => Mark::State(v),
     }
 }
 
@@ -183,16 +166,7 @@ fn writing_state(meta: &std::fs::Metadata) -> Vec<u8> {
 /// Sets the mark to `value` (best effort: a filesystem without user
 /// attributes keeps no mark, and a later run asks for `--allow-write`).
 fn set_mark(file: &File, value: &[u8]) {
-    // SAFETY: sets an attribute on an open file from our buffer.
-    unsafe {
-        libc::fsetxattr(
-            file.as_raw_fd(),
-            SCRATCH_MARK.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
+    let _ = xattr::set(file, SCRATCH_MARK, value);
 }
 
 /// Keeps the scratch mark true to the file while a run has it: when the
