@@ -10,7 +10,9 @@ use results::schema::{SuiteResult, TraceResult};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use trace_format::RecordChecksum;
-use trace_format::{CalibrationReplays, ModelTimes, Nanos, TraceFile, TraceWriter};
+use trace_format::{
+    CalibrationReplays, DependencyModel, ModelTimes, Nanos, TraceFile, TraceWriter,
+};
 
 /// What went wrong, for callers that act on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +101,10 @@ pub struct Calibration {
     pub replays: usize,
     /// The capture drive's predictions now in the trace.
     pub capture_drive: ModelTimes,
+    /// The lowest and highest of the replays' predictions (primary model),
+    /// where there are several: how far the capture drive's draws lie
+    /// apart, which every later prediction of the trace carries.
+    pub range: Option<(Nanos, Nanos)>,
     /// The untraced time the predictions start from (when the trace has
     /// one).
     pub untraced: Option<Nanos>,
@@ -228,6 +234,14 @@ fn median(all: &[ModelTimes]) -> ModelTimes {
     })
 }
 
+/// The lowest and highest of `model`'s predictions, where two or more have
+/// one.
+fn range(all: &[ModelTimes], model: DependencyModel) -> Option<(Nanos, Nanos)> {
+    let v: Vec<Nanos> = all.iter().filter_map(|t| t.get(model)).collect();
+    let (lo, hi) = (v.iter().min()?, v.iter().max()?);
+    (v.len() > 1).then_some((*lo, *hi))
+}
+
 /// Writes `trace` to `out` (which may be `trace` itself) with the task time
 /// that `results`, replays of it on its capture drive (each with the path
 /// it was read from), predicted: the median per model where there are
@@ -294,6 +308,7 @@ pub fn calibrate(
         .map(|t| capture_drive_prediction(t))
         .collect();
     let capture_drive = median(&predictions);
+    let range = range(&predictions, DependencyModel::PRIMARY);
 
     let mut tail = file.footer().tail.clone();
     let before = tail.task;
@@ -311,6 +326,7 @@ pub fn calibrate(
         name,
         replays: replays.len(),
         capture_drive,
+        range,
         untraced: before.untraced,
         replaced: before.capture_drive.is_set(),
     })

@@ -91,5 +91,17 @@ pub fn run(args: CalibrateArgs) -> Result<i32> {
         model(M::All),
         secs(c.untraced),
     );
+    if let (Some((lo, hi)), Some(mid)) = (c.range, c.capture_drive.get(M::PRIMARY)) {
+        let pct = |x: trace_format::Nanos| 100.0 * (x.0 as f64 / mid.0.max(1) as f64 - 1.0);
+        println!(
+            "{}: the replays predicted {:.3}-{:.3} s ({}; {:+.1} % to {:+.1} % of their median): every later prediction of the trace moves with the median's draw of the capture drive (more replays narrow it)",
+            out.display(),
+            lo.as_secs_f64(),
+            hi.as_secs_f64(),
+            M::PRIMARY.name(),
+            pct(lo),
+            pct(hi),
+        );
+    }
     Ok(0)
 }

@@ -249,6 +249,12 @@ fn several_calibration_replays_give_the_median_of_their_predictions() {
         &["chain.tmt", "--from", "a.json", "b.json", "c.json"],
     );
     assert!(stdout.contains("the median of 3 replays"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "the replays predicted 0.100-0.300 s (blocking; -50.0 % to +50.0 % of their median)"
+        ),
+        "{stdout}"
+    );
     let marks = TraceFile::open(dir.path().join("chain.tmt"))
         .unwrap()
         .footer()
