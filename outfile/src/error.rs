@@ -46,7 +46,7 @@ pub enum NotOurs {
     Unmarked,
     #[error("was written by tracemark and has been changed since (or is a copy of such a file)")]
     Changed,
-    #[error("is on a filesystem that keeps no extended attributes, so tracemark cannot tell its own output from a file of yours")]
+    #[error("is on a filesystem that keeps no extended attributes, and tracemark's record of its outputs there does not name it")]
     NoAttributes,
 }
 

@@ -28,6 +28,7 @@
 //! two outputs of one command that are one file.
 
 mod error;
+mod ledger;
 mod mark;
 mod same;
 mod stdio;
@@ -36,6 +37,7 @@ mod temp;
 pub mod xattr;
 
 pub use error::{NotOurs, OutputError};
+pub use ledger::state_dir;
 pub use mark::{allow_overwrite, Replace};
 pub use same::{
     database_files, is_database, is_input, is_output, refuse_inputs, refuse_same_outputs,
@@ -205,7 +207,7 @@ impl AtomicFile {
         if let Temp::Stdout = self.temp {
             return self.file.flush().map_err(|e| io_err(&self.requested, e));
         }
-        mark::set(&self.file);
+        mark::set(&self.file, self.replace);
         self.file
             .sync_all()
             .map_err(|e| io_err(&self.requested, e))?;

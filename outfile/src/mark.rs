@@ -8,11 +8,12 @@
 //! with its inode, modification time and length as they were when it was
 //! put in place. A move keeps all three (the file is still tracemark's); a
 //! write, a truncation, a copy over it by its name or a copy of it elsewhere
-//! changes one of them. A filesystem that keeps no user attributes cannot
-//! hold the mark: an existing file there is replaced only with
-//! `--overwrite`.
+//! changes one of them. Where the filesystem keeps no user attributes, the
+//! mark of an output is kept in a ledger in the state folder instead
+//! ([`crate::ledger`]).
 
 use crate::error::{NotOurs, OutputError};
+use crate::ledger;
 use crate::xattr::{self, Attr};
 use std::ffi::CStr;
 use std::fs::{self, File};
@@ -57,18 +58,31 @@ fn state_of(meta: &fs::Metadata) -> Vec<u8> {
 }
 
 /// Marks the written (and not yet synced) temporary as tracemark's output
-/// in its final state. Best effort: a filesystem without user attributes
-/// keeps no mark, and a later write there asks for `--overwrite`.
-pub(crate) fn set(file: &File) {
-    if let Ok(meta) = file.metadata() {
-        // Best effort: unmarked, the file is refused as not ours later.
-        let _ = xattr::set(file, OUTPUT_MARK, &state_of(&meta));
+/// in its final state. Where the filesystem keeps no user attributes, an
+/// output the user named is recorded in the state folder's ledger instead
+/// (tracemark's own files are replaced whatever they hold). Best effort: an
+/// unmarked output is refused later as not tracemark's.
+pub(crate) fn set(file: &File, replace: Replace) {
+    let Ok(meta) = file.metadata() else {
+        return;
+    };
+    let state = state_of(&meta);
+    let unsupported = matches!(
+        xattr::set(file, OUTPUT_MARK, &state),
+        Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP)
+    );
+    if unsupported && replace == Replace::IfOurs {
+        ledger::record(&meta, &state);
     }
 }
 
 /// What the mark on the file at `target` says, for a file in state `meta`.
 fn read(target: &Path, meta: &fs::Metadata) -> Result<(), NotOurs> {
-    match xattr::get_at(target, OUTPUT_MARK) {
+    let mark = match xattr::get_at(target, OUTPUT_MARK) {
+        Attr::Unsupported => ledger::recorded(meta).map_or(Attr::Unsupported, Attr::Value),
+        mark => mark,
+    };
+    match mark {
         Attr::Value(v) if v == state_of(meta) => Ok(()),
         Attr::Value(_) | Attr::TooLong => Err(NotOurs::Changed),
         Attr::Unsupported => Err(NotOurs::NoAttributes),

@@ -285,18 +285,6 @@ struct Marker {
     runs: Vec<(u64, u64)>,
 }
 
-/// Where tracemark keeps state between runs (None: nowhere known).
-pub fn state_dir() -> Option<PathBuf> {
-    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    if let Some(d) = env("TRACEMARK_STATE_DIR") {
-        return Some(PathBuf::from(d));
-    }
-    if let Some(d) = env("XDG_STATE_HOME") {
-        return Some(PathBuf::from(d).join("tracemark"));
-    }
-    env("HOME").map(|h| PathBuf::from(h).join(".local/state/tracemark"))
-}
-
 /// The marker file of a target: by device number for a block device, by
 /// filesystem and inode for a file.
 fn marker_path(target: &Target) -> Option<PathBuf> {
@@ -307,7 +295,7 @@ fn marker_path(target: &Target) -> Option<PathBuf> {
     } else {
         format!("file-{}-{}", meta.dev(), meta.ino())
     };
-    Some(state_dir()?.join(format!("precondition-{id}.json")))
+    Some(outfile::state_dir()?.join(format!("precondition-{id}.json")))
 }
 
 /// The regions the marker vouches for: none when it is missing, for another

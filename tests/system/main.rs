@@ -21,6 +21,7 @@ mod fleet;
 mod io_worker_cpu;
 mod io_wq_work;
 mod outputs_full_disk;
+mod outputs_without_attributes;
 mod precondition;
 mod replay_cli;
 mod replay_exact;
