@@ -14,7 +14,8 @@ fn spread(v: f64, min: f64, max: f64, n: usize, prec: usize) -> String {
 }
 
 /// One row per trace (score, bandwidth, access time, playback time, read and
-/// write MB), then the suite line; ± is half the range over passes. Rows,
+/// write MB, predicted task time), then the suite line; ± is half the range
+/// over passes. Rows,
 /// and the suite line, of figures that cannot be trusted end in `INVALID`
 /// ([`crate::validity`]), with the reasons after the notes.
 pub fn format_table(r: &SuiteResult) -> String {
@@ -131,7 +132,15 @@ fn table(out: &mut String, r: &SuiteResult, verdict: &crate::validity::Verdict) 
         "{:<24} {:>16} {:>18} {:>16} {:>11} {:>10} {:>10}",
         "trace", "score", "bandwidth MB/s", "access time µs", "playback s", "read MB", "write MB"
     );
-    let _ = writeln!(out, "{}", if task_column { "     task s" } else { "" });
+    let _ = writeln!(
+        out,
+        "{}",
+        if task_column {
+            format!(" {:>16}", "task s")
+        } else {
+            String::new()
+        }
+    );
     for (t, why) in r.traces.iter().zip(&verdict.traces) {
         row(out, t, task_column, why.is_some());
     }
@@ -243,11 +252,20 @@ fn row(out: &mut String, t: &TraceResult, task_column: bool, invalid: bool) {
         t.read_bytes as f64 / 1e6,
         t.write_bytes as f64 / 1e6,
     );
+    // The same width either way: a calibrated figure ends in `*`.
     let task = match (&t.task, task_column) {
-        // The same width either way, so uncalibrated rows stay as they were.
-        (Some(task), true) if is_calibrated(task) => format!(" {:>9.3}*", task.predicted_s),
-        (Some(task), true) => format!(" {:>10.3}", task.predicted_s),
-        (None, true) => format!(" {:>10}", "-"),
+        (Some(task), true) => {
+            let figure = match &task.predicted_spread {
+                Some(sp) => spread(task.predicted_s, sp.min, sp.max, n, 3),
+                None => format!("{:.3}", task.predicted_s),
+            };
+            if is_calibrated(task) {
+                format!(" {figure:>15}*")
+            } else {
+                format!(" {figure:>16}")
+            }
+        }
+        (None, true) => format!(" {:>16}", "-"),
         (_, false) => String::new(),
     };
     let _ = writeln!(out, "{task}{}", if invalid { "  INVALID" } else { "" });
@@ -474,5 +492,51 @@ mod tests {
             "{table}"
         );
         assert!(!table.contains("unmarked"), "{table}");
+    }
+
+    #[test]
+    fn the_task_column_gives_half_the_range_over_the_passes() {
+        let text = include_str!("../../tests/fixtures/suite-a.json");
+        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
+        assert!(r.traces.len() >= 2, "the fixture needs two traces");
+        assert!(r.traces[0].passes.len() > 1, "the fixture needs passes");
+        for (i, t) in r.traces.iter_mut().enumerate() {
+            t.task = Some(TaskTime {
+                predicted_s: 2.25 + i as f64,
+                model: "blocking".into(),
+                models: Default::default(),
+                captured_s: 3.0,
+                untraced_s: Some(2.0),
+                span: "task marks".into(),
+                uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
+                cpu_floor_s: None,
+                unfloored: None,
+                calibrated_at: None,
+                // The first trace's passes predicted 2.0 to 2.5 s.
+                predicted_spread: (i == 0).then_some(crate::schema::Spread {
+                    min: 2.0,
+                    max: 2.5,
+                    stddev: 0.25,
+                }),
+                breakdown: None,
+            });
+        }
+        let table = format_table(&r);
+        let lines: Vec<&str> = table.lines().collect();
+        let line_of = |start: &str| {
+            *lines
+                .iter()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no line {start}: {table}"))
+        };
+        let head = line_of("trace ");
+        let first = line_of(&r.traces[0].name);
+        let second = line_of(&r.traces[1].name);
+        assert!(first.ends_with(" 2.250 ±0.250*"), "{first}");
+        assert!(second.ends_with(" 3.250"), "{second}");
+        assert!(head.ends_with(" task s"), "{head}");
+        // One column: the head and both rows end at the same width.
+        assert_eq!(first.chars().count(), second.chars().count(), "{table}");
+        assert_eq!(head.chars().count(), first.chars().count(), "{table}");
     }
 }
