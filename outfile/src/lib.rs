@@ -68,6 +68,8 @@ pub fn check_with(output: &Path, replace: Replace) -> Result<(), OutputError> {
 /// Where the bytes are until commit.
 enum Temp {
     Stdout,
+    /// Renamed over the output: nothing left to remove.
+    Renamed,
     /// An `O_TMPFILE` file in `dir`: no name until it is linked.
     Unnamed {
         dir: PathBuf,
@@ -204,8 +206,46 @@ impl AtomicFile {
     /// Syncs the temporary, renames it over the output and syncs the
     /// folder: the output is now the whole new file.
     pub fn commit(mut self) -> Result<(), OutputError> {
+        if self.prepare()? {
+            self.rename()?;
+            sync_dir(&self.dir).map_err(|e| io_err(&self.dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Commits `files` as one set: every temporary is synced and its output
+    /// checked before any is renamed, so a file refused at one output (put
+    /// there while the run worked) leaves every output as it was; then all
+    /// are renamed and each folder synced once.
+    pub fn commit_all(mut files: Vec<AtomicFile>) -> Result<(), OutputError> {
+        let mut renamed = Vec::with_capacity(files.len());
+        for f in &mut files {
+            renamed.push(f.prepare()?);
+        }
+        for (f, named) in files.iter_mut().zip(renamed) {
+            if named {
+                f.rename()?;
+            }
+        }
+        let mut dirs: Vec<&Path> = Vec::new();
+        for f in files.iter().filter(|f| matches!(f.temp, Temp::Renamed)) {
+            if !dirs.contains(&f.dir.as_path()) {
+                dirs.push(&f.dir);
+            }
+        }
+        for dir in dirs {
+            sync_dir(dir).map_err(|e| io_err(dir, e))?;
+        }
+        Ok(())
+    }
+
+    /// Everything before the rename: the temporary marked, synced and
+    /// named, the output checked once more. False for standard output
+    /// (flushed; nothing to rename).
+    fn prepare(&mut self) -> Result<bool, OutputError> {
         if let Temp::Stdout = self.temp {
-            return self.file.flush().map_err(|e| io_err(&self.requested, e));
+            self.file.flush().map_err(|e| io_err(&self.requested, e))?;
+            return Ok(false);
         }
         mark::set(&self.file, self.replace);
         self.file
@@ -234,12 +274,17 @@ impl AtomicFile {
                 _signal: signal,
             };
         }
+        Ok(true)
+    }
+
+    /// Renames the prepared temporary over the output.
+    fn rename(&mut self) -> Result<(), OutputError> {
         let Temp::Named { path, .. } = &self.temp else {
-            unreachable!("the temporary is named above");
+            unreachable!("a prepared temporary is named");
         };
         fs::rename(path, &self.target).map_err(|e| io_err(&self.requested, e))?;
-        self.temp = Temp::Stdout; // nothing left to remove
-        sync_dir(&self.dir).map_err(|e| io_err(&self.dir, e))
+        self.temp = Temp::Renamed;
+        Ok(())
     }
 }
 

@@ -320,6 +320,43 @@ fn only_its_own_unchanged_output_is_replaced_unless_told() {
     assert_eq!(fs::read(p("doc.txt")).unwrap(), b"cache");
 }
 
+#[test]
+fn a_set_of_outputs_is_put_in_place_all_or_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = |n: &str| dir.path().join(n);
+    write(&p("a.tmt"), b"old a").unwrap();
+    write(&p("b.tmt"), b"old b").unwrap();
+    let set = |a: &[u8], b: &[u8]| {
+        let mut fa = AtomicFile::create(&p("a.tmt")).unwrap();
+        fa.write_all(a).unwrap();
+        let mut fb = AtomicFile::create(&p("b.tmt")).unwrap();
+        fb.write_all(b).unwrap();
+        vec![fa, fb]
+    };
+    // A file of the user's put at the second output while the set was
+    // written: refused, and the first output is not replaced either.
+    let files = set(b"new a", b"new b");
+    fs::remove_file(p("b.tmt")).unwrap();
+    fs::write(p("b.tmt"), b"the user's").unwrap();
+    assert!(matches!(
+        AtomicFile::commit_all(files),
+        Err(OutputError::NotOurs { .. })
+    ));
+    assert_eq!(fs::read(p("a.tmt")).unwrap(), b"old a");
+    assert_eq!(fs::read(p("b.tmt")).unwrap(), b"the user's");
+    assert_eq!(entries(dir.path()), ["a.tmt", "b.tmt"], "no temporary left");
+    // Every output replaceable: all replaced, and each is tracemark's.
+    write(&p("b.tmt"), b"old b").unwrap_err();
+    fs::remove_file(p("b.tmt")).unwrap();
+    write(&p("b.tmt"), b"old b").unwrap();
+    AtomicFile::commit_all(set(b"new a", b"new b")).unwrap();
+    assert_eq!(fs::read(p("a.tmt")).unwrap(), b"new a");
+    assert_eq!(fs::read(p("b.tmt")).unwrap(), b"new b");
+    assert_eq!(entries(dir.path()), ["a.tmt", "b.tmt"]);
+    AtomicFile::commit_all(set(b"a again", b"b again")).unwrap();
+    assert_eq!(fs::read(p("b.tmt")).unwrap(), b"b again");
+}
+
 fn xattr(path: &Path) -> Option<Vec<u8>> {
     match crate::xattr::get_at(path, c"user.tracemark.output") {
         crate::xattr::Attr::Value(v) => Some(v),

@@ -323,7 +323,6 @@ fn split_into(
             .into_inner()
             .map_err(|e| io_error(e.into_error()))?;
         file.flush().map_err(io_error)?;
-        file.sync_all().map_err(io_error)?;
         done.push((
             (out.temp, file),
             SplitTrace {
@@ -334,12 +333,9 @@ fn split_into(
         ));
     }
     refuse_traces(&done, router)?;
-    // Renamed only once every trace is complete.
-    let mut traces = Vec::with_capacity(done.len());
-    for ((temp, file), trace) in done {
-        temp.commit(file)?;
-        traces.push(trace);
-    }
+    // Renamed only once every trace is complete, checked and synced.
+    let (files, mut traces): (Vec<_>, Vec<_>) = done.into_iter().unzip();
+    OutputFile::commit_all(files)?;
     traces.sort_by_key(|t| t.device);
     Ok(SplitReport {
         format,

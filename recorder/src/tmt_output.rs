@@ -63,6 +63,19 @@ impl OutputFile {
         drop(file);
         self.file.commit().map_err(output_error)
     }
+
+    /// Commits several traces as one set ([`AtomicFile::commit_all`]): none
+    /// is in place unless every one was checked and synced.
+    pub fn commit_all(outputs: Vec<(OutputFile, File)>) -> Result<(), ConvertError> {
+        let files = outputs
+            .into_iter()
+            .map(|(output, file)| {
+                drop(file);
+                output.file
+            })
+            .collect();
+        AtomicFile::commit_all(files).map_err(output_error)
+    }
 }
 
 /// Writes normalised records into a `.tmt`. The trace is started only once
