@@ -7,6 +7,7 @@ pub mod browser;
 pub mod devices;
 pub mod fleet;
 pub mod harness;
+pub mod mount;
 pub mod output_inputs;
 pub mod replay;
 pub mod result_fixture;

@@ -7,33 +7,12 @@
 //! same target is accepted once nothing uses it (so the refusal is not blanket).
 
 use crate::support::devices::LoopDevice;
+use crate::support::mount::Mount;
 use crate::support::replay::*;
 use crate::support::{require_root, require_tool, require_tools};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use trace_format::Op;
-
-/// A mount on a private directory, unmounted on drop.
-struct Mount(PathBuf);
-
-impl Mount {
-    fn new(dev: &Path, at: &Path) -> Mount {
-        std::fs::create_dir_all(at).unwrap();
-        let out = Command::new("mount").arg(dev).arg(at).output().unwrap();
-        assert!(
-            out.status.success(),
-            "mount: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Mount(at.to_path_buf())
-    }
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 /// Swap on a file, turned off on drop.
 struct SwapFile(PathBuf);
@@ -126,7 +105,7 @@ fn a_mounted_image_is_refused_by_every_other_name() {
     let a = LoopDevice::over(&image, false).unwrap();
     let b = LoopDevice::over(&image, false).unwrap();
     {
-        let mnt = Mount::new(&a.path, &dir.path().join("mnt"));
+        let mnt = Mount::new([&a.path], &dir.path().join("mnt"));
         std::fs::write(mnt.0.join("precious"), b"data").unwrap();
         assert!(Command::new("sync").status().unwrap().success());
 
@@ -200,7 +179,7 @@ fn a_second_loop_devices_partition_is_refused() {
     let b = LoopDevice::over(&image, true).unwrap();
     let b1 = b.first_partition(2048).unwrap();
     {
-        let _mnt = Mount::new(&a1, &dir.path().join("mnt"));
+        let _mnt = Mount::new([&a1], &dir.path().join("mnt"));
         assert_refused(
             &replay_onto(dir.path(), &b1, true),
             &format!("shares its backing file {}", image.display()),
@@ -279,7 +258,7 @@ fn a_loop_device_over_a_loop_device_is_checked_through_the_stack() {
     mkfs(&drive.path);
     let other = LoopDevice::over(&medium.path, false).unwrap();
     {
-        let _mnt = Mount::new(&other.path, &dir.path().join("mnt"));
+        let _mnt = Mount::new([&other.path], &dir.path().join("mnt"));
         assert_refused(
             &replay_onto(dir.path(), &drive.path, true),
             &format!(
@@ -292,7 +271,7 @@ fn a_loop_device_over_a_loop_device_is_checked_through_the_stack() {
     assert_clean(&other.path);
     drop(other);
     {
-        let _mnt = Mount::new(&medium.path, &dir.path().join("mnt2"));
+        let _mnt = Mount::new([&medium.path], &dir.path().join("mnt2"));
         assert_refused(
             &replay_onto(dir.path(), &drive.path, true),
             &format!("it is a loop device over {}", medium.path.display()),

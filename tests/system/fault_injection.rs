@@ -4,19 +4,12 @@
 //! `"valid": false` with the reason, and `compare` must flag it and give no
 //! ratio against it unless `--include-invalid`.
 
+use crate::support::mount::Mount;
 use crate::support::replay::*;
 use crate::support::{read_json, require_root, require_tools};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use trace_format::Op;
-
-struct Tmpfs(PathBuf);
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 struct Loop(PathBuf);
 
@@ -33,14 +26,7 @@ fn a_replay_with_device_errors_exits_2_and_is_marked_not_valid() {
     }
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small");
-    std::fs::create_dir(&small).unwrap();
-    assert!(Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4M", "tmpfs"])
-        .arg(&small)
-        .status()
-        .unwrap()
-        .success());
-    let _tmpfs = Tmpfs(small.clone());
+    let _tmpfs = Mount::tmpfs(&small, "4M");
     let image = small.join("img");
     std::fs::File::create(&image)
         .unwrap()
@@ -143,16 +129,8 @@ fn a_replay_with_device_errors_exits_2_and_is_marked_not_valid() {
 }
 
 /// A private tmpfs of `size`, in `dir`.
-fn tmpfs(dir: &Path, size: &str) -> Tmpfs {
-    let at = dir.join(format!("tmpfs-{size}"));
-    std::fs::create_dir(&at).unwrap();
-    assert!(Command::new("mount")
-        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-        .arg(&at)
-        .status()
-        .unwrap()
-        .success());
-    Tmpfs(at)
+fn tmpfs(dir: &Path, size: &str) -> Mount {
+    Mount::tmpfs(&dir.join(format!("tmpfs-{size}")), size)
 }
 
 /// A trace whose compact mapping needs `mib` MiB of scratch file.

@@ -2,34 +2,11 @@
 //! its output on a private, full 64 KiB tmpfs, fails naming the file and
 //! the cause, and leaves the previous file whole and nothing else.
 
+use crate::support::mount::Mount;
 use crate::support::replay::{rec, write_trace, KIB};
 use crate::support::{output_inputs, require_root, require_tools, tracemark};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use trace_format::Op;
-
-/// A private tmpfs mounted at a new folder, unmounted when dropped.
-struct Tmpfs(PathBuf);
-
-impl Tmpfs {
-    /// Makes the folder `at` and mounts a tmpfs of `size` (`64k`, `1m`) on it.
-    fn mount(at: &Path, size: &str) -> Tmpfs {
-        std::fs::create_dir(at).unwrap();
-        assert!(Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
-            .arg(at)
-            .status()
-            .unwrap()
-            .success());
-        Tmpfs(at.to_path_buf())
-    }
-}
-
-impl Drop for Tmpfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 fn listing(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
@@ -219,7 +196,7 @@ fn a_full_disk_under_every_output_keeps_the_old_file_and_leaves_nothing() {
         assert!(std::fs::metadata(&roomy).unwrap().len() > 0);
         // A private 64 KiB tmpfs holding the previous output, then filled.
         let at = d.join(format!("full-{i}"));
-        let _fs = Tmpfs::mount(&at, "64k");
+        let _fs = Mount::tmpfs(&at, "64k");
         let out = at.join("out.file");
         // The previous output, as tracemark left it.
         outfile::write(&out, b"the previous output\n").unwrap();
@@ -266,7 +243,7 @@ fn a_full_disk_under_a_split_names_the_trace_and_writes_none() {
         .collect();
     std::fs::write(&csv, lines).unwrap();
     let at = d.join("full-split");
-    let _fs = Tmpfs::mount(&at, "64k");
+    let _fs = Mount::tmpfs(&at, "64k");
     let out = at.join("out");
     std::fs::create_dir(&out).unwrap();
     let previous = out.join("ali-vol1.tmt");
@@ -308,7 +285,7 @@ fn a_scratch_file_too_large_for_its_filesystem_is_refused_and_leaves_nothing() {
     let trace = d.join("t.tmt");
     write_trace(&trace, "t", &recs);
     let at = d.join("small");
-    let _fs = Tmpfs::mount(&at, "1m");
+    let _fs = Mount::tmpfs(&at, "1m");
     let o = tracemark()
         .arg("replay")
         .arg(&trace)
@@ -342,7 +319,7 @@ fn a_results_database_a_full_disk_keeps_from_being_made_leaves_no_file() {
     }
     let dir = tempfile::tempdir().unwrap();
     let at = dir.path().join("full-db");
-    let _fs = Tmpfs::mount(&at, "64k");
+    let _fs = Mount::tmpfs(&at, "64k");
     let _ = std::fs::write(at.join("filler"), vec![1u8; 64 << 10]);
     let before = listing(&at);
     let fixture =

@@ -3,34 +3,13 @@
 //! second run replaces its own unchanged output there, and a file of the
 //! user's, or an output changed since, is still refused.
 
+use crate::support::mount::Mount;
 use crate::support::replay::{rec, write_trace, KIB};
 use crate::support::{require_root, require_tools, tracemark};
 use std::fs;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 use trace_format::Op;
-
-/// A private ramfs mounted at a new folder, unmounted when dropped.
-struct Ramfs(PathBuf);
-
-impl Ramfs {
-    fn mount(at: &Path) -> Ramfs {
-        fs::create_dir(at).unwrap();
-        assert!(Command::new("mount")
-            .args(["-t", "ramfs", "ramfs"])
-            .arg(at)
-            .status()
-            .unwrap()
-            .success());
-        Ramfs(at.to_path_buf())
-    }
-}
-
-impl Drop for Ramfs {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
 
 fn export(trace: &Path, out: &Path, state: &Path) -> Output {
     tracemark()
@@ -59,7 +38,7 @@ fn an_output_where_no_attribute_is_kept_is_replaced_only_as_the_ledger_allows() 
         .map(|i| rec(i * 1000, Op::Read, i * 64 * KIB, 4 * KIB))
         .collect();
     write_trace(&t, "t", &recs);
-    let ram = Ramfs::mount(&d.join("ram"));
+    let ram = Mount::new(["-t", "ramfs", "ramfs"], &d.join("ram"));
     let state = d.join("state");
     let out = ram.0.join("out.csv");
 

@@ -1,6 +1,7 @@
 //! `tracemark replay` as a user runs it: the result file, Ctrl-C, bad options,
 //! and the safety rules on block devices.
 
+use crate::support::mount::Mount;
 use crate::support::replay::*;
 use crate::support::SystemTest;
 use std::process::{Command, Stdio};
@@ -199,15 +200,6 @@ fn writes_to_a_block_device_need_allow_write() {
     );
 }
 
-/// Unmounts (and then the loop device detaches) on drop.
-struct Mount(std::path::PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg(&self.0).status();
-    }
-}
-
 #[test]
 fn a_mounted_device_is_refused_even_with_allow_write() {
     let Some(t) = SystemTest::start(&["losetup", "mkfs.ext4"]) else {
@@ -222,14 +214,8 @@ fn a_mounted_device_is_refused_even_with_allow_write() {
         .unwrap();
     assert!(st.success());
     let mnt = t.dir().join("mnt");
-    std::fs::create_dir(&mnt).unwrap();
-    let st = Command::new("mount")
-        .arg(&dev.path)
-        .arg(&mnt)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let _mount = Mount(mnt.clone());
+    // Unmounted on drop (and then the loop device detaches).
+    let _mount = Mount::new([&dev.path], &mnt);
     std::fs::write(mnt.join("precious"), b"keep me").unwrap();
     let out = replay(
         t.dir(),
