@@ -24,33 +24,32 @@ pub enum Attr {
     TooLong,
 }
 
-impl Attr {
-    /// The outcome of a `getxattr` call that returned `n` into `buf`.
-    fn from_call(n: isize, buf: &[u8]) -> Attr {
-        if n >= 0 {
-            return Attr::Value(buf[..n as usize].to_vec());
-        }
-        match io::Error::last_os_error().raw_os_error() {
-            Some(libc::EOPNOTSUPP) => Attr::Unsupported,
-            Some(libc::ERANGE) => Attr::TooLong,
-            _ => Attr::Absent,
-        }
+/// Runs one `getxattr`-like `call` into a buffer of [`MAX_VALUE`] bytes
+/// and says what it found.
+fn read(call: impl FnOnce(&mut [u8]) -> isize) -> Attr {
+    let mut buf = [0u8; MAX_VALUE];
+    let n = call(&mut buf);
+    if n >= 0 {
+        return Attr::Value(buf[..n as usize].to_vec());
+    }
+    match io::Error::last_os_error().raw_os_error() {
+        Some(libc::EOPNOTSUPP) => Attr::Unsupported,
+        Some(libc::ERANGE) => Attr::TooLong,
+        _ => Attr::Absent,
     }
 }
 
 /// The attribute `name` of the open `file`.
 pub fn get(file: &File, name: &CStr) -> Attr {
-    let mut buf = [0u8; MAX_VALUE];
-    // SAFETY: reads the attribute into our buffer, within its length.
-    let n = unsafe {
+    // SAFETY: reads the attribute into the buffer, within its length.
+    read(|buf| unsafe {
         libc::fgetxattr(
             file.as_raw_fd(),
             name.as_ptr(),
             buf.as_mut_ptr().cast(),
             buf.len(),
         )
-    };
-    Attr::from_call(n, &buf)
+    })
 }
 
 /// The attribute `name` of the file at `path` (following links), without
@@ -59,17 +58,15 @@ pub fn get_at(path: &Path, name: &CStr) -> Attr {
     let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
         return Attr::Absent;
     };
-    let mut buf = [0u8; MAX_VALUE];
-    // SAFETY: reads the attribute into our buffer, within its length.
-    let n = unsafe {
+    // SAFETY: reads the attribute into the buffer, within its length.
+    read(|buf| unsafe {
         libc::getxattr(
             c.as_ptr(),
             name.as_ptr(),
             buf.as_mut_ptr().cast(),
             buf.len(),
         )
-    };
-    Attr::from_call(n, &buf)
+    })
 }
 
 /// Sets the attribute `name` of the open `file` to `value`. A filesystem
