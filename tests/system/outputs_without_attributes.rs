@@ -11,9 +11,12 @@ use std::path::Path;
 use std::process::Output;
 use trace_format::Op;
 
-fn export(trace: &Path, out: &Path, state: &Path) -> Output {
+/// `tracemark [FLAGS] export TRACE --to csv -o OUT` with the state folder
+/// `state`.
+fn export(trace: &Path, out: &Path, state: &Path, flags: &[&str]) -> Output {
     tracemark()
         .env("TRACEMARK_STATE_DIR", state)
+        .args(flags)
         .arg("export")
         .arg(trace)
         .args(["--to", "csv", "-o"])
@@ -24,6 +27,13 @@ fn export(trace: &Path, out: &Path, state: &Path) -> Output {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `o` failed with one error saying `why`, and `file` still holds `kept`.
+fn refused(o: &Output, why: &str, file: &Path, kept: &[u8]) {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    assert!(stderr(o).contains(why), "{}", stderr(o));
+    assert_eq!(fs::read(file).unwrap(), kept);
 }
 
 #[test]
@@ -42,58 +52,40 @@ fn an_output_where_no_attribute_is_kept_is_replaced_only_as_the_ledger_allows() 
     let state = d.join("state");
     let out = ram.0.join("out.csv");
 
-    let first = export(&t, &out, &state);
+    let first = export(&t, &out, &state, &[]);
     assert!(first.status.success(), "{}", stderr(&first));
     let written = fs::read(&out).unwrap();
     assert!(!written.is_empty());
     // The ledger names it; a second run replaces its own unchanged output.
-    let again = export(&t, &out, &state);
+    let again = export(&t, &out, &state, &[]);
     assert!(again.status.success(), "{}", stderr(&again));
     assert_eq!(fs::read(&out).unwrap(), written);
 
     // Another state folder has no record of it: refused, kept.
-    let elsewhere = export(&t, &out, &d.join("other-state"));
-    assert_eq!(elsewhere.status.code(), Some(1));
-    assert!(
-        stderr(&elsewhere).contains("keeps no extended attributes"),
-        "{}",
-        stderr(&elsewhere)
-    );
-    assert_eq!(fs::read(&out).unwrap(), written);
+    let elsewhere = export(&t, &out, &d.join("other-state"), &[]);
+    refused(&elsewhere, "keeps no extended attributes", &out, &written);
 
     // Changed since tracemark wrote it: refused, the change kept.
     let mut edited = written.clone();
     edited.extend_from_slice(b"a line of the user's\n");
     fs::write(&out, &edited).unwrap();
-    let refused = export(&t, &out, &state);
-    assert_eq!(refused.status.code(), Some(1));
-    assert!(
-        stderr(&refused).contains("changed since"),
-        "{}",
-        stderr(&refused)
+    refused(
+        &export(&t, &out, &state, &[]),
+        "changed since",
+        &out,
+        &edited,
     );
-    assert_eq!(fs::read(&out).unwrap(), edited);
 
     // A file of the user's there: refused, kept.
     let doc = ram.0.join("doc.txt");
     fs::write(&doc, b"the user's notes\n").unwrap();
-    let theirs = export(&t, &doc, &state);
-    assert_eq!(theirs.status.code(), Some(1));
-    assert!(stderr(&theirs).contains("doc.txt"), "{}", stderr(&theirs));
-    assert_eq!(fs::read(&doc).unwrap(), b"the user's notes\n");
+    let theirs = export(&t, &doc, &state, &[]);
+    refused(&theirs, "doc.txt", &doc, b"the user's notes\n");
 
     // --overwrite replaces it, and the output is tracemark's again.
-    let told = tracemark()
-        .env("TRACEMARK_STATE_DIR", &state)
-        .arg("--overwrite")
-        .arg("export")
-        .arg(&t)
-        .args(["--to", "csv", "-o"])
-        .arg(&doc)
-        .output()
-        .unwrap();
+    let told = export(&t, &doc, &state, &["--overwrite"]);
     assert!(told.status.success(), "{}", stderr(&told));
     assert_eq!(fs::read(&doc).unwrap(), written);
-    let after = export(&t, &doc, &state);
+    let after = export(&t, &doc, &state, &[]);
     assert!(after.status.success(), "{}", stderr(&after));
 }
