@@ -441,8 +441,10 @@ mod tests {
         assert_eq!(back.traces[0].no_task_time, r.traces[0].no_task_time);
     }
 
-    #[test]
-    fn calibrated_task_times_are_marked_and_the_mark_explained() {
+    /// The fixture with a task time per trace, 2.25 s for the first and a
+    /// second more for each next; only the first calibrated, and with
+    /// `first_spread` over its passes.
+    fn timed_fixture(first_spread: Option<crate::schema::Spread>) -> SuiteResult {
         let text = include_str!("../../tests/fixtures/suite-a.json");
         let mut r: SuiteResult = serde_json::from_str(text).unwrap();
         assert!(r.traces.len() >= 2, "the fixture needs two traces");
@@ -454,15 +456,21 @@ mod tests {
                 captured_s: 3.0,
                 untraced_s: Some(2.0),
                 span: "task marks".into(),
-                // Only the first trace was calibrated.
                 uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
                 cpu_floor_s: None,
                 unfloored: None,
                 calibrated_at: None,
-                predicted_spread: None,
+                predicted_spread: if i == 0 { first_spread } else { None },
                 breakdown: None,
             });
         }
+        r
+    }
+
+    #[test]
+    fn calibrated_task_times_are_marked_and_the_mark_explained() {
+        // Only the first trace was calibrated.
+        let mut r = timed_fixture(None);
         let table = format_table(&r);
         let rows: Vec<&str> = table.lines().collect();
         let row_of = |name: &str| {
@@ -496,31 +504,13 @@ mod tests {
 
     #[test]
     fn the_task_column_gives_half_the_range_over_the_passes() {
-        let text = include_str!("../../tests/fixtures/suite-a.json");
-        let mut r: SuiteResult = serde_json::from_str(text).unwrap();
-        assert!(r.traces.len() >= 2, "the fixture needs two traces");
+        // The first trace's passes predicted 2.0 to 2.5 s.
+        let r = timed_fixture(Some(crate::schema::Spread {
+            min: 2.0,
+            max: 2.5,
+            stddev: 0.25,
+        }));
         assert!(r.traces[0].passes.len() > 1, "the fixture needs passes");
-        for (i, t) in r.traces.iter_mut().enumerate() {
-            t.task = Some(TaskTime {
-                predicted_s: 2.25 + i as f64,
-                model: "blocking".into(),
-                models: Default::default(),
-                captured_s: 3.0,
-                untraced_s: Some(2.0),
-                span: "task marks".into(),
-                uncalibrated: (i == 0).then(|| [("blocking".to_string(), 2.75)].into()),
-                cpu_floor_s: None,
-                unfloored: None,
-                calibrated_at: None,
-                // The first trace's passes predicted 2.0 to 2.5 s.
-                predicted_spread: (i == 0).then_some(crate::schema::Spread {
-                    min: 2.0,
-                    max: 2.5,
-                    stddev: 0.25,
-                }),
-                breakdown: None,
-            });
-        }
         let table = format_table(&r);
         let lines: Vec<&str> = table.lines().collect();
         let line_of = |start: &str| {
