@@ -108,6 +108,22 @@ struct Inputs {
     scratch: PathBuf,
 }
 
+impl Inputs {
+    /// The paths as arguments: trace, result, second result, CSV, scratch.
+    fn args(&self) -> (&str, &str, &str, &str, &str) {
+        fn s(p: &Path) -> &str {
+            p.to_str().unwrap()
+        }
+        (
+            s(&self.t),
+            s(&self.r),
+            s(&self.r2),
+            s(&self.csv),
+            s(&self.scratch),
+        )
+    }
+}
+
 fn inputs(d: &Path) -> Inputs {
     let t = trace(d, "t.tmt", 200);
     let csv = msr_csv(d, 50);
@@ -148,44 +164,34 @@ fn inputs(d: &Path) -> Inputs {
 fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let Inputs {
-        t,
-        csv,
-        r,
-        r2,
-        db,
-        scratch,
-    } = inputs(d);
-    let (ts, rs, r2s, cs, ss) = (
-        t.to_str().unwrap(),
-        r.to_str().unwrap(),
-        r2.to_str().unwrap(),
-        csv.to_str().unwrap(),
-        scratch.to_str().unwrap(),
-    );
+    let ins = inputs(d);
+    let (ts, rs, r2s, cs, ss) = ins.args();
     // (the file that must not be replaced, the command with `{}` as output)
     let cases: Vec<(&Path, Vec<&str>)> = vec![
-        (&t, vec!["export", ts, "--to", "csv", "-o", "{}"]),
-        (&t, vec!["export", ts, "--to", "fio", "-o", "{}"]),
+        (&ins.t, vec!["export", ts, "--to", "csv", "-o", "{}"]),
+        (&ins.t, vec!["export", ts, "--to", "fio", "-o", "{}"]),
         (
-            &csv,
+            &ins.csv,
             vec!["convert", cs, "--format", "msr", "-q", "-o", "{}"],
         ),
-        (&r, vec!["calibrate", ts, "--from", rs, "-o", "{}"]),
-        (&r, vec!["compare", rs, r2s, "--html", "{}"]),
-        (&r, vec!["merge", rs, r2s, "-o", "{}"]),
-        (&db, vec!["results", "export", "--all", "-o", "{}"]),
-        (&db, vec!["results", "compare", "1", "1", "--html", "{}"]),
-        (&db, vec!["results", "leaderboard", "--html", "{}"]),
-        (&db, vec!["export", ts, "--to", "csv", "-o", "{}"]),
-        (&db, vec!["compare", rs, r2s, "--html", "{}"]),
+        (&ins.r, vec!["calibrate", ts, "--from", rs, "-o", "{}"]),
+        (&ins.r, vec!["compare", rs, r2s, "--html", "{}"]),
+        (&ins.r, vec!["merge", rs, r2s, "-o", "{}"]),
+        (&ins.db, vec!["results", "export", "--all", "-o", "{}"]),
         (
-            &t,
+            &ins.db,
+            vec!["results", "compare", "1", "1", "--html", "{}"],
+        ),
+        (&ins.db, vec!["results", "leaderboard", "--html", "{}"]),
+        (&ins.db, vec!["export", ts, "--to", "csv", "-o", "{}"]),
+        (&ins.db, vec!["compare", rs, r2s, "--html", "{}"]),
+        (
+            &ins.t,
             vec!["replay", ts, "--target", ss, "--no-db", "--json", "{}"],
         ),
-        (&db, vec!["replay", ts, "--target", ss, "--json", "{}"]),
+        (&ins.db, vec!["replay", ts, "--target", ss, "--json", "{}"]),
         (
-            &t,
+            &ins.t,
             vec![
                 "consistency",
                 ts,
@@ -197,7 +203,7 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
             ],
         ),
         (
-            &t,
+            &ins.t,
             vec![
                 "consistency",
                 ts,
@@ -213,7 +219,7 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
         for alias in [Alias::Name, Alias::Symlink, Alias::HardLink, Alias::ProcFd] {
             let before = fs::read(file).unwrap();
             let started = Instant::now();
-            let o = run_with_alias(d, file, alias, args, &db);
+            let o = run_with_alias(d, file, alias, args, &ins.db);
             let err = String::from_utf8_lossy(&o.stderr);
             let what = format!("{args:?} by {alias:?}: {err}");
             assert_eq!(o.status.code(), Some(1), "{what}");
@@ -223,7 +229,7 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
             );
             assert_eq!(fs::read(file).unwrap(), before, "{what}");
             // Refused before the work: no scratch file was made.
-            assert!(!scratch.exists(), "{what}");
+            assert!(!ins.scratch.exists(), "{what}");
             assert!(started.elapsed() < Duration::from_secs(20), "{what}");
         }
     }
@@ -236,21 +242,8 @@ fn an_output_that_is_an_input_or_the_database_is_refused_by_any_path() {
 fn a_users_file_at_an_output_is_kept_unless_overwrite_is_given() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let Inputs {
-        t,
-        csv,
-        r,
-        r2,
-        db,
-        scratch,
-    } = inputs(d);
-    let (ts, rs, r2s, cs, ss) = (
-        t.to_str().unwrap(),
-        r.to_str().unwrap(),
-        r2.to_str().unwrap(),
-        csv.to_str().unwrap(),
-        scratch.to_str().unwrap(),
-    );
+    let ins = inputs(d);
+    let (ts, rs, r2s, cs, ss) = ins.args();
     // A task's trace and a replay of it to calibrate it from.
     let chain = d.join("chain.tmt");
     crate::support::replay::write_marked_trace(&chain, 20, 80_000_000);
@@ -304,7 +297,7 @@ fn a_users_file_at_an_output_is_kept_unless_overwrite_is_given() {
                 .args(extra)
                 .args(args)
                 .arg(&out)
-                .env("TRACEMARK_DB", &db)
+                .env("TRACEMARK_DB", &ins.db)
                 .output()
                 .unwrap()
         };
@@ -316,10 +309,10 @@ fn a_users_file_at_an_output_is_kept_unless_overwrite_is_given() {
             assert_eq!(err.lines().count(), 1, "one error line: {what}");
         };
         fs::write(&out, mine).unwrap();
-        let _ = fs::remove_file(&scratch);
+        let _ = fs::remove_file(&ins.scratch);
         refused(&run(&[]), "is a file tracemark did not write");
         assert_eq!(fs::read(&out).unwrap(), mine, "{args:?}");
-        assert!(!scratch.exists(), "{args:?}: refused before the work");
+        assert!(!ins.scratch.exists(), "{args:?}: refused before the work");
 
         let o = run(&["--overwrite"]);
         assert!(
